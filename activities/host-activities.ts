@@ -1,0 +1,38 @@
+/**
+ * Activities that run on an execution host's task queue (`host:<hostId>`) and use its
+ * Docker engine. Built by a factory so tests pass a real engine and their own image.
+ */
+import { Context, ApplicationFailure } from '@temporalio/activity';
+import type Docker from 'dockerode';
+import {
+  containerName, ImageMissingError, runSandboxCommand as runInContainer,
+  type SandboxCommandInput, type SandboxCommandResult, type SandboxLimits,
+} from './docker/sandbox-command';
+
+export interface HostActivityDeps {
+  docker: Docker;
+  hostId: string;
+  image: string;
+  limits?: SandboxLimits;
+}
+
+export function createHostActivities(deps: HostActivityDeps) {
+  return {
+    /** Runs a command in a fresh container from the sandbox image; the container is always removed. */
+    async runSandboxCommand(input: SandboxCommandInput): Promise<SandboxCommandResult> {
+      const ctx = Context.current();
+      const name = containerName('cmd', ctx.info.workflowExecution?.workflowId ?? 'standalone', ctx.info.activityId);
+      try {
+        return await runInContainer(
+          { ...input, labels: { ...input.labels, 'agent.host': deps.hostId } },
+          { docker: deps.docker, image: deps.image, name, ...(deps.limits ? { limits: deps.limits } : {}), onWaiting: () => ctx.heartbeat() },
+        );
+      } catch (err) {
+        if (err instanceof ImageMissingError) throw ApplicationFailure.nonRetryable(err.message, 'ImageMissing');
+        throw err;
+      }
+    },
+  };
+}
+
+export type HostActivities = ReturnType<typeof createHostActivities>;

@@ -1,0 +1,59 @@
+/**
+ * Enrolled execution hosts (spec 3.5, 5.5): enrollment issues a per-host credential, stored
+ * hashed; heartbeats report `slots_total`, runtime and capability attestations.
+ */
+import { z } from 'zod';
+import type { Db } from '../../lib/db';
+import { generateSecret, hashSecret, secretMatches, secretPrefix } from '../../lib/crypto';
+import { AppError } from '../../lib/errors';
+
+export const HOST_ID = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+export const heartbeatSchema = z.object({
+  slots_total: z.number().int().min(1).max(128),
+  runtime: z.string().min(1).max(64),
+  runner_version: z.string().min(1).max(64),
+  capabilities: z.array(z.string().min(1).max(128)).max(64).default([]),
+}).strict();
+
+export type Heartbeat = z.infer<typeof heartbeatSchema>;
+
+/** Enrolls (or re-enrolls, rotating the credential of) a host; returns the credential once. */
+export async function enrollHost(db: Db, hostId: string): Promise<{ hostId: string; credential: string }> {
+  if (!HOST_ID.test(hostId)) {
+    throw new AppError('invalid_request', 'host id must be 1-63 of a-z, 0-9, ".", "_", "-", starting with a letter or digit', { param: 'host_id' });
+  }
+  const credential = generateSecret('ahc');
+  await db('agent_hosts')
+    .insert({ host_id: hostId, credential_hash: hashSecret(credential), credential_prefix: secretPrefix(credential), removal_requested_at: null })
+    .onConflict('host_id')
+    .merge(['credential_hash', 'credential_prefix', 'removal_requested_at']);
+  return { hostId, credential };
+}
+
+/** Verifies a host credential; returns the host id it belongs to or throws 401. */
+export async function authenticateHost(db: Db, hostId: string, credential: string | undefined): Promise<string> {
+  const row = HOST_ID.test(hostId)
+    ? await db('agent_hosts').where({ host_id: hostId }).first<{ credential_hash: string } | undefined>('credential_hash')
+    : undefined;
+  if (!row || !credential || !secretMatches(credential, row.credential_hash)) {
+    throw new AppError('unauthorized', 'Invalid host credential');
+  }
+  return hostId;
+}
+
+/** Records a heartbeat; returns the slots admission uses (lower of saved and reported). */
+export async function recordHeartbeat(db: Db, hostId: string, beat: Heartbeat): Promise<{ slots_effective: number }> {
+  const [row] = await db('agent_hosts')
+    .where({ host_id: hostId })
+    .update({
+      slots_total: beat.slots_total,
+      runtime: beat.runtime,
+      runner_version: beat.runner_version,
+      capabilities: JSON.stringify(beat.capabilities),
+      last_heartbeat_at: db.fn.now(),
+    })
+    .returning<Array<{ slots_saved: number | null; slots_total: number }>>(['slots_saved', 'slots_total']);
+  if (!row) throw new AppError('unauthorized', 'Invalid host credential');
+  return { slots_effective: row.slots_saved === null ? row.slots_total : Math.min(row.slots_saved, row.slots_total) };
+}

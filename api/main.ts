@@ -1,0 +1,31 @@
+/**
+ * The control-plane API process (`npm run api`): owners' `/v1/agent/*`, operators' `/admin/agent/*`,
+ * host runner endpoints. Requires PostgreSQL; reaches Temporal lazily.
+ */
+import { createDb } from '../lib/db';
+import { createLogger } from '../lib/logger';
+import { serve } from '../lib/http/serve';
+import { loadSettings } from '../lib/settings';
+import { createShutdown } from '../lib/shutdown';
+import { createTemporalClient, temporalReachable } from '../lib/temporal';
+import { createApiApp } from './app';
+
+async function main(): Promise<void> {
+  const settings = loadSettings(process.env);
+  const log = createLogger({ name: 'api', level: settings.LOG_LEVEL });
+  if (!settings.DATABASE_URL) throw new Error('DATABASE_URL is required by the control-plane API');
+  const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'api' });
+  const { connection } = createTemporalClient(settings);
+  const app = createApiApp({ log, db, temporalReachable: (ms) => temporalReachable(connection, ms) });
+  const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
+  const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
+  shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
+  shutdown.add({ name: 'temporal connection', run: () => connection.close() });
+  shutdown.add({ name: 'database pool', run: () => db.destroy() });
+  log.info({ url: serving.url }, 'control-plane API listening');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`api failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,32 @@
+/**
+ * The gateway process (`npm run gateway`). Runs with or without a database (spec 4.2: a
+ * configured but unreachable database at startup is reported by `/health`, not fatal).
+ */
+import { createDb } from '../lib/db';
+import { createLogger } from '../lib/logger';
+import { serve } from '../lib/http/serve';
+import { databaseConfigured, loadSettings } from '../lib/settings';
+import { createShutdown } from '../lib/shutdown';
+import { createGatewayApp } from './app';
+import { DatabaseState } from './store/database-state';
+
+async function main(): Promise<void> {
+  const settings = loadSettings(process.env);
+  const log = createLogger({ name: 'gateway', level: settings.LOG_LEVEL });
+  const db = databaseConfigured(settings) && settings.DATABASE_URL
+    ? createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'gateway' })
+    : null;
+  const database = new DatabaseState(db, log);
+  await database.startup();
+  const app = createGatewayApp({ log, database, routesConfigured: () => 0 });
+  const serving = await serve(app, { host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT });
+  const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
+  shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
+  shutdown.add({ name: 'database', run: async () => { database.stop(); await db?.destroy(); } });
+  log.info({ url: serving.url, database: database.configured }, 'gateway listening');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`gateway failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,55 @@
+/**
+ * The one place errors become HTTP responses: `{ error: { message, type, code, param } }`
+ * (OpenAI-shaped). Unexposed errors show a generic message and are logged with their cause.
+ * Once headers are sent (a stream started) nothing is re-rendered: the stream's owner writes
+ * its own error event, and this middleware only makes sure the response ends.
+ */
+import type { Middleware } from 'koa';
+import { AppError, errorTypeOf, isAppError, type ErrorCode } from '../errors';
+import type { RequestState } from './request-context';
+
+export interface ErrorBody {
+  error: { message: string; type: string; code: ErrorCode; param: string | null };
+}
+
+/** Builds the error body for a status and message. */
+export function errorBody(status: number, code: ErrorCode, message: string, param?: string): ErrorBody {
+  return { error: { message, type: errorTypeOf(status), code, param: param ?? null } };
+}
+
+/** Normalizes anything thrown by a handler or by Koa itself into an {@link AppError}. */
+export function toAppError(err: unknown): AppError {
+  if (isAppError(err)) return err;
+  const e = err as { status?: unknown; statusCode?: unknown; expose?: unknown; message?: unknown; type?: unknown };
+  const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  if (status === 413 || e?.type === 'entity.too.large') {
+    return new AppError('payload_too_large', 'Request body is too large', { cause: err });
+  }
+  if (status >= 400 && status < 500 && e?.expose === true && typeof e.message === 'string') {
+    return new AppError(status === 404 ? 'not_found' : 'invalid_request', e.message, { status, cause: err });
+  }
+  return new AppError('internal', 'Internal server error', { cause: err, expose: false });
+}
+
+/** Renders errors thrown below it, and 404s for unmatched routes. */
+export function errorMiddleware(): Middleware<RequestState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new AppError('not_found', `No route for ${ctx.method} ${ctx.path}`);
+      }
+    } catch (thrown) {
+      const err = toAppError(thrown);
+      if (err.status >= 500) ctx.state.log.error({ err: thrown, code: err.code }, err.message);
+      else ctx.state.log.debug({ code: err.code, status: err.status }, err.message);
+      if (ctx.headerSent || !ctx.writable) {
+        if (!ctx.res.writableEnded) ctx.res.end();
+        return;
+      }
+      ctx.status = err.status;
+      for (const [name, value] of Object.entries(err.headers)) ctx.set(name, value);
+      ctx.body = errorBody(err.status, err.code, err.expose ? err.message : 'Internal server error', err.param);
+    }
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * Migration runner over the ordered list in `migrations/index.ts`. A static list (rather than
+ * a directory scan) works the same under tsx and in the compiled `dist/`.
+ */
+import type { Knex } from 'knex';
+import { migrations, type Migration } from '../migrations';
+import type { Db } from './db';
+
+class ListMigrationSource implements Knex.MigrationSource<Migration> {
+  constructor(private readonly list: readonly Migration[]) {}
+  getMigrations(): Promise<Migration[]> {
+    return Promise.resolve([...this.list]);
+  }
+  getMigrationName(migration: Migration): string {
+    return migration.name;
+  }
+  getMigration(migration: Migration): Promise<Knex.Migration> {
+    return Promise.resolve({ up: migration.up, down: migration.down });
+  }
+}
+
+const config = (): Knex.MigratorConfig => ({ migrationSource: new ListMigrationSource(migrations), tableName: 'knex_migrations' });
+
+/** Applies every pending migration; returns the names applied. */
+export async function migrateLatest(db: Db): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest(config())) as [number, string[]];
+  return applied;
+}
+
+/** Reverts the last batch; returns the names reverted. */
+export async function migrateDown(db: Db): Promise<string[]> {
+  const [, reverted] = (await db.migrate.rollback(config())) as [number, string[]];
+  return reverted;
+}
+
+/** Names of applied and pending migrations. */
+export async function migrationStatus(db: Db): Promise<{ applied: string[]; pending: string[] }> {
+  const [completed, pending] = (await db.migrate.list(config())) as [Array<{ name: string }>, Migration[]];
+  return { applied: completed.map((m) => m.name), pending: pending.map((m) => m.name) };
+}

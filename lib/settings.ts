@@ -1,0 +1,154 @@
+/**
+ * The one definition of the environment every process reads.
+ *
+ * Each `main.ts` calls {@link loadSettings} once and passes the result down; no other module
+ * reads `process.env`. Every variable carries a comment saying what it does and its default.
+ */
+import { z } from 'zod';
+
+/** A boolean given as an environment string: true/1/yes/on and false/0/no/off (case-insensitive). */
+const flag = (defaultValue: boolean) => z.stringbool().default(defaultValue);
+
+/** An optional string where an empty value means "unset". */
+const optionalString = () =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.string().optional());
+
+const port = (defaultValue: number) => z.coerce.number().int().min(0).max(65535).default(defaultValue);
+
+export const settingsShape = {
+  // ---- process and logging ----
+  /** `production` turns off pretty conveniences; anything else is development. Default `development`. */
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  /** pino level: fatal, error, warn, info, debug, trace, silent. Default `info`. */
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Seconds a stopping process waits for in-flight HTTP requests and worker tasks. Default 10. */
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().positive().default(10),
+
+  // ---- gateway process ----
+  /** Interface the gateway listens on. Default `0.0.0.0`. */
+  GATEWAY_HOST: z.string().default('0.0.0.0'),
+  /** Port of the inference gateway. Default 8080. */
+  GATEWAY_PORT: port(8080),
+  /** Canonical path of the models registry file (spec 2.4); beats `MODELS_CONFIG` and the manifest. */
+  MODELS_CONFIG_PATH: optionalString(),
+  /** Older name of `MODELS_CONFIG_PATH`; used only when the canonical name is unset. */
+  MODELS_CONFIG: optionalString(),
+  /** Canonical path of the routing file (spec 2.6). */
+  ROUTING_CONFIG_PATH: optionalString(),
+  /** Older name of `ROUTING_CONFIG_PATH`. */
+  ROUTING_CONFIG: optionalString(),
+  /** Path of the alerts file; by default a file that is not shipped (built-in thresholds). */
+  ALERTS_CONFIG_PATH: optionalString(),
+  /** Path of the distribution manifest (spec 2.7). */
+  DISTRIBUTION_CONFIG_PATH: optionalString(),
+  /** `dark` (default: validate and log only) or `active`; any other value closes sign-up (spec 2.7). Kept raw. */
+  DISTRIBUTION_CONFIG_MODE: z.string().default('dark'),
+  /** `false`/`0`: inference needs no key and every caller is admin (spec 5.1). Default true. */
+  USER_AUTH_ENABLED: flag(true),
+  /** Static admin credential for `/admin/*` (`Authorization: Bearer`). Unset: only admin JWTs. A secret. */
+  ADMIN_TOKEN: optionalString(),
+  /** Credential of the bundled example registry, read through `${AGGREGATOR_API_KEY}` in `config/models.yaml`. A secret. */
+  AGGREGATOR_API_KEY: optionalString(),
+
+  // ---- database ----
+  /** PostgreSQL URL. Optional for the gateway (no-database mode); required by api and workers. */
+  DATABASE_URL: optionalString(),
+  /** `false` runs the gateway without a database even when `DATABASE_URL` is set (spec 4.2). Default true. */
+  DB_ENABLED: flag(true),
+  /** Largest number of pooled connections per process. Default 10. */
+  DATABASE_POOL_MAX: z.coerce.number().int().positive().default(10),
+
+  // ---- control-plane api process ----
+  /** Interface the control-plane API listens on. Default `0.0.0.0`. */
+  API_HOST: z.string().default('0.0.0.0'),
+  /** Port of the control-plane API. Default 8081. */
+  API_PORT: port(8081),
+
+  // ---- Temporal ----
+  /** Temporal frontend `host:port`. Default `127.0.0.1:7233` (the dev server). */
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  /** Temporal namespace. Default `default`. */
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  /** Task queue of the control worker (all workflows, Postgres/object-store activities). Default `control`. */
+  TEMPORAL_CONTROL_TASK_QUEUE: z.string().default('control'),
+
+  // ---- execution host (host runner) ----
+  /** Identity of this execution host; its task queue is `host:<id>`. Default: the machine's hostname. */
+  AGENT_HOST_ID: optionalString(),
+  /** The host's enrollment-issued credential (spec 5.5). A secret. */
+  AGENT_HOST_CREDENTIAL: optionalString(),
+  /** Base URL of the control-plane API the host runner reports to. Default `http://127.0.0.1:8081`. */
+  AGENT_API_URL: z.string().url().default('http://127.0.0.1:8081'),
+  /** Execution slots of a host when no admin value is saved (spec 3.5). Default 3. */
+  AGENT_HOST_SLOTS: z.coerce.number().int().min(2).max(128).default(3),
+  /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s, spec 8). */
+  AGENT_HOST_HEARTBEAT_SECONDS: z.coerce.number().positive().default(15),
+  /** Docker engine socket used by the host runner. Default `/var/run/docker.sock`. */
+  DOCKER_SOCKET_PATH: z.string().default('/var/run/docker.sock'),
+  /** Image sandboxes start from. Default `agent-sandbox:base` (built by the dev bootstrap). */
+  AGENT_SANDBOX_IMAGE: z.string().default('agent-sandbox:base'),
+
+  // ---- object storage (sandbox archives) ----
+  /** `fs` (embedded default: a directory) or `s3` (any S3-compatible service). */
+  OBJECT_STORE_BACKEND: z.enum(['fs', 's3']).default('fs'),
+  /** Directory of the `fs` object store. Default `.data/object-store`. */
+  OBJECT_STORE_FS_ROOT: z.string().default('.data/object-store'),
+  /** S3-compatible endpoint URL, e.g. `http://minio:9000`. Required when the backend is `s3`. */
+  S3_ENDPOINT: optionalString(),
+  /** Bucket holding sandbox archives. Required when the backend is `s3`. */
+  S3_BUCKET: optionalString(),
+  /** S3 region. Default `us-east-1`. */
+  S3_REGION: z.string().default('us-east-1'),
+  /** S3 access key id. A secret. */
+  S3_ACCESS_KEY_ID: optionalString(),
+  /** S3 secret access key. A secret. */
+  S3_SECRET_ACCESS_KEY: optionalString(),
+} as const;
+
+const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
+  if (s.OBJECT_STORE_BACKEND === 's3') {
+    for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {
+      if (!s[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required when OBJECT_STORE_BACKEND=s3` });
+    }
+  }
+});
+
+export type Settings = z.infer<typeof settingsSchema>;
+
+/** Names of every variable the schema knows (used to check deploy files name no unknown variable). */
+export const settingsVariableNames: readonly string[] = Object.keys(settingsShape);
+
+/** Variables whose values are secrets: never echoed in errors or logs. */
+export const secretVariableNames: ReadonlySet<string> = new Set([
+  'ADMIN_TOKEN', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
+]);
+
+/** Raised when the environment does not parse; the message names each variable and the fix. */
+export class SettingsError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid environment:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'SettingsError';
+  }
+}
+
+/** Parses the environment once. Unknown variables are ignored; known ones must be valid. */
+export function loadSettings(env: NodeJS.ProcessEnv | Record<string, string | undefined>): Settings {
+  const picked: Record<string, string | undefined> = {};
+  for (const name of settingsVariableNames) picked[name] = env[name];
+  const parsed = settingsSchema.safeParse(picked);
+  if (!parsed.success) {
+    throw new SettingsError(
+      parsed.error.issues.map((i) => {
+        const name = i.path.join('.') || '(environment)';
+        const got = secretVariableNames.has(name) ? '(secret, not shown)' : JSON.stringify(picked[name] ?? null);
+        return `${name}: ${i.message} (got ${got}; fix the variable or unset it for the default)`;
+      }),
+    );
+  }
+  return Object.freeze(parsed.data);
+}
+
+/** Whether this process should use a database: configured and not switched off. */
+export function databaseConfigured(settings: Settings): boolean {
+  return settings.DB_ENABLED && Boolean(settings.DATABASE_URL);
+}

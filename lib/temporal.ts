@@ -1,0 +1,55 @@
+/**
+ * Connections to the Temporal frontend, from settings.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type Worker } from '@temporalio/worker';
+import type { Logger } from './logger';
+import type { Settings } from './settings';
+
+/** A lazily connecting client (the API starts even while Temporal is down). */
+export function createTemporalClient(settings: Pick<Settings, 'TEMPORAL_ADDRESS' | 'TEMPORAL_NAMESPACE'>): { client: Client; connection: Connection } {
+  const connection = Connection.lazy({ address: settings.TEMPORAL_ADDRESS });
+  return { connection, client: new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE }) };
+}
+
+/** The connection workers poll with; retries until the server answers or `timeoutMs` passes. */
+export async function connectWorker(settings: Pick<Settings, 'TEMPORAL_ADDRESS'>, timeoutMs = 60_000): Promise<NativeConnection> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`Temporal at ${settings.TEMPORAL_ADDRESS} did not answer within ${timeoutMs} ms`, { cause: err });
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+/** True when the frontend answers `GetSystemInfo` within `timeoutMs`. */
+export async function temporalReachable(connection: Connection, timeoutMs: number): Promise<boolean> {
+  try {
+    await connection.withDeadline(Date.now() + timeoutMs, () => connection.workflowService.getSystemInfo({}));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const pinoLevels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+
+/** Sends the Temporal SDK's own logs (worker lifecycle, core) to the process logger. Call once, first. */
+export function installTemporalRuntime(log: Logger, level: LogLevel = 'INFO'): void {
+  Runtime.install({
+    // The process's own shutdown sequence (lib/shutdown.ts) owns the signals and stops workers in order.
+    shutdownSignals: [],
+    logger: new DefaultLogger(level, (entry) => {
+      log[pinoLevels[entry.level]]({ source: 'temporal', ...entry.meta }, entry.message);
+    }),
+  });
+}
+
+/** Stops a worker if it is still running and waits for its run loop to finish. */
+export async function stopWorker(worker: Worker, running: Promise<void>): Promise<void> {
+  if (worker.getState() === 'RUNNING') worker.shutdown();
+  await running;
+}

@@ -1,0 +1,29 @@
+/**
+ * Brings the development stack's backing services up, installing what is missing:
+ * Debian packages, the Temporal CLI, PostgreSQL, dockerd, the Temporal dev server and the
+ * sandbox image. Idempotent; every step is skipped when already done.
+ * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`).
+ */
+import { ensureDebPackages } from './packages';
+import { ensureDockerd } from './docker-engine';
+import { ensurePostgres } from './postgres';
+import { ensureSandboxImage } from './sandbox-image';
+import { ensureTemporalCli, ensureTemporalServer } from './temporal-server';
+import { BootstrapError, say } from './sh';
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  ensureDebPackages();
+  ensureTemporalCli();
+  await ensurePostgres();
+  await ensureDockerd();
+  await ensureTemporalServer();
+  ensureSandboxImage();
+  say(`services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (postgres 127.0.0.1:5432, dockerd, temporal 127.0.0.1:7233, UI http://127.0.0.1:8233)`);
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof BootstrapError) console.error(`[bootstrap] FAILED ${err.message}`);
+  else console.error('[bootstrap] FAILED', err);
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+/**
+ * Debian packages the dev stack needs, installed when missing (apt lists refreshed once).
+ */
+import { BootstrapError, run, runLogged, say } from './sh';
+
+/** Packages the stack installs: the database, the container engine, the rootfs builder, flock. */
+export const DEB_PACKAGES = ['postgresql', 'docker.io', 'debootstrap', 'util-linux'] as const;
+
+function installed(pkg: string): boolean {
+  const result = run('dpkg-query', ['-W', '-f=${Status}', pkg]);
+  return result.status === 0 && result.stdout.includes('install ok installed');
+}
+
+export function ensureDebPackages(packages: readonly string[] = DEB_PACKAGES): void {
+  const missing = packages.filter((p) => !installed(p));
+  if (missing.length === 0) return;
+  say(`installing Debian packages: ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  runLogged('apt', 'apt-get', ['update'], 'apt.log', { asRoot: true, env });
+  runLogged('apt', 'apt-get', ['install', '-y', '--no-install-recommends', ...missing], 'apt.log', { asRoot: true, env });
+  const still = missing.filter((p) => !installed(p));
+  if (still.length) throw new BootstrapError('apt', `packages still missing after install: ${still.join(' ')}`);
+}

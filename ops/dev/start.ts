@@ -1,0 +1,132 @@
+/**
+ * `npm start` (after the bootstrap): applies migrations, enrolls this machine as an execution
+ * host, builds, then runs gateway (:8080), api (:8081), the control worker and the host runner
+ * in the foreground with prefixed output. Ctrl-C stops these processes cleanly (SIGTERM, then
+ * SIGKILL after the grace period); the backing services keep running (`npm run stack:stop`).
+ * If any process exits on its own, the others are stopped and `npm start` exits non-zero.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { createDb } from '../../lib/db';
+import { migrateLatest } from '../../lib/migrations';
+import { enrollHost } from '../../api/hosts/host-registry';
+import { DEV_DATABASE_URL } from './postgres';
+import { DATA, ROOT, run } from './sh';
+
+const GRACE_MS = 12_000;
+
+interface ProcessSpec {
+  name: string;
+  script: string;
+  env?: Record<string, string>;
+}
+
+function log(message: string): void {
+  console.log(`[start] ${message}`);
+}
+
+/** This machine's host id and its enrollment credential, enrolled once and kept under `.data/`. */
+async function ensureHostEnrollment(databaseUrl: string): Promise<{ hostId: string; credential: string }> {
+  const hostId = (process.env.AGENT_HOST_ID ?? hostname()).toLowerCase().replace(/[^a-z0-9._-]/g, '-').slice(0, 63);
+  const file = join(DATA, 'host', `${hostId}.credential`);
+  const db = createDb({ url: databaseUrl, applicationName: 'start' });
+  try {
+    const row: unknown = await db('agent_hosts').where({ host_id: hostId }).first('host_id');
+    if (row !== undefined && existsSync(file)) return { hostId, credential: readFileSync(file, 'utf8').trim() };
+    const enrolled = await enrollHost(db, hostId);
+    mkdirSync(join(DATA, 'host'), { recursive: true, mode: 0o700 });
+    writeFileSync(file, enrolled.credential, { mode: 0o600 });
+    log(`enrolled this machine as execution host ${hostId}`);
+    return enrolled;
+  } finally {
+    await db.destroy();
+  }
+}
+
+function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.WriteStream): void {
+  let pending = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) out.write(`[${name}] ${line}\n`);
+  });
+  stream.on('end', () => {
+    if (pending) out.write(`[${name}] ${pending}\n`);
+  });
+}
+
+async function main(): Promise<void> {
+  const databaseUrl = process.env.DATABASE_URL ?? DEV_DATABASE_URL;
+  const db = createDb({ url: databaseUrl, applicationName: 'start' });
+  try {
+    const applied = await migrateLatest(db);
+    log(applied.length ? `migrations applied: ${applied.join(', ')}` : 'database schema up to date');
+  } finally {
+    await db.destroy();
+  }
+  const host = await ensureHostEnrollment(databaseUrl);
+
+  log('building (tsc)');
+  const build = run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('build failed');
+
+  const baseEnv: Record<string, string> = { DATABASE_URL: databaseUrl };
+  const specs: ProcessSpec[] = [
+    { name: 'gateway', script: 'dist/gateway/main.js' },
+    { name: 'api', script: 'dist/api/main.js' },
+    { name: 'control', script: 'dist/workers/control.js' },
+    { name: 'host', script: 'dist/workers/host.js', env: { AGENT_HOST_ID: host.hostId, AGENT_HOST_CREDENTIAL: host.credential } },
+  ];
+
+  const children = new Map<string, ChildProcess>();
+  let stopping = false;
+  let exitCode = 0;
+
+  const stopAll = (reason: string, code: number): void => {
+    if (stopping) return;
+    stopping = true;
+    exitCode = code;
+    log(`stopping (${reason})`);
+    for (const child of children.values()) child.kill('SIGTERM');
+    setTimeout(() => {
+      for (const child of children.values()) child.kill('SIGKILL');
+    }, GRACE_MS).unref();
+  };
+
+  for (const spec of specs) {
+    const child = spawn(process.execPath, ['--enable-source-maps', join(ROOT, spec.script)], {
+      cwd: ROOT,
+      env: { ...process.env, ...baseEnv, ...spec.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.set(spec.name, child);
+    prefixLines(spec.name, child.stdout, process.stdout);
+    prefixLines(spec.name, child.stderr, process.stderr);
+    child.on('exit', (code, signal) => {
+      children.delete(spec.name);
+      if (!stopping) stopAll(`${spec.name} exited (${signal ?? code})`, 1);
+      if (children.size === 0) {
+        log('all processes stopped');
+        process.exit(exitCode);
+      }
+    });
+  }
+
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stopAll(signal, 0));
+
+  log('stack is up:');
+  log('  gateway      http://127.0.0.1:8080   (GET /health)');
+  log('  api          http://127.0.0.1:8081   (GET /health)');
+  log('  Temporal UI  http://127.0.0.1:8233');
+  log(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);
+  log('Ctrl-C stops these processes; `npm run stack:stop` also stops PostgreSQL, Temporal and dockerd.');
+}
+
+main().catch((err: unknown) => {
+  console.error(`[start] FAILED: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,93 @@
+/**
+ * `GET /health` and `/health/ready` of the gateway (spec 4.2) with a real database, with no
+ * database, and with a configured database that is unreachable at startup.
+ */
+import assert from 'node:assert/strict';
+import { createDb } from '../../lib/db';
+import { serve, type Serving } from '../../lib/http/serve';
+import { createGatewayApp } from '../../gateway/app';
+import { DatabaseState } from '../../gateway/store/database-state';
+import { freshDatabase, type TestDatabase } from '../support/db';
+import { captureLogs } from '../support/logs';
+
+async function startGateway(database: DatabaseState, routes = 0): Promise<Serving> {
+  const { log } = captureLogs('gateway');
+  return serve(createGatewayApp({ log, database, routesConfigured: () => routes }), { host: '127.0.0.1', port: 0 });
+}
+
+async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('gateway health', () => {
+  let serving: Serving | undefined;
+  let t: TestDatabase | undefined;
+  afterEach(async () => {
+    await serving?.close(1000);
+    serving = undefined;
+    await t?.drop();
+    t = undefined;
+  });
+
+  it('reports healthy with a connected database and both stores up', async () => {
+    t = await freshDatabase();
+    const database = new DatabaseState(t.db, captureLogs().log);
+    await database.startup();
+    serving = await startGateway(database, 5);
+    const health = await getJson(`${serving.url}/health`);
+    assert.equal(health.status, 200);
+    assert.deepEqual(health.body, {
+      status: 'healthy',
+      routes_configured: 5,
+      database_configured: true,
+      database_connected: true,
+      stores: {
+        operational_store: { status: 'up', backend: 'postgres', cache: { backend: 'in_process', refresh_seconds: 5 } },
+        log_store: { status: 'up', backend: 'postgres' },
+      },
+    });
+    const ready = await getJson(`${serving.url}/health/ready`);
+    assert.equal(ready.status, 200);
+  });
+
+  it('reports healthy without a database (configured false), and ready', async () => {
+    serving = await startGateway(new DatabaseState(null, captureLogs().log));
+    const health = await getJson(`${serving.url}/health`);
+    assert.equal(health.status, 200);
+    assert.equal(health.body.status, 'healthy');
+    assert.equal(health.body.database_configured, false);
+    assert.equal(health.body.database_connected, false);
+    assert.deepEqual((health.body.stores as Record<string, unknown>).log_store, { status: 'disabled', backend: 'none' });
+    assert.equal((await getJson(`${serving.url}/health/ready`)).status, 200);
+  });
+
+  it('answers 503 database_unavailable_at_startup when the configured database is unreachable', async () => {
+    const unreachable = createDb({ url: 'postgres://gateway:gateway@127.0.0.1:1/gateway', acquireTimeoutMs: 500 });
+    const logs = captureLogs();
+    const database = new DatabaseState(unreachable, logs.log, 60_000);
+    try {
+      await database.startup();
+      serving = await startGateway(database);
+      const health = await getJson(`${serving.url}/health`);
+      assert.equal(health.status, 503);
+      assert.equal(health.body.reason, 'database_unavailable_at_startup');
+      assert.equal(health.body.database_configured, true);
+      assert.equal(health.body.database_connected, false);
+      const ready = await getJson(`${serving.url}/health/ready`);
+      assert.equal(ready.status, 503);
+      assert.ok(logs.lines.some((l) => l.event === 'database_unavailable_at_startup'));
+    } finally {
+      database.stop();
+      await unreachable.destroy();
+    }
+  });
+
+  it('renders unknown paths as OpenAI-shaped 404s with a request id', async () => {
+    serving = await startGateway(new DatabaseState(null, captureLogs().log));
+    const res = await fetch(`${serving.url}/nope`, { headers: { 'x-request-id': 'req-123' } });
+    assert.equal(res.status, 404);
+    assert.equal(res.headers.get('x-request-id'), 'req-123');
+    assert.deepEqual(await res.json(), { error: { message: 'No route for GET /nope', type: 'not_found_error', code: 'not_found', param: null } });
+  });
+});

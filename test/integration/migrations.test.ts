@@ -1,0 +1,51 @@
+/**
+ * Migrations go up and down against real PostgreSQL; a down that would lose rows refuses.
+ */
+import assert from 'node:assert/strict';
+import { migrateDown, migrateLatest, migrationStatus } from '../../lib/migrations';
+import { migrations } from '../../migrations';
+import { emptyDatabase, freshDatabase, type TestDatabase } from '../support/db';
+
+async function tables(t: TestDatabase): Promise<string[]> {
+  const result = await t.db.raw<{ rows: Array<{ tablename: string }> }>(`select tablename from pg_tables where schemaname = 'public' and tablename not like 'knex_%' order by 1`);
+  return result.rows.map((r) => r.tablename);
+}
+
+describe('migrations (PostgreSQL)', () => {
+  let t: TestDatabase;
+  afterEach(async () => {
+    await t?.drop();
+  });
+
+  it('applies every migration to an empty database, then reverts the batch', async () => {
+    t = await emptyDatabase();
+    assert.deepEqual(await tables(t), []);
+    const applied = await migrateLatest(t.db);
+    assert.deepEqual(applied, migrations.map((m) => m.name));
+    assert.deepEqual(await tables(t), ['agent_hosts', 'api_logs', 'site_settings']);
+    assert.deepEqual(await migrateLatest(t.db), [], 'a second run applies nothing');
+    assert.deepEqual((await migrationStatus(t.db)).pending, []);
+
+    const reverted = await migrateDown(t.db);
+    assert.deepEqual(reverted, [...migrations.map((m) => m.name)].reverse());
+    assert.deepEqual(await tables(t), []);
+    assert.deepEqual((await migrationStatus(t.db)).applied, []);
+  });
+
+  it('refuses to revert the initial schema while its tables hold rows', async () => {
+    t = await freshDatabase();
+    await t.db('site_settings').insert({ key: 'k', value: JSON.stringify({ a: 1 }) });
+    await assert.rejects(migrateDown(t.db), /site_settings holds rows/);
+    assert.deepEqual(await tables(t), ['agent_hosts', 'api_logs', 'site_settings'], 'nothing was dropped');
+    const row = await t.db('site_settings').where({ key: 'k' }).first<{ value: unknown }>();
+    assert.deepEqual(row?.value, { a: 1 });
+  });
+
+  it('enforces the host slot range in the schema', async () => {
+    t = await freshDatabase();
+    await assert.rejects(
+      t.db('agent_hosts').insert({ host_id: 'h', credential_hash: 'x', credential_prefix: 'p', slots_saved: 1 }),
+      /agent_hosts_slots_saved_range/,
+    );
+  });
+});

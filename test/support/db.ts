@@ -1,0 +1,142 @@
+/**
+ * Test databases: one migrated template per migration set (named by a hash of the migrations),
+ * cloned into a fresh database per test file. Databases of dead test processes are dropped.
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createDb, type Db } from '../../lib/db';
+import { migrateLatest } from '../../lib/migrations';
+import { captureLogs } from './logs';
+
+/** knex warnings of test pools are collected, not printed (tests assert on errors directly). */
+const quiet = captureLogs('test-db', 'warn').log;
+
+/** Server holding test databases; the dev stack's PostgreSQL by default. */
+const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://gateway:gateway@127.0.0.1:5432/postgres';
+
+function urlFor(database: string): string {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+function migrationsHash(): string {
+  const dir = join(__dirname, '../../migrations');
+  const hash = createHash('sha256');
+  for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(join(dir, file)));
+  return hash.digest('hex').slice(0, 12);
+}
+
+let templatePromise: Promise<string> | undefined;
+let counter = 0;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function prepareTemplate(): Promise<string> {
+  const template = `gw_tpl_${migrationsHash()}`;
+  const admin = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
+  try {
+    await admin.raw('select pg_advisory_lock(727001)');
+    try {
+      const rows = await admin.raw<{ rows: Array<{ datname: string }> }>(`select datname from pg_database where datname like 'gw\\_%'`);
+      for (const { datname } of rows.rows) {
+        const testDb = /^gw_test_(\d+)_\d+$/.exec(datname);
+        const staleTemplate = datname.startsWith('gw_tpl_') && datname !== template;
+        if (staleTemplate || (testDb && !alive(Number(testDb[1])))) {
+          await admin.raw(`drop database if exists ${datname} with (force)`);
+        }
+      }
+      const exists = rows.rows.some((r) => r.datname === template);
+      if (!exists) {
+        await admin.raw(`create database ${template}_building`).catch(async () => {
+          await admin.raw(`drop database ${template}_building with (force)`);
+          await admin.raw(`create database ${template}_building`);
+        });
+        const db = createDb({ url: urlFor(`${template}_building`), poolMax: 1 });
+        try {
+          await migrateLatest(db);
+        } finally {
+          await db.destroy();
+        }
+        await admin.raw(`alter database ${template}_building rename to ${template}`);
+      }
+    } finally {
+      await admin.raw('select pg_advisory_unlock(727001)');
+    }
+  } finally {
+    await admin.destroy();
+  }
+  return template;
+}
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  db: Db;
+  /** Closes the pool and drops the database. */
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database for one test file. */
+export async function freshDatabase(): Promise<TestDatabase> {
+  templatePromise ??= prepareTemplate();
+  const template = await templatePromise;
+  counter += 1;
+  const name = `gw_test_${process.pid}_${counter}`;
+  const admin = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
+  try {
+    await admin.raw(`create database ${name} template ${template}`);
+  } finally {
+    await admin.destroy();
+  }
+  const url = urlFor(name);
+  const db = createDb({ url, poolMax: 5, applicationName: 'test', log: quiet });
+  return {
+    name,
+    url,
+    db,
+    drop: async () => {
+      await db.destroy();
+      const a = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
+      try {
+        await a.raw(`drop database if exists ${name} with (force)`);
+      } finally {
+        await a.destroy();
+      }
+    },
+  };
+}
+
+/** An empty (unmigrated) database, for migration tests. */
+export async function emptyDatabase(): Promise<TestDatabase> {
+  counter += 1;
+  const name = `gw_test_${process.pid}_${counter}`;
+  const admin = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
+  try {
+    await admin.raw(`create database ${name}`);
+  } finally {
+    await admin.destroy();
+  }
+  const url = urlFor(name);
+  const db = createDb({ url, poolMax: 2, applicationName: 'test', log: quiet });
+  return {
+    name, url, db,
+    drop: async () => {
+      await db.destroy();
+      const a = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
+      try {
+        await a.raw(`drop database if exists ${name} with (force)`);
+      } finally {
+        await a.destroy();
+      }
+    },
+  };
+}

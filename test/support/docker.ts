@@ -1,0 +1,56 @@
+/**
+ * Docker for tests: containers from `agent-sandbox:base` carrying this run's label, removed
+ * by the test that made them and, as a backstop, by the root hook at the end of the run.
+ */
+import Docker from 'dockerode';
+import { MANAGED_LABEL } from '../../activities/docker/sandbox-command';
+
+export const SANDBOX_IMAGE = 'agent-sandbox:base';
+export const TEST_RUN_LABEL = 'agent.test-run';
+/** Identifies this test process's containers. */
+export const testRunId = `${process.pid}-${Date.now().toString(36)}`;
+
+let client: Docker | undefined;
+export function docker(): Docker {
+  client ??= new Docker({ socketPath: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock' });
+  return client;
+}
+
+/** Labels every test container carries. */
+export function testLabels(extra: Record<string, string> = {}): Record<string, string> {
+  return { ...extra, [MANAGED_LABEL]: 'true', [TEST_RUN_LABEL]: testRunId };
+}
+
+/** Creates and starts a long-lived labelled container (`sleep infinity`). */
+export async function startTestContainer(extraLabels: Record<string, string> = {}): Promise<Docker.Container> {
+  const container = await docker().createContainer({
+    Image: SANDBOX_IMAGE,
+    Cmd: ['sleep', 'infinity'],
+    Labels: testLabels(extraLabels),
+    HostConfig: { NetworkMode: 'none', AutoRemove: false },
+  });
+  await container.start();
+  return container;
+}
+
+/** Runs a command in a running container; returns exit code and combined output. */
+export async function execIn(container: Docker.Container, cmd: string[]): Promise<{ exitCode: number; output: string }> {
+  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: true });
+  const stream = await exec.start({ hijack: true, stdin: false, Tty: true });
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve, reject) => {
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', resolve);
+    stream.on('error', reject);
+  });
+  const info = await exec.inspect();
+  return { exitCode: info.ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
+}
+
+/** Removes every container carrying `labels` (default: this run's). Returns how many. */
+export async function removeContainers(labels: Record<string, string> = { [TEST_RUN_LABEL]: testRunId }): Promise<number> {
+  const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+  const found = await docker().listContainers({ all: true, filters });
+  await Promise.all(found.map((c) => docker().getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  return found.length;
+}

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { databaseConfigured, loadSettings, SettingsError } from '../../lib/settings';
+
+describe('settings schema', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    const s = loadSettings({});
+    assert.equal(s.GATEWAY_PORT, 8080);
+    assert.equal(s.API_PORT, 8081);
+    assert.equal(s.TEMPORAL_ADDRESS, '127.0.0.1:7233');
+    assert.equal(s.TEMPORAL_CONTROL_TASK_QUEUE, 'control');
+    assert.equal(s.AGENT_HOST_SLOTS, 3);
+    assert.equal(s.USER_AUTH_ENABLED, true);
+    assert.equal(s.DISTRIBUTION_CONFIG_MODE, 'dark');
+    assert.equal(s.AGENT_SANDBOX_IMAGE, 'agent-sandbox:base');
+    assert.equal(s.DATABASE_URL, undefined);
+    assert.equal(databaseConfigured(s), false);
+    assert.ok(Object.isFrozen(s));
+  });
+
+  it('parses boolean flags as the spec writes them (false or 0)', () => {
+    for (const value of ['false', '0', 'FALSE', 'off']) assert.equal(loadSettings({ USER_AUTH_ENABLED: value }).USER_AUTH_ENABLED, false);
+    for (const value of ['true', '1', 'yes']) assert.equal(loadSettings({ USER_AUTH_ENABLED: value }).USER_AUTH_ENABLED, true);
+  });
+
+  it('treats an empty value as unset', () => {
+    assert.equal(loadSettings({ DATABASE_URL: '  ' }).DATABASE_URL, undefined);
+  });
+
+  it('turns off the database with DB_ENABLED=false even when DATABASE_URL is set', () => {
+    assert.equal(databaseConfigured(loadSettings({ DATABASE_URL: 'postgres://x/y' })), true);
+    assert.equal(databaseConfigured(loadSettings({ DATABASE_URL: 'postgres://x/y', DB_ENABLED: 'false' })), false);
+  });
+
+  it('names the variable and the fix on invalid values, and enforces cross-field rules', () => {
+    assert.throws(() => loadSettings({ GATEWAY_PORT: 'eighty' }), (err: unknown) => {
+      assert.ok(err instanceof SettingsError);
+      assert.match(err.message, /GATEWAY_PORT/);
+      assert.match(err.message, /"eighty"/);
+      return true;
+    });
+    assert.throws(() => loadSettings({ AGENT_HOST_SLOTS: '1' }), /AGENT_HOST_SLOTS/);
+    assert.throws(() => loadSettings({ AGENT_HOST_SLOTS: '129' }), /AGENT_HOST_SLOTS/);
+    assert.throws(() => loadSettings({ OBJECT_STORE_BACKEND: 's3' }), /S3_ENDPOINT is required when OBJECT_STORE_BACKEND=s3/);
+  });
+
+  it('never echoes the value of a secret variable in an error', () => {
+    assert.throws(() => loadSettings({ AGENT_API_URL: 'not a url', DATABASE_URL: 'postgres://u:hunter2@h/d', OBJECT_STORE_BACKEND: 's3', S3_SECRET_ACCESS_KEY: 'sekrit' }), (err: unknown) => {
+      assert.ok(err instanceof SettingsError);
+      assert.doesNotMatch(err.message, /hunter2|sekrit/);
+      return true;
+    });
+  });
+});

@@ -1,0 +1,2 @@
+/** Every workflow the control worker registers. */
+export { hostSelfCheck } from './host-self-check';

@@ -1,0 +1,17 @@
+/**
+ * Names shared by workflows, workers, the API and the dev bootstrap: task queues and the
+ * custom search attributes operators filter on in the Temporal UI.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+/** Task queue of one execution host: its Docker work runs only there. */
+export function hostTaskQueue(hostId: string): string {
+  return `host:${hostId}`;
+}
+
+/** Custom search attributes (all Keyword), registered on the server by the dev bootstrap. */
+export const searchAttributes = {
+  owner: defineSearchAttributeKey('AgentOwner', SearchAttributeType.KEYWORD),
+  host: defineSearchAttributeKey('AgentHost', SearchAttributeType.KEYWORD),
+  state: defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD),
+} as const;
