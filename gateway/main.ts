@@ -9,6 +9,7 @@ import { databaseConfigured, loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { createGatewayApp } from './app';
 import { DatabaseState } from './store/database-state';
+import { loadGatewayRegistry } from './registry';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -16,9 +17,11 @@ async function main(): Promise<void> {
   const db = databaseConfigured(settings) && settings.DATABASE_URL
     ? createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'gateway' })
     : null;
+  // Configuration errors (unknown router, invalid embeddings path…) throw here and stop startup.
+  const registry = loadGatewayRegistry({ pathEnv: settings, env: process.env, cwd: process.cwd(), log });
   const database = new DatabaseState(db, log);
   await database.startup();
-  const app = createGatewayApp({ log, database, routesConfigured: () => 0 });
+  const app = createGatewayApp({ log, database, routesConfigured: () => registry.routesConfigured });
   const serving = await serve(app, { host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });

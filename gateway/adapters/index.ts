@@ -1,0 +1,33 @@
+/**
+ * The adapter wire layer: adapter kinds, URL joining, wire bodies, headers and key pools.
+ * Pure code: nothing here performs I/O.
+ */
+export {
+  type AdapterFamily,
+  type AdapterProfile,
+  type AdapterProfileInit,
+  type ChatPathStyle,
+  type HeaderOptions,
+  type ProfileHeaders,
+  AdapterKindRegistry,
+  BUILTIN_ADAPTER_KINDS,
+  UnknownAdapterKindError,
+  assertRequestBuildable,
+  builtinAdapterProfile,
+  createAdapterKindRegistry,
+  defaultAdapterKindRegistry,
+  registerAdapterKind,
+  resolveAdapterKind,
+} from './kinds';
+export { chatCompletionsUrl, chatUrlFor, embeddingsUrl, endsWithVersionSegment, trimTrailingSlashes } from './urls';
+export {
+  type ChatBodyOptions,
+  type PriorityTier,
+  type WireRoute,
+  DEFAULT_SUPPORTED_PARAMS,
+  PRIORITY_BY_TIER,
+  buildChatBody,
+  buildEmbeddingsBody,
+} from './wire-body';
+export { upstreamHeaders } from './headers';
+export { KeyPool } from './key-pool';

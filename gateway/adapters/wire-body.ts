@@ -1,0 +1,147 @@
+/**
+ * Building the JSON bodies sent upstream ("wire bodies") from a client request and a route.
+ * Hot path: one pass over the client's keys into one new object; the client object is never mutated.
+ */
+import { AppError } from '../../lib/errors';
+import { type AdapterKindRegistry, type AdapterProfile, assertRequestBuildable, defaultAdapterKindRegistry } from './kinds';
+
+/** The route fields the wire layer reads. */
+export interface WireRoute {
+  readonly kind: string;
+  /** Sent upstream as `model`. */
+  readonly providerModelId: string;
+  /** Upper bound for `max_tokens` / `max_completion_tokens`. */
+  readonly maxOutputLength: number;
+  /** Optional client parameters forwarded upstream; default {@link DEFAULT_SUPPORTED_PARAMS}. */
+  readonly supportedParams?: readonly string[] | undefined;
+  /** Accepted `reasoning_effort` values (only when `reasoning_effort` is supported). */
+  readonly reasoningEfforts?: readonly string[] | undefined;
+  readonly supportsTools: boolean;
+  /** Operator-set fields merged under core fields and client parameters. */
+  readonly extraBody?: Readonly<Record<string, unknown>> | undefined;
+  readonly priorityScheduling: boolean;
+}
+
+/** The scheduling tier of a request on `priority_scheduling` routes. */
+export type PriorityTier = 'interactive' | 'large' | 'elephant';
+
+/** The `priority` stamped on the wire per tier. */
+export const PRIORITY_BY_TIER: Readonly<Record<PriorityTier, number>> = Object.freeze({
+  interactive: 20,
+  large: 15,
+  elephant: 0,
+});
+
+/** Optional parameters forwarded when a route does not list its own. */
+export const DEFAULT_SUPPORTED_PARAMS: readonly string[] = Object.freeze(['temperature', 'top_p', 'max_tokens']);
+
+/** Per-request options of {@link buildChatBody}. */
+export interface ChatBodyOptions {
+  readonly stream: boolean;
+  readonly tier: PriorityTier;
+  /** Registry the route's kind is resolved in; default: the shared one. */
+  readonly registry?: AdapterKindRegistry | undefined;
+}
+
+const NO_EFFORTS: readonly string[] = Object.freeze([]);
+
+function resolveBuildable(kind: string, registry: AdapterKindRegistry | undefined): AdapterProfile {
+  const adapter = (registry ?? defaultAdapterKindRegistry).resolve(kind);
+  assertRequestBuildable(adapter);
+  return adapter;
+}
+
+function clampTokens(param: string, value: unknown, max: number): unknown {
+  if (value === null) return value;
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new AppError('invalid_request', `Invalid '${param}': expected a number`, { param });
+  }
+  return value > max ? max : value;
+}
+
+function checkedReasoningEffort(value: unknown, route: WireRoute, supported: readonly string[]): unknown {
+  const allowed = supported.includes('reasoning_effort') ? (route.reasoningEfforts ?? NO_EFFORTS) : NO_EFFORTS;
+  if (typeof value === 'string' && allowed.includes(value)) return value;
+  const choices = allowed.length === 0 ? 'none (this model does not accept reasoning_effort)' : allowed.join(', ');
+  throw new AppError('invalid_request', `Invalid 'reasoning_effort': ${JSON.stringify(value)}. Allowed values: ${choices}`, {
+    param: 'reasoning_effort',
+  });
+}
+
+/** Copies one client field onto the body if the route lets it through; unlisted parameters are dropped. */
+function forwardClientField(
+  body: Record<string, unknown>,
+  key: string,
+  value: unknown,
+  route: WireRoute,
+  supported: readonly string[],
+): void {
+  switch (key) {
+    case 'model':
+    case 'stream':
+    case 'stream_options':
+    case 'priority':
+      return; // set by the gateway, or (priority) never taken from the client
+    case 'messages':
+      body.messages = value;
+      return;
+    case 'tools':
+    case 'tool_choice':
+      if (route.supportsTools) body[key] = value;
+      return;
+    case 'reasoning_effort':
+      if (value !== null) body.reasoning_effort = checkedReasoningEffort(value, route, supported);
+      return;
+    case 'max_tokens':
+    case 'max_completion_tokens':
+      if (supported.includes(key)) body[key] = clampTokens(key, value, route.maxOutputLength);
+      return;
+    default:
+      if (supported.includes(key)) body[key] = value;
+  }
+}
+
+/**
+ * The upstream chat-completions body: `extra_body` first, then validated client fields, then the
+ * core fields (`model`, `stream`, `stream_options`, `priority`, aggregator pin), each overwriting
+ * what came before. Throws `AppError` 400 for a rejected `reasoning_effort` or a non-numeric token
+ * limit, 501 for message-format kinds, `UnknownAdapterKindError` for unknown kinds.
+ */
+export function buildChatBody(
+  route: WireRoute,
+  client: Readonly<Record<string, unknown>>,
+  options: ChatBodyOptions,
+): Record<string, unknown> {
+  const adapter = resolveBuildable(route.kind, options.registry);
+  const body: Record<string, unknown> = route.extraBody === undefined ? {} : { ...route.extraBody };
+  const supported = route.supportedParams ?? DEFAULT_SUPPORTED_PARAMS;
+  for (const key of Object.keys(client)) {
+    const value = client[key];
+    if (value !== undefined) forwardClientField(body, key, value, route, supported);
+  }
+  body.model = route.providerModelId;
+  body.stream = options.stream;
+  if (options.stream) body.stream_options = { include_usage: true };
+  else if ('stream_options' in body) delete body.stream_options;
+  if (route.priorityScheduling) body.priority = PRIORITY_BY_TIER[options.tier];
+  if (adapter.pinnedProvider !== undefined) {
+    body.provider = { order: [adapter.pinnedProvider], allow_fallbacks: false };
+  }
+  return body;
+}
+
+/**
+ * The upstream embeddings body: `{model, input}` plus `encoding_format` / `dimensions` when the
+ * client gave them. Throws 501 for message-format kinds, `UnknownAdapterKindError` for unknown kinds.
+ */
+export function buildEmbeddingsBody(
+  route: WireRoute,
+  client: Readonly<Record<string, unknown>>,
+  registry?: AdapterKindRegistry,
+): Record<string, unknown> {
+  resolveBuildable(route.kind, registry);
+  const body: Record<string, unknown> = { model: route.providerModelId, input: client.input };
+  if (client.encoding_format !== undefined) body.encoding_format = client.encoding_format;
+  if (client.dimensions !== undefined) body.dimensions = client.dimensions;
+  return body;
+}

@@ -1,0 +1,50 @@
+/**
+ * The gateway's model registry: loading from the resolved models file with the project's
+ * adapter kinds and routing strategies.
+ */
+import type { Logger } from '../../lib/logger';
+import { BUILTIN_ADAPTER_KINDS, defaultAdapterKindRegistry, resolveAdapterKind, type AdapterKindRegistry } from '../adapters';
+import type { BuildContext } from './model-builder';
+import { loadRegistry } from './loader';
+import { resolveConfigPath, type ActiveManifestPaths, type PathEnv } from './paths';
+import type { Registry } from './types';
+
+export type { Model, Registry, Route } from './types';
+export { RegistryConfigError } from './errors';
+
+/**
+ * Routing strategies and the `router_params` keys each accepts. `fixed` accepts
+ * `local_fraction` without effect (spec 2.6). `routewise` (cost-aware) is known but its
+ * implementation is not installed yet: selecting it stops startup saying so (spec 2.4 rule 10).
+ */
+export const STRATEGIES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['fixed', new Set(['local_fraction'])],
+  ['routewise', new Set(['objective', 'probe_interval_seconds', 'max_latency_ms'])],
+]);
+export const AVAILABLE_STRATEGIES: ReadonlySet<string> = new Set(['fixed']);
+
+/** What the model builder needs besides the file: env for `${NAME}`, kinds, labels, strategies. */
+export function registryBuildContext(
+  env: Readonly<Record<string, string | undefined>>,
+  kinds: AdapterKindRegistry = defaultAdapterKindRegistry,
+): Omit<BuildContext, 'file' | 'warn'> {
+  return {
+    env,
+    resolveKind: (kind) => void resolveAdapterKind(kind, kinds),
+    reservedLabels: new Set(BUILTIN_ADAPTER_KINDS),
+    strategies: STRATEGIES,
+    availableStrategies: AVAILABLE_STRATEGIES,
+  };
+}
+
+/** Resolves the models file (env > active manifest > bundled default) and loads it. */
+export function loadGatewayRegistry(options: {
+  pathEnv: PathEnv;
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+  log: Logger;
+  manifest?: ActiveManifestPaths;
+}): Registry {
+  const path = resolveConfigPath('models', options.pathEnv, { cwd: options.cwd, ...(options.manifest ? { manifest: options.manifest } : {}) });
+  return loadRegistry({ path, log: options.log, ...registryBuildContext(options.env) });
+}

@@ -1,0 +1,82 @@
+/**
+ * The loaded model registry: models by public id and alias, each with its resolved routes.
+ * Immutable once built; a reload builds a new one.
+ */
+
+export type ModelType = 'chat' | 'embedding';
+export type Role = 'free' | 'pro' | 'internal' | 'admin';
+export const ROLES: readonly Role[] = ['free', 'pro', 'internal', 'admin'];
+
+/** Pricing in USD (strings, as configured): per 1M tokens, per request, per image. */
+export interface Pricing {
+  prompt?: string;
+  completion?: string;
+  input_cache_reads?: string;
+  input_cache_writes?: string;
+  request?: string;
+  image?: string;
+}
+
+/** One way to serve a model (spec 2.2), with every inherited model field resolved. */
+export interface Route {
+  /** Stable identity for breaker, latency history, affinity and weight overrides; label-independent. */
+  endpointId: string;
+  /** `<model id>#<index in the route list>`; stable while the route list keeps its order. */
+  routeId: string;
+  /** Adapter kind, e.g. `engine_a` or `aggregator[some-slug]`. */
+  kind: string;
+  /** Analytics label: the route's `provider`, else the kind. Never selects an adapter. */
+  providerLabel: string;
+  providerDisplayName: string | undefined;
+  providerType: 'on_demand' | 'quota' | 'concurrency' | undefined;
+  baseUrl: string;
+  /** No key, one key, or a pool (one endpoint). */
+  apiKeys: readonly string[];
+  providerModelId: string;
+  weight: number;
+  /** `undefined`: the default embeddings path. */
+  embeddingsPath: string | undefined;
+  contextLength: number;
+  maxOutputLength: number;
+  supportsTools: boolean;
+  supportsStructuredOutput: boolean;
+  supportedParams: readonly string[];
+  reasoningEfforts: readonly string[];
+  onDemand: boolean;
+  processor: 'default' | 'glm' | 'qwen_coder' | 'think_block';
+  extraBody: Readonly<Record<string, unknown>> | undefined;
+  priorityScheduling: boolean;
+  nullCacheDetailsMeansMiss: boolean;
+  quantization: string;
+  inputModalities: readonly string[];
+  outputModalities: readonly string[];
+  routeMetadata: Readonly<Record<string, unknown>>;
+  pricing: Pricing | undefined;
+  /** Pool/budget metadata for the cost-aware strategy, kept as configured. */
+  costMetadata: Readonly<Record<string, unknown>>;
+}
+
+export interface Model {
+  id: string;
+  name: string;
+  aliases: readonly string[];
+  modelType: ModelType;
+  /** Strategy name; `undefined` means the routing file's `default_router`. */
+  router: string | undefined;
+  routerParams: Readonly<Record<string, unknown>>;
+  requiredRole: Role | undefined;
+  onDemand: boolean;
+  contextLength: number;
+  maxOutputLength: number;
+  routes: readonly Route[];
+}
+
+export interface Registry {
+  /** The file the models came from (or would have, when missing). */
+  source: string;
+  models: readonly Model[];
+  /** Public id or alias → model (aliases resolve to the model loaded last). */
+  byName: ReadonlyMap<string, Model>;
+  /** One per model id plus one per alias (spec 4.2 `routes_configured`). */
+  routesConfigured: number;
+}
