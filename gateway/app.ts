@@ -5,31 +5,33 @@
 import Koa from 'koa';
 import type { Logger } from '../lib/logger';
 import { errorMiddleware } from '../lib/http/error-middleware';
-import { requestContext, type RequestState } from '../lib/http/request-context';
+import { requestContext } from '../lib/http/request-context';
 import { healthRouter } from './surfaces/health';
 import type { DatabaseState } from './store/database-state';
+import { chatRouter } from './surfaces/chat';
+import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
-export interface GatewayDeps {
+export interface GatewayDeps extends GatewayContextDeps {
   log: Logger;
   database: DatabaseState;
-  /** Number of public model ids plus aliases currently registered. */
-  routesConfigured: () => number;
   cacheRefreshSeconds?: number;
 }
 
 /** Creates the gateway app. */
-export function createGatewayApp(deps: GatewayDeps): Koa<RequestState> {
-  const app = new Koa<RequestState>({ proxy: false });
+export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
+  const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true;
   app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
   const health = healthRouter({
     database: deps.database,
-    routesConfigured: deps.routesConfigured,
+    routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  app.use(health.routes());
-  app.use(health.allowedMethods());
+  for (const router of [health, chatRouter(deps)]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
   return app;
 }

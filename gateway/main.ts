@@ -10,6 +10,8 @@ import { createShutdown } from '../lib/shutdown';
 import { createGatewayApp } from './app';
 import { DatabaseState } from './store/database-state';
 import { loadGatewayRegistry } from './registry';
+import { RegistryHolder } from './registry/holder';
+import { gatewayContextDeps } from './deps';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -21,10 +23,12 @@ async function main(): Promise<void> {
   const registry = loadGatewayRegistry({ pathEnv: settings, env: process.env, cwd: process.cwd(), log });
   const database = new DatabaseState(db, log);
   await database.startup();
-  const app = createGatewayApp({ log, database, routesConfigured: () => registry.routesConfigured });
+  const context = gatewayContextDeps(settings, new RegistryHolder(registry));
+  const app = createGatewayApp({ log, database, ...context });
   const serving = await serve(app, { host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
+  shutdown.add({ name: 'upstream pools', run: () => context.upstream.close() });
   shutdown.add({ name: 'database', run: async () => { database.stop(); await db?.destroy(); } });
   log.info({ url: serving.url, database: database.configured }, 'gateway listening');
 }

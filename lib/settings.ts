@@ -50,6 +50,19 @@ export const settingsShape = {
   /** Credential of the bundled example registry, read through `${AGGREGATOR_API_KEY}` in `config/models.yaml`. A secret. */
   AGGREGATOR_API_KEY: optionalString(),
 
+  /** Largest accepted request body on the inference surfaces, in MiB (413 above). Default 32. */
+  GATEWAY_MAX_BODY_MIB: z.coerce.number().positive().max(1024).default(32),
+  /** Seconds to open a TCP/TLS connection to an upstream before trying the next route. Default 10. */
+  UPSTREAM_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().default(10),
+  /** Seconds an upstream may take to send response headers (its first byte). Default 300. */
+  UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
+  /** Seconds an upstream may stay silent between body chunks (a stalled stream). Default 120. */
+  UPSTREAM_IDLE_TIMEOUT_SECONDS: z.coerce.number().positive().default(120),
+  /** Estimated prompt tokens from which a request is in the `large` priority tier (upstream priority 15). Default 8192. */
+  ROUTING_LARGE_PROMPT_TOKENS: z.coerce.number().int().positive().default(8192),
+  /** Estimated prompt tokens from which a request is an elephant (upstream priority 0). Default 32768. */
+  ROUTING_ELEPHANT_PROMPT_TOKENS: z.coerce.number().int().positive().default(32768),
+
   // ---- database ----
   /** PostgreSQL URL. Optional for the gateway (no-database mode); required by api and workers. */
   DATABASE_URL: optionalString(),
@@ -106,6 +119,9 @@ export const settingsShape = {
 } as const;
 
 const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
+  if (s.ROUTING_ELEPHANT_PROMPT_TOKENS <= s.ROUTING_LARGE_PROMPT_TOKENS) {
+    ctx.addIssue({ code: 'custom', path: ['ROUTING_ELEPHANT_PROMPT_TOKENS'], message: 'must be larger than ROUTING_LARGE_PROMPT_TOKENS' });
+  }
   if (s.OBJECT_STORE_BACKEND === 's3') {
     for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {
       if (!s[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required when OBJECT_STORE_BACKEND=s3` });

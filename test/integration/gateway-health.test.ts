@@ -4,15 +4,19 @@
  */
 import assert from 'node:assert/strict';
 import { createDb } from '../../lib/db';
-import { serve, type Serving } from '../../lib/http/serve';
-import { createGatewayApp } from '../../gateway/app';
 import { DatabaseState } from '../../gateway/store/database-state';
 import { freshDatabase, type TestDatabase } from '../support/db';
+import { startTestGateway, type TestGateway } from '../support/gateway';
 import { captureLogs } from '../support/logs';
 
-async function startGateway(database: DatabaseState, routes = 0): Promise<Serving> {
-  const { log } = captureLogs('gateway');
-  return serve(createGatewayApp({ log, database, routesConfigured: () => routes }), { host: '127.0.0.1', port: 0 });
+/** A registry of two models, one with three aliases: 5 names. */
+const FIVE_NAMES = `models:
+  - { id: a, name: A, provider: engine_a, base_url: http://127.0.0.1:9, aliases: [a1, a2, a3] }
+  - { id: b, name: B, provider: engine_a, base_url: http://127.0.0.1:9 }
+`;
+
+function startGateway(database: DatabaseState, modelsYaml?: string): Promise<TestGateway> {
+  return startTestGateway({ database, ...(modelsYaml ? { modelsYaml } : {}) });
 }
 
 async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -21,10 +25,10 @@ async function getJson(url: string): Promise<{ status: number; body: Record<stri
 }
 
 describe('gateway health', () => {
-  let serving: Serving | undefined;
+  let serving: TestGateway | undefined;
   let t: TestDatabase | undefined;
   afterEach(async () => {
-    await serving?.close(1000);
+    await serving?.close();
     serving = undefined;
     await t?.drop();
     t = undefined;
@@ -34,7 +38,7 @@ describe('gateway health', () => {
     t = await freshDatabase();
     const database = new DatabaseState(t.db, captureLogs().log);
     await database.startup();
-    serving = await startGateway(database, 5);
+    serving = await startGateway(database, FIVE_NAMES);
     const health = await getJson(`${serving.url}/health`);
     assert.equal(health.status, 200);
     assert.deepEqual(health.body, {

@@ -15,9 +15,9 @@ export interface Usage {
 
 export type Behaviour =
   /** Non-streaming chat completion. */
-  | { kind: 'json'; content?: string; usage?: Usage; model?: string }
+  | { kind: 'json'; content?: string; usage?: Usage; model?: string; extra?: Record<string, unknown> }
   /** Streaming chat completion: one SSE chunk per piece, `intervalMs` apart, then a usage chunk and `[DONE]`. */
-  | { kind: 'sse'; pieces?: string[]; intervalMs?: number; usage?: Usage }
+  | { kind: 'sse'; pieces?: string[]; intervalMs?: number; usage?: Usage; byteSlices?: number; extraEvents?: string[] }
   /** Embeddings: one vector of `dimensions` per input. */
   | { kind: 'embeddings'; dimensions?: number }
   /** A tool-call reply (streaming when the request asked for it). */
@@ -179,21 +179,32 @@ async function respond(behaviour: Behaviour, record: RecordedRequest, res: Serve
         id, object: 'chat.completion', created: 1, model: behaviour.model ?? model,
         choices: [{ index: 0, message: { role: 'assistant', content: behaviour.content ?? 'Hello from the fake upstream.' }, finish_reason: 'stop' }],
         usage: usageBody(behaviour.usage ?? DEFAULT_USAGE),
+        ...behaviour.extra,
       });
       return;
     }
     case 'sse': {
       const pieces = behaviour.pieces ?? ['Hel', 'lo', ' there', '.'];
       sseHeaders(res);
-      res.write(chunk(id, model, { role: 'assistant', content: '' }));
+      const write = async (text: string) => {
+        if (!behaviour.byteSlices) return void res.write(text);
+        const bytes = Buffer.from(text, 'utf8');
+        for (let i = 0; i < bytes.length; i += behaviour.byteSlices) {
+          res.write(bytes.subarray(i, i + behaviour.byteSlices));
+          await new Promise((r) => setImmediate(r));
+        }
+      };
+      await write(chunk(id, model, { role: 'assistant', content: '' }));
+      for (const extra of behaviour.extraEvents ?? []) await write(`data: ${extra}\n\n`);
       for (const piece of pieces) {
         if (behaviour.intervalMs) await sleep(behaviour.intervalMs);
         if (res.destroyed) return;
-        res.write(chunk(id, model, { content: piece }));
+        await write(chunk(id, model, { content: piece }));
       }
-      res.write(chunk(id, model, {}, 'stop'));
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model, choices: [], usage: usageBody(behaviour.usage ?? DEFAULT_USAGE) })}\n\n`);
-      res.end('data: [DONE]\n\n');
+      await write(chunk(id, model, {}, 'stop'));
+      await write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model, choices: [], usage: usageBody(behaviour.usage ?? DEFAULT_USAGE) })}\n\n`);
+      await write('data: [DONE]\n\n');
+      res.end();
       return;
     }
     case 'embeddings': {

@@ -1,0 +1,63 @@
+/**
+ * Tries a request's candidate routes in order (spec 7, issue 3 §4): connect errors, timeouts, 5xx
+ * and 429 move to the next route; a context-length refusal skips routes whose `context_length` is
+ * not wider; anything else (401, other 4xx) is surfaced at once. A pinned request never falls back.
+ * When every route fails, the first (primary) error is raised and the attempt list logged.
+ */
+import { AppError } from '../../lib/errors';
+import type { Logger } from '../../lib/logger';
+import type { Route } from '../registry';
+import { failedAttempt, UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
+
+export interface FallbackResult<T> {
+  value: T;
+  route: Route;
+  failedAttempts: FailedAttempt[];
+}
+
+export interface FallbackOptions {
+  modelId: string;
+  log: Logger;
+  /** `X-Route-Pin`: exactly one candidate and no fallback. */
+  pinned: boolean;
+  /** Log line for an upstream 401 (chat: `upstream_auth_misconfig`). */
+  onUpstreamAuthFailure: (route: Route, err: UpstreamError) => void;
+}
+
+export async function runWithFallback<T>(candidates: readonly Route[], attempt: (route: Route) => Promise<T>, options: FallbackOptions): Promise<FallbackResult<T>> {
+  const failed: FailedAttempt[] = [];
+  let primary: UpstreamError | undefined;
+  let contextLimit = 0;
+  for (const route of candidates) {
+    if (contextLimit > 0 && route.contextLength <= contextLimit) continue;
+    try {
+      return { value: await attempt(route), route, failedAttempts: failed };
+    } catch (err) {
+      if (!(err instanceof UpstreamError)) throw err;
+      failed.push(failedAttempt(route, err));
+      primary ??= err;
+      if (err.options.upstreamStatus === 401) options.onUpstreamAuthFailure(route, err);
+      if (err.options.contextLength) contextLimit = Math.max(contextLimit, route.contextLength);
+      if (!err.retryable || options.pinned) break;
+    }
+  }
+  if (!primary) {
+    throw new AppError('no_provider_available', `No provider available for model ${options.modelId}`);
+  }
+  options.log.warn({ event: 'all_routes_failed', model: options.modelId, attempts: failed }, `Every route of ${options.modelId} failed; returning the primary error`);
+  throw primary;
+}
+
+/** The client-facing error for an upstream failure (the upstream's credential is never named). */
+export function clientErrorFor(err: UpstreamError): AppError {
+  const status = err.status;
+  if (err.options.upstreamStatus === 401) {
+    return new AppError('unauthorized', "The upstream provider rejected the gateway's credential", { status: 401, cause: err });
+  }
+  if (status === 429) {
+    return new AppError('rate_limited', `Upstream rate limit: ${err.message}`, { cause: err, headers: err.options.retryAfter ? { 'Retry-After': err.options.retryAfter } : {} });
+  }
+  if (status === 504) return new AppError('gateway_timeout', 'The upstream did not answer in time', { cause: err });
+  if (status >= 400 && status < 500) return new AppError('invalid_request', err.message, { status, cause: err });
+  return new AppError('upstream_error', `Upstream error: ${err.message}`, { status: 502, cause: err });
+}

@@ -1,0 +1,44 @@
+/**
+ * Validation of a chat-completions request body: only what the gateway relies on is checked here
+ * (the wire-body rules filter and check the optional parameters); each error names the field.
+ */
+import { AppError } from '../../lib/errors';
+
+export interface ChatRequest {
+  model: string;
+  messages: unknown[];
+  stream: boolean;
+  /** The body as the client sent it (parameters are filtered per route when the wire body is built). */
+  body: Record<string, unknown>;
+}
+
+const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+
+function invalid(param: string, message: string): AppError {
+  return new AppError('invalid_request', `Invalid field '${param}': ${message}`, { param });
+}
+
+export function parseChatRequest(raw: unknown): ChatRequest {
+  if (raw === undefined) throw new AppError('invalid_request', 'Request body is required (JSON with model and messages)');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new AppError('invalid_request', 'Request body must be a JSON object');
+  const body = raw as Record<string, unknown>;
+  if (body.model === undefined) throw invalid('model', 'is required');
+  if (typeof body.model !== 'string' || body.model.length === 0) throw invalid('model', 'must be a non-empty string');
+  if (body.messages === undefined) throw invalid('messages', 'is required');
+  if (!Array.isArray(body.messages) || body.messages.length === 0) throw invalid('messages', 'must be a non-empty array');
+  body.messages.forEach((message: unknown, i) => {
+    if (message === null || typeof message !== 'object' || Array.isArray(message)) throw invalid(`messages[${i}]`, 'must be an object');
+    const { role, content } = message as { role?: unknown; content?: unknown };
+    if (typeof role !== 'string' || !ROLES.has(role)) throw invalid(`messages[${i}].role`, `must be one of ${[...ROLES].join(', ')}`);
+    if (content !== undefined && content !== null && typeof content !== 'string' && !Array.isArray(content)) {
+      throw invalid(`messages[${i}].content`, 'must be a string, an array of content parts, or null');
+    }
+  });
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw invalid('stream', 'must be a boolean');
+  for (const param of ['max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n'] as const) {
+    const value = body[param];
+    if (value !== undefined && value !== null && (typeof value !== 'number' || !Number.isFinite(value))) throw invalid(param, 'must be a number');
+  }
+  if (typeof body.max_tokens === 'number' && body.max_tokens < 1) throw invalid('max_tokens', 'must be at least 1');
+  return { model: body.model, messages: body.messages as unknown[], stream: body.stream === true, body };
+}

@@ -1,0 +1,110 @@
+/**
+ * Relays an upstream SSE stream to the client without buffering it. Events the gateway does not
+ * need to touch (default processor, no usage, no `_routing`) are forwarded without parsing; the
+ * usage chunk gains `cached_tokens`; output processors rewrite deltas; the internal `_routing`
+ * attribution never reaches the client. Once a byte has been sent there is no fallback: an
+ * upstream failure becomes an SSE error event and the stream ends.
+ */
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { Logger } from '../../lib/logger';
+import { createStreamProcessor, type StreamProcessor } from '../processors';
+import type { ChatCompletionChunk } from '../processors/types';
+import type { Route } from '../registry';
+import { SseSplitter, sseEvent } from '../sse/sse-splitter';
+import { finishStreamUsage, type Usage } from './usage';
+
+/** An upstream stream whose first chunk has arrived (so the route is committed). */
+export interface OpenedStream {
+  first: Buffer;
+  rest: AsyncIterator<Buffer>;
+  destroy(): void;
+}
+
+export interface StreamOutcome {
+  usage: Usage | undefined;
+  completed: boolean;
+  error?: string;
+}
+
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+
+class ChatStreamRelay {
+  private readonly splitter = new SseSplitter();
+  private readonly processor: StreamProcessor | undefined;
+  private finished = false;
+  usage: Usage | undefined;
+
+  constructor(private readonly res: ServerResponse, private readonly route: Route) {
+    this.processor = route.processor === 'default' ? undefined : createStreamProcessor(route.processor);
+  }
+
+  /** Writes the events completed by `chunk`; false when the socket wants a drain. */
+  push(chunk: Buffer): boolean {
+    let ok = true;
+    for (const data of this.splitter.push(chunk)) ok = this.event(data) && ok;
+    return ok;
+  }
+
+  end(): void {
+    for (const data of this.splitter.end()) this.event(data);
+    this.flushProcessor();
+  }
+
+  private event(data: string): boolean {
+    if (data === '[DONE]') {
+      this.flushProcessor();
+      return this.res.write(sseEvent(data));
+    }
+    if (!this.processor && !data.includes('"_routing"') && !USAGE_OBJECT.test(data)) {
+      return this.res.write(sseEvent(data));
+    }
+    let chunk: ChatCompletionChunk & { _routing?: unknown; usage?: Usage | null };
+    try {
+      chunk = JSON.parse(data) as typeof chunk;
+    } catch {
+      return this.res.write(sseEvent(data));
+    }
+    if (chunk._routing !== undefined) {
+      delete chunk._routing;
+      if (Object.keys(chunk).length === 0) return true; // a synthetic attribution chunk
+    }
+    if (chunk.usage && typeof chunk.usage === 'object') {
+      finishStreamUsage(chunk.usage, this.route);
+      this.usage = chunk.usage;
+    }
+    let ok = true;
+    for (const out of this.processor ? this.processor.push(chunk) : [chunk]) ok = this.res.write(sseEvent(JSON.stringify(out))) && ok;
+    return ok;
+  }
+
+  private flushProcessor(): void {
+    if (!this.processor || this.finished) return;
+    this.finished = true;
+    for (const out of this.processor.finish()) this.res.write(sseEvent(JSON.stringify(out)));
+  }
+}
+
+/** Sends the stream to the client. Headers must not have been sent yet. */
+export async function relayChatStream(res: ServerResponse, route: Route, opened: OpenedStream, signal: AbortSignal, log: Logger): Promise<StreamOutcome> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  const relay = new ChatStreamRelay(res, route);
+  try {
+    let chunk: Buffer | undefined = opened.first;
+    while (chunk !== undefined) {
+      if (!relay.push(chunk) && !res.destroyed) await once(res, 'drain', { signal });
+      const next = await opened.rest.next();
+      chunk = next.done ? undefined : next.value;
+    }
+    relay.end();
+    res.end();
+    return { usage: relay.usage, completed: true };
+  } catch (err) {
+    opened.destroy();
+    if (signal.aborted || res.destroyed) return { usage: relay.usage, completed: false, error: 'client_disconnected' };
+    const message = (err as Error).message ?? String(err);
+    log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
+    res.end(sseEvent(JSON.stringify({ error: { message: `Upstream stream failed: ${message}`, type: 'server_error', code: 'upstream_error' } })));
+    return { usage: relay.usage, completed: false, error: message };
+  }
+}

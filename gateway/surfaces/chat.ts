@@ -1,0 +1,126 @@
+/**
+ * `POST /v1/chat/completions` (spec 4.1), streaming and not: resolve the model, order its routes
+ * (weighted, or the `X-Route-Pin` route alone), and try them through the fallback driver. A stream
+ * commits to a route only when its first upstream chunk arrives, so failures before that still
+ * fall back. `_routing` attribution is kept in request state for logs, never sent.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { AppError } from '../../lib/errors';
+import { readJsonBody } from '../../lib/http/json-body';
+import { buildChatBody, type PriorityTier } from '../adapters';
+import { requireCaller } from '../auth/caller';
+import { processCompletion } from '../processors';
+import type { ChatCompletion } from '../processors/types';
+import type { Model, Route } from '../registry';
+import { clientErrorFor, runWithFallback } from '../routing/fallback';
+import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
+import { weightedOrder } from '../routing/weighted-order';
+import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
+import { relayChatStream, type OpenedStream } from './chat-stream';
+import { parseChatRequest, type ChatRequest } from './chat-request';
+import type { GatewayContextDeps, GatewayState, RoutingAttribution } from './state';
+import { finishCompletionUsage, type Usage } from './usage';
+
+/** Routes for one request: the pinned route alone, or every usable route in weighted order. */
+export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'rng'>): { routes: Route[]; pinned: boolean } {
+  if (!pin) return { routes: weightedOrder(model.routes, deps.rng), pinned: false };
+  const route = model.routes.find((r) => r.endpointId === pin || r.providerLabel === pin);
+  if (!route) throw new AppError('invalid_request', `ProviderPinError: X-Route-Pin '${pin}' matches no route of model ${model.id}`, { param: 'X-Route-Pin' });
+  return { routes: [route], pinned: true };
+}
+
+function tierFor(model: Model, request: ChatRequest, deps: GatewayContextDeps): PriorityTier {
+  if (!model.routes.some((r) => r.priorityScheduling)) return 'interactive';
+  return priorityTier(estimatePromptTokens(request.messages), deps.tiers);
+}
+
+function attribution(route: Route, failed: readonly FailedAttempt[]): RoutingAttribution {
+  return {
+    provider: route.providerLabel, base_url: route.baseUrl, endpoint_id: route.endpointId,
+    ...(failed.length > 0 ? { fallback: true, failed_attempts: [...failed] } : {}),
+  };
+}
+
+/** Aborts the upstream call when the client goes away before the response finished. */
+function clientAbortSignal(ctx: Context): AbortSignal {
+  const controller = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: AbortSignal): Promise<OpenedStream> {
+  const response = await deps.upstream.post(route, 'chat', body, signal);
+  const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const destroy = () => response.body.destroy();
+  let first: IteratorResult<Buffer>;
+  try {
+    first = await rest.next();
+  } catch (err) {
+    destroy();
+    if (signal.aborted) throw err;
+    const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
+    throw new UpstreamError(`upstream stream failed before the first byte: ${(err as Error).message}`, timedOut ? 'timeout' : 'stream', timedOut ? 504 : 502, true, { cause: err });
+  }
+  if (first.done) throw new UpstreamError('upstream closed the stream without sending data', 'stream', 502, true);
+  return { first: first.value, rest, destroy };
+}
+
+async function completeOnce(deps: GatewayContextDeps, route: Route, body: string, signal: AbortSignal): Promise<ChatCompletion> {
+  const response = await deps.upstream.post(route, 'chat', body, signal);
+  let text: string;
+  try {
+    text = await response.body.text();
+  } catch (err) {
+    if (signal.aborted) throw err;
+    throw new UpstreamError(`upstream response failed: ${(err as Error).message}`, 'stream', 502, true, { cause: err });
+  }
+  try {
+    return JSON.parse(text) as ChatCompletion;
+  } catch (err) {
+    throw new UpstreamError('upstream returned a body that is not JSON', 'http', 502, true, { cause: err });
+  }
+}
+
+export function chatRouter(deps: GatewayContextDeps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  router.post('/v1/chat/completions', async (ctx) => {
+    const caller = requireCaller(deps.authenticator, ctx);
+    const request = parseChatRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
+    const model = deps.registry.resolve(request.model, caller.role, 'chat');
+    const { routes, pinned } = candidatesFor(model, ctx.get('x-route-pin') || undefined, deps);
+    const tier = tierFor(model, request, deps);
+    const signal = clientAbortSignal(ctx);
+    const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
+    const fallbackOptions = {
+      modelId: model.id, log: ctx.state.log, pinned,
+      onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
+        { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
+        `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
+      ),
+    };
+    try {
+      if (request.stream) {
+        const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
+        ctx.state.routing = attribution(opened.route, opened.failedAttempts);
+        ctx.respond = false;
+        const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state.log);
+        ctx.state.usage = outcome.usage;
+        return;
+      }
+      const done = await runWithFallback(routes, (route) => completeOnce(deps, route, wire(route), signal), fallbackOptions);
+      const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
+      delete completion._routing;
+      finishCompletionUsage(completion.usage, done.route);
+      ctx.state.routing = attribution(done.route, done.failedAttempts);
+      ctx.state.usage = completion.usage;
+      ctx.body = completion;
+    } catch (err) {
+      if (err instanceof UpstreamError) throw clientErrorFor(err);
+      throw err;
+    }
+  });
+  return router;
+}
