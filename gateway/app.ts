@@ -9,6 +9,8 @@ import { requestContext } from '../lib/http/request-context';
 import { healthRouter } from './surfaces/health';
 import type { DatabaseState } from './store/database-state';
 import { chatRouter } from './surfaces/chat';
+import { embeddingsRouter } from './surfaces/embeddings';
+import { modelsRouter } from './surfaces/models';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
 export interface GatewayDeps extends GatewayContextDeps {
@@ -29,7 +31,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  for (const router of [health, chatRouter(deps)]) {
+  for (const router of [health, chatRouter(deps), embeddingsRouter(deps), modelsRouter(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

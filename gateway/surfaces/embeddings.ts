@@ -1,0 +1,74 @@
+/**
+ * `POST /v1/embeddings` (spec 4.1): the model's routes are an ordered fallback chain (configured
+ * order; weight 0 routes are skipped), each called at its embeddings path (spec 2.5).
+ */
+import Router from '@koa/router';
+import { AppError } from '../../lib/errors';
+import { readJsonBody } from '../../lib/http/json-body';
+import { buildEmbeddingsBody } from '../adapters';
+import { requireCaller } from '../auth/caller';
+import type { Route } from '../registry';
+import { clientErrorFor, runWithFallback } from '../routing/fallback';
+import { UpstreamError } from '../upstream/upstream-error';
+import type { GatewayContextDeps, GatewayState } from './state';
+
+interface EmbeddingsRequest {
+  model: string;
+  body: Record<string, unknown>;
+}
+
+function isTokenArray(value: unknown): boolean {
+  return Array.isArray(value) && value.every((t) => typeof t === 'number');
+}
+
+export function parseEmbeddingsRequest(raw: unknown): EmbeddingsRequest {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new AppError('invalid_request', 'Request body must be a JSON object');
+  const body = raw as Record<string, unknown>;
+  if (typeof body.model !== 'string' || body.model.length === 0) {
+    throw new AppError('invalid_request', `Invalid field 'model': ${body.model === undefined ? 'is required' : 'must be a non-empty string'}`, { param: 'model' });
+  }
+  const { input } = body;
+  const valid = (typeof input === 'string' && input.length > 0)
+    || (Array.isArray(input) && input.length > 0 && (input.every((i) => typeof i === 'string') || isTokenArray(input) || input.every(isTokenArray)));
+  if (!valid) {
+    throw new AppError('invalid_request', "Invalid field 'input': must be a non-empty string, an array of strings, or token arrays", { param: 'input' });
+  }
+  return { model: body.model, body };
+}
+
+export function embeddingsRouter(deps: GatewayContextDeps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  router.post('/v1/embeddings', async (ctx) => {
+    const caller = requireCaller(deps.authenticator, ctx);
+    const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
+    const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
+    const controller = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) controller.abort();
+    });
+    const attempt = async (route: Route): Promise<Record<string, unknown>> => {
+      const response = await deps.upstream.post(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), controller.signal);
+      try {
+        return JSON.parse(await response.body.text()) as Record<string, unknown>;
+      } catch (err) {
+        throw new UpstreamError('upstream returned an embeddings body that is not JSON', 'http', 502, true, { cause: err });
+      }
+    };
+    try {
+      const done = await runWithFallback(model.routes.filter((r) => r.weight > 0), attempt, {
+        modelId: model.id, log: ctx.state.log, pinned: false,
+        onUpstreamAuthFailure: (route) => ctx.state.log.warn(
+          { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel },
+          `Embedding request failed for model=${model.id}: the upstream rejected the gateway's credential (401)`,
+        ),
+      });
+      delete done.value._routing;
+      ctx.state.routing = { provider: done.route.providerLabel, base_url: done.route.baseUrl, endpoint_id: done.route.endpointId };
+      ctx.body = done.value;
+    } catch (err) {
+      if (err instanceof UpstreamError) throw clientErrorFor(err);
+      throw err;
+    }
+  });
+  return router;
+}

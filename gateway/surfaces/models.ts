@@ -1,0 +1,46 @@
+/**
+ * `GET /v1/models` (spec 4.1): one entry per public id and per alias the caller's role may see.
+ * No key is needed; a valid key (or auth turned off) only decides whether role-restricted
+ * models are included. Item fields beyond `id`/`object`/`on_demand` are this gateway's choice.
+ */
+import Router from '@koa/router';
+import { canSee } from '../auth/caller';
+import type { Model } from '../registry';
+import type { GatewayContextDeps, GatewayState } from './state';
+
+export interface ModelListItem {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+  name: string;
+  model_type: Model['modelType'];
+  on_demand: boolean;
+  context_length: number;
+  max_output_length: number;
+  /** On an id's entry: its aliases. */
+  aliases?: readonly string[];
+  /** On an alias's entry: the id it resolves to. */
+  alias_of?: string;
+}
+
+const CREATED = Math.floor(Date.now() / 1000);
+
+function item(name: string, model: Model): ModelListItem {
+  const base = {
+    id: name, object: 'model' as const, created: CREATED, owned_by: 'gateway', name: model.name, model_type: model.modelType,
+    on_demand: model.onDemand || model.routes.some((r) => r.onDemand), context_length: model.contextLength, max_output_length: model.maxOutputLength,
+  };
+  return name === model.id ? { ...base, aliases: model.aliases } : { ...base, alias_of: model.id };
+}
+
+export function modelsRouter(deps: GatewayContextDeps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  router.get('/v1/models', (ctx) => {
+    const role = deps.authenticator.authenticate(ctx.get('authorization') || undefined)?.role;
+    const data: ModelListItem[] = [];
+    for (const [name, model] of deps.registry.current.byName) if (canSee(role, model)) data.push(item(name, model));
+    ctx.body = { object: 'list', data };
+  });
+  return router;
+}
