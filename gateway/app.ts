@@ -11,6 +11,8 @@ import type { DatabaseState } from './store/database-state';
 import { chatRouter } from './surfaces/chat';
 import { embeddingsRouter } from './surfaces/embeddings';
 import { modelsRouter } from './surfaces/models';
+import { completionsRouter } from './surfaces/completions';
+import { responsesRouter } from './surfaces/responses';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
 export interface GatewayDeps extends GatewayContextDeps {
@@ -31,7 +33,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  for (const router of [health, chatRouter(deps), embeddingsRouter(deps), modelsRouter(deps)]) {
+  const surfaces = [health, chatRouter(deps), completionsRouter(deps), responsesRouter(deps), embeddingsRouter(deps), modelsRouter(deps)];
+  for (const router of surfaces) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

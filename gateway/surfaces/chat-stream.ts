@@ -21,6 +21,16 @@ export interface OpenedStream {
   destroy(): void;
 }
 
+/**
+ * Re-shapes the chat stream for another surface (`/v1/completions`, `/v1/responses`): each
+ * processed chunk becomes zero or more complete SSE frames; `done` replaces `[DONE]`.
+ */
+export interface StreamShape {
+  start(): string[];
+  frames(chunk: ChatCompletionChunk): string[];
+  done(): string[];
+}
+
 export interface StreamOutcome {
   usage: Usage | undefined;
   completed: boolean;
@@ -35,8 +45,11 @@ class ChatStreamRelay {
   private finished = false;
   usage: Usage | undefined;
 
-  constructor(private readonly res: ServerResponse, private readonly route: Route) {
+  private doneSent = false;
+
+  constructor(private readonly res: ServerResponse, private readonly route: Route, private readonly shape: StreamShape | undefined) {
     this.processor = route.processor === 'default' ? undefined : createStreamProcessor(route.processor);
+    if (shape) for (const frame of shape.start()) res.write(frame);
   }
 
   /** Writes the events completed by `chunk`; false when the socket wants a drain. */
@@ -49,14 +62,29 @@ class ChatStreamRelay {
   end(): void {
     for (const data of this.splitter.end()) this.event(data);
     this.flushProcessor();
+    if (this.shape && !this.doneSent) this.done();
+  }
+
+  private done(): boolean {
+    this.doneSent = true;
+    let ok = true;
+    for (const frame of this.shape ? this.shape.done() : [sseEvent('[DONE]')]) ok = this.res.write(frame) && ok;
+    return ok;
+  }
+
+  private send(chunk: ChatCompletionChunk): boolean {
+    if (!this.shape) return this.res.write(sseEvent(JSON.stringify(chunk)));
+    let ok = true;
+    for (const frame of this.shape.frames(chunk)) ok = this.res.write(frame) && ok;
+    return ok;
   }
 
   private event(data: string): boolean {
     if (data === '[DONE]') {
       this.flushProcessor();
-      return this.res.write(sseEvent(data));
+      return this.done();
     }
-    if (!this.processor && !data.includes('"_routing"') && !USAGE_OBJECT.test(data)) {
+    if (!this.processor && !this.shape && !data.includes('"_routing"') && !USAGE_OBJECT.test(data)) {
       return this.res.write(sseEvent(data));
     }
     let chunk: ChatCompletionChunk & { _routing?: unknown; usage?: Usage | null };
@@ -74,21 +102,21 @@ class ChatStreamRelay {
       this.usage = chunk.usage;
     }
     let ok = true;
-    for (const out of this.processor ? this.processor.push(chunk) : [chunk]) ok = this.res.write(sseEvent(JSON.stringify(out))) && ok;
+    for (const out of this.processor ? this.processor.push(chunk) : [chunk]) ok = this.send(out) && ok;
     return ok;
   }
 
   private flushProcessor(): void {
     if (!this.processor || this.finished) return;
     this.finished = true;
-    for (const out of this.processor.finish()) this.res.write(sseEvent(JSON.stringify(out)));
+    for (const out of this.processor.finish()) this.send(out);
   }
 }
 
 /** Sends the stream to the client. Headers must not have been sent yet. */
-export async function relayChatStream(res: ServerResponse, route: Route, opened: OpenedStream, signal: AbortSignal, log: Logger): Promise<StreamOutcome> {
+export async function relayChatStream(res: ServerResponse, route: Route, opened: OpenedStream, signal: AbortSignal, log: Logger, shape?: StreamShape): Promise<StreamOutcome> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-  const relay = new ChatStreamRelay(res, route);
+  const relay = new ChatStreamRelay(res, route, shape);
   try {
     let chunk: Buffer | undefined = opened.first;
     while (chunk !== undefined) {

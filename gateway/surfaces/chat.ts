@@ -13,11 +13,12 @@ import { requireCaller } from '../auth/caller';
 import { processCompletion } from '../processors';
 import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
+import type { Role } from '../registry/types';
 import { clientErrorFor, runWithFallback } from '../routing/fallback';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import { weightedOrder } from '../routing/weighted-order';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
-import { relayChatStream, type OpenedStream } from './chat-stream';
+import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
 import type { GatewayContextDeps, GatewayState, RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
@@ -84,43 +85,57 @@ async function completeOnce(deps: GatewayContextDeps, route: Route, body: string
   }
 }
 
+/** How a surface built on the chat path presents results (absent: chat completions as they are). */
+export interface SurfaceShape {
+  completion(body: ChatCompletion & { usage?: Usage }): unknown;
+  stream(): StreamShape;
+}
+
+/**
+ * Runs a chat request for any surface on the chat path: model resolution, route order, fallback,
+ * streaming relay or one completion; errors become client errors.
+ */
+export async function serveChat(ctx: Context & { state: GatewayState }, deps: GatewayContextDeps, request: ChatRequest, role: Role, shape?: SurfaceShape): Promise<void> {
+  const model = deps.registry.resolve(request.model, role, 'chat');
+  const { routes, pinned } = candidatesFor(model, ctx.get('x-route-pin') || undefined, deps);
+  const tier = tierFor(model, request, deps);
+  const signal = clientAbortSignal(ctx);
+  const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
+  const fallbackOptions = {
+    modelId: model.id, log: ctx.state.log, pinned,
+    onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
+      { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
+      `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
+    ),
+  };
+  try {
+    if (request.stream) {
+      const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
+      ctx.state.routing = attribution(opened.route, opened.failedAttempts);
+      ctx.respond = false;
+      const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state.log, shape?.stream());
+      ctx.state.usage = outcome.usage;
+      return;
+    }
+    const done = await runWithFallback(routes, (route) => completeOnce(deps, route, wire(route), signal), fallbackOptions);
+    const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
+    delete completion._routing;
+    finishCompletionUsage(completion.usage, done.route);
+    ctx.state.routing = attribution(done.route, done.failedAttempts);
+    ctx.state.usage = completion.usage;
+    ctx.body = shape ? shape.completion(completion) : completion;
+  } catch (err) {
+    if (err instanceof UpstreamError) throw clientErrorFor(err);
+    throw err;
+  }
+}
+
 export function chatRouter(deps: GatewayContextDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   router.post('/v1/chat/completions', async (ctx) => {
     const caller = requireCaller(deps.authenticator, ctx);
     const request = parseChatRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
-    const model = deps.registry.resolve(request.model, caller.role, 'chat');
-    const { routes, pinned } = candidatesFor(model, ctx.get('x-route-pin') || undefined, deps);
-    const tier = tierFor(model, request, deps);
-    const signal = clientAbortSignal(ctx);
-    const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
-    const fallbackOptions = {
-      modelId: model.id, log: ctx.state.log, pinned,
-      onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
-        { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
-        `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
-      ),
-    };
-    try {
-      if (request.stream) {
-        const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
-        ctx.state.routing = attribution(opened.route, opened.failedAttempts);
-        ctx.respond = false;
-        const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state.log);
-        ctx.state.usage = outcome.usage;
-        return;
-      }
-      const done = await runWithFallback(routes, (route) => completeOnce(deps, route, wire(route), signal), fallbackOptions);
-      const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
-      delete completion._routing;
-      finishCompletionUsage(completion.usage, done.route);
-      ctx.state.routing = attribution(done.route, done.failedAttempts);
-      ctx.state.usage = completion.usage;
-      ctx.body = completion;
-    } catch (err) {
-      if (err instanceof UpstreamError) throw clientErrorFor(err);
-      throw err;
-    }
+    await serveChat(ctx, deps, request, caller.role);
   });
   return router;
 }

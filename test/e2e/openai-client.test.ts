@@ -76,6 +76,53 @@ describe('e2e: official openai client', function () {
     assert.deepEqual(ids.sort(), ['chat-alias', 'chat-model', 'embed-model', 'parked']);
   });
 
+  it('serves /v1/completions in the text_completion shape, streaming and not', async () => {
+    upstream.enqueue({ kind: 'json', content: 'completed text' });
+    const completion = await client.completions.create({ model: 'chat-model', prompt: 'Say something', max_tokens: 20 });
+    assert.equal(completion.object, 'text_completion');
+    assert.equal(completion.choices[0]?.text, 'completed text');
+    assert.deepEqual((upstream.requests.at(-1)?.body as { messages: unknown }).messages, [{ role: 'user', content: 'Say something' }]);
+    upstream.enqueue({ kind: 'sse', pieces: ['a', 'b', 'c'] });
+    let text = '';
+    for await (const chunk of await client.completions.create({ model: 'chat-model', prompt: 'x', stream: true })) text += chunk.choices[0]?.text ?? '';
+    assert.equal(text, 'abc');
+  });
+
+  it('serves /v1/responses: instructions and input items in, output items and output_text out', async () => {
+    upstream.enqueue({ kind: 'json', content: 'response text', usage: { prompt_tokens: 7, completion_tokens: 2, cached_tokens: 3 } });
+    const response = await client.responses.create({
+      model: 'chat-model', instructions: 'Be brief.', max_output_tokens: 50,
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'Hello' }] }],
+    });
+    assert.equal(response.object, 'response');
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'response text');
+    assert.equal(response.usage?.input_tokens_details.cached_tokens, 3);
+    const wire = upstream.requests.at(-1)?.body as { messages: unknown; max_tokens: number };
+    assert.deepEqual(wire.messages, [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Hello' }] }]);
+    assert.equal(wire.max_tokens, 50);
+  });
+
+  it('streams /v1/responses events and returns function calls', async () => {
+    upstream.enqueue({ kind: 'sse', pieces: ['Hel', 'lo'] });
+    const types: string[] = [];
+    let text = '';
+    for await (const event of await client.responses.create({ model: 'chat-model', input: 'Hi', stream: true })) {
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') assert.equal(event.response.output_text ?? text, 'Hello');
+    }
+    assert.equal(text, 'Hello');
+    assert.deepEqual([types[0], types[1], types[2], types.at(-1)], ['response.created', 'response.output_item.added', 'response.content_part.added', 'response.completed']);
+    upstream.enqueue({ kind: 'tool_call', name: 'bash', arguments: { command: 'pwd' } });
+    const withTool = await client.responses.create({
+      model: 'chat-model', input: 'where am I', tools: [{ type: 'function', name: 'bash', parameters: { type: 'object', properties: {} }, strict: false }],
+    });
+    const call = withTool.output.find((o) => o.type === 'function_call');
+    assert.equal(call?.type === 'function_call' ? call.name : undefined, 'bash');
+    assert.deepEqual(JSON.parse(call?.type === 'function_call' ? call.arguments : '{}'), { command: 'pwd' });
+  });
+
   it('maps error statuses to the client error classes', async () => {
     await assert.rejects(client.chat.completions.create({ model: 'missing', messages: [{ role: 'user', content: 'x' }] }), OpenAI.NotFoundError);
     await assert.rejects(client.chat.completions.create({ model: 'embed-model', messages: [{ role: 'user', content: 'x' }] }), OpenAI.BadRequestError);

@@ -297,4 +297,31 @@ describe('chat completions', function () {
     }
     assert.equal(a.requests.length + b.requests.length, 0);
   });
+
+  it('answers 501 for the message-format kinds until their adapters exist, without calling upstream', async () => {
+    gw = await startTestGateway({ modelsYaml: `models:\n  - { id: g, name: G, provider: vendor_g_api, base_url: "${a.url}" }\n` });
+    const res = await chat(gw, { model: 'g' });
+    assert.equal(res.status, 501);
+    assert.match(((await res.json()) as { error: { message: string } }).error.message, /vendor_g_api is not implemented yet/);
+    assert.equal(a.requests.length, 0);
+  });
+
+  it('rejects bad input on /v1/completions and /v1/responses with 400 naming the field', async () => {
+    await twoRoutes();
+    const post = (path: string, body: unknown) => fetch(`${gw!.url}${path}`, { method: 'POST', body: JSON.stringify(body) });
+    const cases: Array<[string, unknown, RegExp]> = [
+      ['/v1/completions', { model: 'm' }, /'prompt'/],
+      ['/v1/completions', { model: 'm', prompt: ['a', 'b'] }, /'prompt'/],
+      ['/v1/responses', { model: 'm' }, /'input': is required/],
+      ['/v1/responses', { model: 'm', input: [{ type: 'web_search_call' }] }, /'input\[0\]\.type'/],
+      ['/v1/responses', { model: 'm', input: 'x', tools: [{ type: 'file_search' }] }, /'tools\[0\]'/],
+      ['/v1/responses', { input: 'x' }, /'model': is required/],
+    ];
+    for (const [path, body, message] of cases) {
+      const res = await post(path, body);
+      assert.equal(res.status, 400, `${path} ${JSON.stringify(body)}`);
+      assert.match(((await res.json()) as { error: { message: string } }).error.message, message);
+    }
+    assert.equal(a.requests.length + b.requests.length, 0);
+  });
 });
