@@ -9,7 +9,7 @@ import { databaseConfigured, loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { createGatewayApp } from './app';
 import { DatabaseState } from './store/database-state';
-import { loadGatewayRegistry } from './registry';
+import { loadGatewayConfiguration } from './registry';
 import { RegistryHolder } from './registry/holder';
 import { gatewayContextDeps } from './deps';
 
@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     ? createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'gateway' })
     : null;
   // Configuration errors (unknown router, invalid embeddings path…) throw here and stop startup.
-  const registry = loadGatewayRegistry({ pathEnv: settings, env: process.env, cwd: process.cwd(), log });
+  const { registry } = loadGatewayConfiguration({ settings, env: process.env, cwd: process.cwd(), log });
   const database = new DatabaseState(db, log);
   await database.startup();
   const context = gatewayContextDeps(settings, new RegistryHolder(registry));

@@ -5,7 +5,8 @@
 import type { Logger } from '../../lib/logger';
 import { BUILTIN_ADAPTER_KINDS, defaultAdapterKindRegistry, resolveAdapterKind, type AdapterKindRegistry } from '../adapters';
 import type { BuildContext } from './model-builder';
-import { loadRegistry } from './loader';
+import { emptyRegistry, loadRegistry } from './loader';
+import { loadDistribution, manifestPaths, type DistributionState } from './manifest';
 import { resolveConfigPath, type ActiveManifestPaths, type PathEnv } from './paths';
 import type { Registry } from './types';
 
@@ -47,4 +48,21 @@ export function loadGatewayRegistry(options: {
 }): Registry {
   const path = resolveConfigPath('models', options.pathEnv, { cwd: options.cwd, ...(options.manifest ? { manifest: options.manifest } : {}) });
   return loadRegistry({ path, log: options.log, ...registryBuildContext(options.env) });
+}
+
+/**
+ * Reads the distribution manifest (spec 2.7), then the registry with the manifest's paths when it
+ * is active. An active manifest that failed to load leaves the gateway with no models.
+ */
+export function loadGatewayConfiguration(options: {
+  settings: PathEnv & { DISTRIBUTION_CONFIG_PATH?: string | undefined; DISTRIBUTION_CONFIG_MODE?: string | undefined };
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+  log: Logger;
+}): { registry: Registry; distribution: DistributionState } {
+  const { settings, env, cwd, log } = options;
+  const distribution = loadDistribution({ path: settings.DISTRIBUTION_CONFIG_PATH, mode: settings.DISTRIBUTION_CONFIG_MODE, cwd, log });
+  if (distribution.status === 'failed') return { registry: emptyRegistry('(active manifest failed to load)'), distribution };
+  const manifest = manifestPaths(distribution);
+  return { registry: loadGatewayRegistry({ pathEnv: settings, env, cwd, log, ...(manifest ? { manifest } : {}) }), distribution };
 }
