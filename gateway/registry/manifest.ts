@@ -44,7 +44,7 @@ export function readManifest(path: string): Manifest {
   try {
     doc = parseYaml(readFileSync(path, 'utf8'));
   } catch (err) {
-    throw new Error(`${path}: ${(err as Error).message}`);
+    throw new Error(`${path}: ${(err as Error).message}`, { cause: err });
   }
   const parsed = manifestSchema.safeParse(doc);
   if (!parsed.success) {
