@@ -324,4 +324,14 @@ describe('chat completions', function () {
     }
     assert.equal(a.requests.length + b.requests.length, 0);
   });
+
+  it('rotates an api_keys pool across requests within one endpoint', async () => {
+    gw = await startTestGateway({
+      modelsYaml: `models:\n${chatModelYaml('m', [`{ kind: generic_compat, base_url: "${a.url}", api_keys: [k1, "\${POOL_KEY}", k3] }`])}`,
+      env: { POOL_KEY: 'k2' },
+    });
+    for (let i = 0; i < 4; i += 1) assert.equal((await chat(gw, { model: 'm' })).status, 200);
+    assert.deepEqual(a.requests.map((r) => r.headers.authorization), ['Bearer k1', 'Bearer k2', 'Bearer k3', 'Bearer k1']);
+    assert.equal(gw.deps.registry.current.byName.get('m')!.routes.length, 1, 'the pool is one endpoint');
+  });
 });
