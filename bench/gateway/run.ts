@@ -1,0 +1,153 @@
+/**
+ * `npm run bench:gateway`: the gateway's overhead against a fake upstream, next to Portkey's
+ * open-source gateway, in one run.
+ *
+ * Layout on a 2-core machine: this runner (the load generator) and the fake upstream share core 0;
+ * the gateway under test runs alone on core 1, one gateway at a time. Every phase has a bounded
+ * duration and every child process is stopped on exit, on an error and on SIGINT/SIGTERM.
+ *
+ * Environment: `BENCH_QUICK=1` shortens every phase (a smoke run; figures are not comparable),
+ * `BENCH_SKIP_BUILD=1` skips `npm run build`, `BENCH_NO_RESULTS=1` does not append to RESULTS.md.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { directTarget, startOurGateway, startPortkey, PORTKEY_VERSION, type GatewayStart } from './gateways';
+import { latencyC1, requestsPerSecond, streamsPerSecond, ttfbC1, type Target } from './load';
+import { cpuSnapshot, cpuUse, waitForQuiet } from './cpu';
+import { firstLine, installCleanupHooks, pinSelf, runCommand, startPinned } from './processes';
+import { appendResults, renderTable, runInfo, TARGETS, type Measured, type Row } from './report';
+import { STREAM_CHUNKS } from './upstream';
+
+const LOAD_CORE = 0;
+const GATEWAY_CORE = 1;
+const QUICK = process.env.BENCH_QUICK === '1';
+
+const PLAN = QUICK
+  ? {
+    prewarm: { requests: 500, ms: 500 }, warmup: { requests: 100, ms: 300 }, count: 500,
+    streamWarmup: { requests: 20, ms: 100 }, streamCount: 100, connections: 64, seconds: 2, warmupSeconds: 0.5,
+  }
+  : {
+    // c=1 tails settle only after a few seconds of traffic (JIT tiering, young-generation sizing
+    // in both processes): warm-ups are by time, with a request floor.
+    prewarm: { requests: 5000, ms: 3000 }, warmup: { requests: 500, ms: 3000 }, count: 3000,
+    streamWarmup: { requests: 100, ms: 1000 }, streamCount: 1000, connections: 64, seconds: 10, warmupSeconds: 2,
+  };
+const during = (w: { requests: number; ms: number }): string => `≥ ${w.ms / 1000} s and ≥ ${w.requests} requests`;
+
+const DIRECT = 'direct (fake upstream)';
+/** Other processes may use at most this much of one core when a system's measurement starts… */
+const QUIET_PCT = 15;
+/** …or the runner waits up to this long for them to finish. */
+const QUIET_WAIT_MS = 30_000;
+/** A phase during which other processes used this much of one core is flagged in the notes. */
+const NOISY_PCT = 10;
+const notes: string[] = [];
+
+async function measure(name: string, target: Target): Promise<Measured> {
+  const step = (what: string): void => console.log(`bench: ${name}: ${what}`);
+  const others = await waitForQuiet(QUIET_PCT, QUIET_WAIT_MS);
+  if (others >= QUIET_PCT) {
+    step(`other processes still use ${Math.round(others)} % of a core after ${QUIET_WAIT_MS / 1000} s; measuring anyway`);
+    notes.push(`${name}: measured while other processes used ${Math.round(others)} % of a core (machine not quiet).`);
+  }
+  const c1Start = cpuSnapshot();
+  step(`c=1 latency, ${PLAN.count} requests after a warm-up of ${during(PLAN.warmup)}`);
+  const latency = await latencyC1(target, PLAN.warmup, PLAN.count);
+  step(`c=1 stream time to first byte, ${PLAN.streamCount} streams after a warm-up of ${during(PLAN.streamWarmup)}`);
+  const ttfb = await ttfbC1(target, PLAN.streamWarmup, PLAN.streamCount);
+  const c1Others = cpuUse(c1Start, cpuSnapshot()).others;
+  step(`c=${PLAN.connections} requests/s, ${PLAN.seconds} s after ${PLAN.warmupSeconds} s warm-up`);
+  const rps = await requestsPerSecond(target, PLAN.connections, PLAN.seconds, PLAN.warmupSeconds);
+  step(`c=${PLAN.connections} streams/s, ${PLAN.seconds} s after ${PLAN.warmupSeconds} s warm-up`);
+  const streams = await streamsPerSecond(target, PLAN.connections, PLAN.seconds, PLAN.warmupSeconds);
+  const noisy = [['c=1', c1Others], ['c=64 requests', rps.cpu.others], ['c=64 streams', streams.cpu.others]] as const;
+  const loud = noisy.filter(([, pct]) => pct >= NOISY_PCT).map(([phase, pct]) => `${phase} ${Math.round(pct)} %`);
+  if (loud.length > 0) notes.push(`${name}: other processes used CPU during ${loud.join(', ')} (of one core): figures disturbed.`);
+  return { latency, ttfb, rps, streams };
+}
+
+/** Starts a gateway, measures it if it came up, and always stops it. */
+async function measureGateway(name: string, start: () => Promise<GatewayStart>): Promise<Row> {
+  console.log(`bench: starting ${name}`);
+  const started = await start();
+  if (!started.ok) {
+    console.log(`bench: ${name}: ${started.reason}`);
+    return { name, result: { unavailable: started.reason } };
+  }
+  try {
+    return { name, result: await measure(name, started.gateway.target) };
+  } catch (err) {
+    const reason = `failed: ${err instanceof Error ? err.message : String(err)}`;
+    console.log(`bench: ${name}: ${reason}`);
+    return { name, result: { unavailable: reason } };
+  } finally {
+    await started.gateway.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  installCleanupHooks();
+  pinSelf(LOAD_CORE);
+  const root = resolve(__dirname, '..', '..');
+  const workDir = join(root, '.data', 'bench');
+  mkdirSync(workDir, { recursive: true });
+
+  if (process.env.BENCH_SKIP_BUILD !== '1') {
+    console.log('bench: npm run build');
+    const code = await runCommand('npm', ['run', 'build', '--silent'], root, 300_000);
+    if (code !== 0) {
+      console.log(`bench: npm run build exited ${code}; measuring whatever dist/ holds`);
+      notes.push(`\`npm run build\` exited ${code} (tsc still emits): our gateway ran from a partly stale dist/`);
+    }
+  }
+
+  const upstream = startPinned({
+    core: LOAD_CORE, command: process.execPath, cwd: root,
+    args: ['--import', 'tsx', join('bench', 'gateway', 'upstream-main.ts'), '--port', '0'],
+  });
+  const { port: upstreamPort } = JSON.parse(await firstLine(upstream.child, 20_000)) as { port: number };
+  console.log(`bench: fake upstream on 127.0.0.1:${upstreamPort} (core ${LOAD_CORE})`);
+
+  const rows: Row[] = [];
+  try {
+    // JIT-warm the runner's own client code and the upstream first, so the direct baseline is not
+    // measured colder than the gateways (which would understate their added latency).
+    console.log(`bench: pre-warming the load generator and upstream (${during(PLAN.prewarm)})`);
+    await latencyC1(directTarget(upstreamPort), PLAN.prewarm, 1);
+    await ttfbC1(directTarget(upstreamPort), { requests: PLAN.prewarm.requests / 10, ms: PLAN.prewarm.ms / 3 }, 1);
+    rows.push({ name: DIRECT, result: await measure(DIRECT, directTarget(upstreamPort)) });
+    for (const logLevel of ['info', 'warn'] as const) {
+      rows.push(await measureGateway(`ours (LOG_LEVEL=${logLevel})`, () => startOurGateway({
+        root, core: GATEWAY_CORE, upstreamPort, logLevel, workDir,
+      })));
+    }
+    rows.push(await measureGateway(`Portkey ${PORTKEY_VERSION}`, () => startPortkey(root, GATEWAY_CORE, upstreamPort, workDir)));
+  } finally {
+    await upstream.stop();
+  }
+
+  const table = renderTable(rows, DIRECT);
+  console.log(`\n${table}\n`);
+  console.log(`Targets for our gateway: ≥ ${TARGETS.rpsC64.toLocaleString('en-US')} req/s at c=64; added p50 ≤ ${TARGETS.addedP50Ms} ms and p99 ≤ ${TARGETS.addedP99Ms} ms at c=1.`);
+
+  const settings = [
+    `Layout: load generator (this runner: undici c=1 loops, autocannon, undici stream pool) + fake upstream on core ${LOAD_CORE}, gateway on core ${GATEWAY_CORE}.`,
+    `c=1: ${PLAN.count} requests after a warm-up of ${during(PLAN.warmup)}; streams (${STREAM_CHUNKS} chunks + usage + [DONE]): ${PLAN.streamCount} after ${during(PLAN.streamWarmup)};`,
+    `c=${PLAN.connections}: ${PLAN.seconds} s after ${PLAN.warmupSeconds} s warm-up.${QUICK ? ' QUICK smoke run: not comparable.' : ''}`,
+    '"added" = gateway − direct at the same percentile. CPU column: busy % of core 0 / core 1 over the measured c=64 window, and (other) CPU used by processes outside the benchmark, in % of one core.',
+  ].join(' ');
+  notes.push('Portkey runs `--headless`, NODE_ENV=production, with `@hono/node-server` pinned to 1.14.1 (later versions break its streaming, Portkey issue #1389); it waits 25 ms before relaying the first chunk of every stream, by design of its stream handler.');
+  if (process.env.BENCH_NO_RESULTS !== '1') {
+    appendResults(join(root, 'bench', 'RESULTS.md'), runInfo(root, settings), table, notes);
+    console.log('bench: appended to bench/RESULTS.md');
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
