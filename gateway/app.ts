@@ -8,11 +8,8 @@ import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext } from '../lib/http/request-context';
 import { healthRouter } from './surfaces/health';
 import type { DatabaseState } from './store/database-state';
-import { chatRouter } from './surfaces/chat';
-import { embeddingsRouter } from './surfaces/embeddings';
+import { inferenceRoutes } from './surfaces/inference-routes';
 import { modelsRouter } from './surfaces/models';
-import { completionsRouter } from './surfaces/completions';
-import { responsesRouter } from './surfaces/responses';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
 export interface GatewayDeps extends GatewayContextDeps {
@@ -33,8 +30,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  const surfaces = [health, chatRouter(deps), completionsRouter(deps), responsesRouter(deps), embeddingsRouter(deps), modelsRouter(deps)];
-  for (const router of surfaces) {
+  app.use(inferenceRoutes(deps));
+  for (const router of [health, modelsRouter(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

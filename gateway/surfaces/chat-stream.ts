@@ -5,8 +5,8 @@
  * attribution never reaches the client. Once a byte has been sent there is no fallback: an
  * upstream failure becomes an SSE error event and the stream ends.
  */
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import { drainOrClose, type ClientAbort } from '../../lib/http/client-abort';
 import type { Logger } from '../../lib/logger';
 import { createStreamProcessor, type StreamProcessor } from '../processors';
 import type { ChatCompletionChunk } from '../processors/types';
@@ -114,13 +114,14 @@ class ChatStreamRelay {
 }
 
 /** Sends the stream to the client. Headers must not have been sent yet. */
-export async function relayChatStream(res: ServerResponse, route: Route, opened: OpenedStream, signal: AbortSignal, log: Logger, shape?: StreamShape): Promise<StreamOutcome> {
+export async function relayChatStream(res: ServerResponse, route: Route, opened: OpenedStream, signal: ClientAbort, log: Logger, shape?: StreamShape): Promise<StreamOutcome> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   const relay = new ChatStreamRelay(res, route, shape);
   try {
     let chunk: Buffer | undefined = opened.first;
     while (chunk !== undefined) {
-      if (!relay.push(chunk) && !res.destroyed) await once(res, 'drain', { signal });
+      if (!relay.push(chunk) && !res.destroyed) await drainOrClose(res);
+      if (signal.aborted) throw signal.reason ?? new Error('client closed the connection');
       const next = await opened.rest.next();
       chunk = next.done ? undefined : next.value;
     }

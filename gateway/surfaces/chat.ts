@@ -4,9 +4,9 @@
  * commits to a route only when its first upstream chunk arrives, so failures before that still
  * fall back. `_routing` attribution is kept in request state for logs, never sent.
  */
-import Router from '@koa/router';
 import type { Context } from 'koa';
 import { AppError } from '../../lib/errors';
+import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { requireCaller } from '../auth/caller';
@@ -20,7 +20,7 @@ import { weightedOrder } from '../routing/weighted-order';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
 import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
-import type { GatewayContextDeps, GatewayState, RoutingAttribution } from './state';
+import { sendJson, type GatewayContextDeps, type GatewayState, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
 
 /** Routes for one request: the pinned route alone, or every usable route in weighted order. */
@@ -43,16 +43,7 @@ function attribution(route: Route, failed: readonly FailedAttempt[]): RoutingAtt
   };
 }
 
-/** Aborts the upstream call when the client goes away before the response finished. */
-function clientAbortSignal(ctx: Context): AbortSignal {
-  const controller = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) controller.abort();
-  });
-  return controller.signal;
-}
-
-async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: AbortSignal): Promise<OpenedStream> {
+async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
   const response = await deps.upstream.post(route, 'chat', body, signal);
   const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const destroy = () => response.body.destroy();
@@ -69,7 +60,7 @@ async function openStream(deps: GatewayContextDeps, route: Route, body: string, 
   return { first: first.value, rest, destroy };
 }
 
-async function completeOnce(deps: GatewayContextDeps, route: Route, body: string, signal: AbortSignal): Promise<ChatCompletion> {
+async function completeOnce(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<ChatCompletion> {
   const response = await deps.upstream.post(route, 'chat', body, signal);
   let text: string;
   try {
@@ -99,7 +90,7 @@ export async function serveChat(ctx: Context & { state: GatewayState }, deps: Ga
   const model = deps.registry.resolve(request.model, role, 'chat');
   const { routes, pinned } = candidatesFor(model, ctx.get('x-route-pin') || undefined, deps);
   const tier = tierFor(model, request, deps);
-  const signal = clientAbortSignal(ctx);
+  const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
   const fallbackOptions = {
     modelId: model.id, log: ctx.state.log, pinned,
@@ -123,19 +114,18 @@ export async function serveChat(ctx: Context & { state: GatewayState }, deps: Ga
     finishCompletionUsage(completion.usage, done.route);
     ctx.state.routing = attribution(done.route, done.failedAttempts);
     ctx.state.usage = completion.usage;
-    ctx.body = shape ? shape.completion(completion) : completion;
+    sendJson(ctx, shape ? shape.completion(completion) : completion);
   } catch (err) {
     if (err instanceof UpstreamError) throw clientErrorFor(err);
     throw err;
   }
 }
 
-export function chatRouter(deps: GatewayContextDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  router.post('/v1/chat/completions', async (ctx) => {
+/** `POST /v1/chat/completions`. */
+export function chatHandler(deps: GatewayContextDeps): InferenceHandler {
+  return async (ctx) => {
     const caller = requireCaller(deps.authenticator, ctx);
     const request = parseChatRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     await serveChat(ctx, deps, request, caller.role);
-  });
-  return router;
+  };
 }

@@ -3,7 +3,6 @@
  * request runs through the same routing and fallback as chat, and results come back in the
  * legacy `text_completion` shape (streaming and not).
  */
-import Router from '@koa/router';
 import { AppError } from '../../lib/errors';
 import { readJsonBody } from '../../lib/http/json-body';
 import { requireCaller } from '../auth/caller';
@@ -11,7 +10,7 @@ import type { ChatCompletion, ChatCompletionChunk } from '../processors/types';
 import { sseEvent } from '../sse/sse-splitter';
 import { serveChat, type SurfaceShape } from './chat';
 import { parseChatRequest } from './chat-request';
-import type { GatewayContextDeps, GatewayState } from './state';
+import type { GatewayContextDeps, InferenceHandler } from './state';
 
 /** Builds the chat body: `prompt` (a string, or a list of exactly one string) → one user message. */
 export function completionsToChat(raw: unknown): Record<string, unknown> {
@@ -45,12 +44,11 @@ export const completionsShape: SurfaceShape = {
   }),
 };
 
-export function completionsRouter(deps: GatewayContextDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  router.post('/v1/completions', async (ctx) => {
+/** `POST /v1/completions`. */
+export function completionsHandler(deps: GatewayContextDeps): InferenceHandler {
+  return async (ctx) => {
     const caller = requireCaller(deps.authenticator, ctx);
     const request = parseChatRequest(completionsToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
     await serveChat(ctx, deps, request, caller.role, completionsShape);
-  });
-  return router;
+  };
 }

@@ -2,15 +2,15 @@
  * `POST /v1/embeddings` (spec 4.1): the model's routes are an ordered fallback chain (configured
  * order; weight 0 routes are skipped), each called at its embeddings path (spec 2.5).
  */
-import Router from '@koa/router';
 import { AppError } from '../../lib/errors';
+import { abortOnClientClose } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildEmbeddingsBody } from '../adapters';
 import { requireCaller } from '../auth/caller';
 import type { Route } from '../registry';
 import { clientErrorFor, runWithFallback } from '../routing/fallback';
 import { UpstreamError } from '../upstream/upstream-error';
-import type { GatewayContextDeps, GatewayState } from './state';
+import { sendJson, type GatewayContextDeps, type InferenceHandler } from './state';
 
 interface EmbeddingsRequest {
   model: string;
@@ -36,18 +36,15 @@ export function parseEmbeddingsRequest(raw: unknown): EmbeddingsRequest {
   return { model: body.model, body };
 }
 
-export function embeddingsRouter(deps: GatewayContextDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  router.post('/v1/embeddings', async (ctx) => {
+/** `POST /v1/embeddings`. */
+export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
+  return async (ctx) => {
     const caller = requireCaller(deps.authenticator, ctx);
     const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
-    const controller = new AbortController();
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) controller.abort();
-    });
+    const signal = abortOnClientClose(ctx.res);
     const attempt = async (route: Route): Promise<Record<string, unknown>> => {
-      const response = await deps.upstream.post(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), controller.signal);
+      const response = await deps.upstream.post(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), signal);
       try {
         return JSON.parse(await response.body.text()) as Record<string, unknown>;
       } catch (err) {
@@ -64,11 +61,10 @@ export function embeddingsRouter(deps: GatewayContextDeps): Router<GatewayState>
       });
       delete done.value._routing;
       ctx.state.routing = { provider: done.route.providerLabel, base_url: done.route.baseUrl, endpoint_id: done.route.endpointId };
-      ctx.body = done.value;
+      sendJson(ctx, done.value);
     } catch (err) {
       if (err instanceof UpstreamError) throw clientErrorFor(err);
       throw err;
     }
-  });
-  return router;
+  };
 }

@@ -5,7 +5,6 @@
  * `response.created`, `response.output_item.added`, `response.content_part.added`,
  * `response.output_text.delta`, `…done` events and `response.completed`.
  */
-import Router from '@koa/router';
 import { readJsonBody } from '../../lib/http/json-body';
 import { requireCaller } from '../auth/caller';
 import type { ChatCompletion, ChatCompletionChunk } from '../processors/types';
@@ -13,7 +12,7 @@ import { serveChat, type SurfaceShape } from './chat';
 import type { StreamShape } from './chat-stream';
 import { parseChatRequest } from './chat-request';
 import { responsesToChat } from './responses-request';
-import type { GatewayContextDeps, GatewayState } from './state';
+import type { GatewayContextDeps, InferenceHandler } from './state';
 import type { Usage } from './usage';
 
 type Json = Record<string, unknown>;
@@ -125,12 +124,11 @@ export const responsesShape: SurfaceShape = {
   stream: responsesStream,
 };
 
-export function responsesRouter(deps: GatewayContextDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  router.post('/v1/responses', async (ctx) => {
+/** `POST /v1/responses`. */
+export function responsesHandler(deps: GatewayContextDeps): InferenceHandler {
+  return async (ctx) => {
     const caller = requireCaller(deps.authenticator, ctx);
     const request = parseChatRequest(responsesToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
     await serveChat(ctx, deps, request, caller.role, responsesShape);
-  });
-  return router;
+  };
 }

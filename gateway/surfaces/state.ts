@@ -1,6 +1,7 @@
 /**
  * Request state and dependencies shared by the inference surfaces.
  */
+import type { ParameterizedContext } from 'koa';
 import type { RequestState } from '../../lib/http/request-context';
 import type { Authenticator } from '../auth/caller';
 import type { RegistryHolder } from '../registry/holder';
@@ -31,4 +32,16 @@ export interface GatewayContextDeps {
   rng: Rng;
   tiers: TierThresholds;
   maxBodyBytes: number;
+}
+
+/** A Koa context of the inference surfaces. */
+export type InferenceContext = ParameterizedContext<GatewayState>;
+
+/** A handler of one inference route (dispatched without the router: see `inference-routes.ts`). */
+export type InferenceHandler = (ctx: InferenceContext) => Promise<void>;
+
+/** Sends a JSON body, serialized here with an explicit type (no MIME lookup per response). */
+export function sendJson(ctx: InferenceContext, body: unknown): void {
+  ctx.res.setHeader('content-type', 'application/json; charset=utf-8');
+  ctx.body = JSON.stringify(body);
 }

@@ -5,6 +5,7 @@
  */
 import { Pool, type Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
+import type { ClientAbort } from '../../lib/http/client-abort';
 import { chatCompletionsUrl, embeddingsUrl, resolveAdapterKind, upstreamHeaders, KeyPool } from '../adapters';
 import type { Route } from '../registry';
 import { httpError, transportError, UpstreamError } from './upstream-error';
@@ -65,7 +66,7 @@ export class UpstreamClient {
    * POSTs a JSON body. Resolves with a 2xx response whose body is still unread; rejects with an
    * {@link UpstreamError} for transport failures and non-2xx answers (their body read, bounded).
    */
-  async post(route: Route, surface: 'chat' | 'embeddings', body: string, signal: AbortSignal): Promise<UpstreamResponse> {
+  async post(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort): Promise<UpstreamResponse> {
     const target = this.target(route, surface);
     const headers = upstreamHeaders(target.keys.next(), resolveAdapterKind(route.kind), this.siteName ? { siteName: this.siteName } : {});
     let response: Dispatcher.ResponseData;

@@ -40,6 +40,11 @@ export function errorMiddleware(): Middleware<RequestState> {
         throw new AppError('not_found', `No route for ${ctx.method} ${ctx.path}`);
       }
     } catch (thrown) {
+      if (ctx.res.destroyed && !ctx.res.writableFinished) {
+        // The client went away; whatever failed below it is a consequence, not a server error.
+        ctx.state.log.debug({ err: (thrown as Error).message }, 'client closed the connection before the response');
+        return;
+      }
       const err = toAppError(thrown);
       if (err.status >= 500) ctx.state.log.error({ err: thrown, code: err.code }, err.message);
       else ctx.state.log.debug({ code: err.code, status: err.status }, err.message);

@@ -6,6 +6,40 @@ import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 import { AppError } from '../errors';
 
+/** Collects the raw body, failing with 413 as soon as it passes `limitBytes`. */
+function collect(req: IncomingMessage, limitBytes: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limitBytes) {
+        cleanup();
+        req.resume();
+        reject(new AppError('payload_too_large', `Request body is larger than ${limitBytes} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(size === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
+
 /** Reads and parses the JSON body (`undefined` for an empty body). */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
@@ -13,20 +47,10 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
     req.resume();
     throw new AppError('payload_too_large', `Request body is larger than ${limitBytes} bytes`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limitBytes) {
-      req.resume();
-      throw new AppError('payload_too_large', `Request body is larger than ${limitBytes} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  if (size === 0) return undefined;
-  const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
+  const raw = await collect(req, limitBytes);
+  if (raw === undefined) return undefined;
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(raw.toString('utf8')) as unknown;
   } catch (err) {
     throw new AppError('invalid_request', `Request body is not valid JSON: ${(err as Error).message}`, { cause: err });
   }

@@ -19,18 +19,22 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof header === 'string' && SAFE_REQUEST_ID.test(header) ? header : randomUUID();
 }
 
+/** Request state with a logger created on first use (most requests never log on their own). */
+class LazyRequestState implements RequestState {
+  private child: Logger | undefined;
+  constructor(readonly requestId: string, private readonly root: Logger) {}
+  get log(): Logger {
+    return (this.child ??= this.root.child({ request_id: this.requestId }));
+  }
+}
+
 /** Installs `ctx.state.requestId` and a lazily created `ctx.state.log`, and logs each response. */
 export function requestContext(root: Logger): Middleware<RequestState> {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
-    const requestId = requestIdFrom(ctx.get('x-request-id') || undefined);
-    let child: Logger | undefined;
-    ctx.state.requestId = requestId;
-    Object.defineProperty(ctx.state, 'log', {
-      get: () => (child ??= root.child({ request_id: requestId })),
-      enumerable: false,
-    });
-    ctx.set('X-Request-Id', requestId);
+    const requestId = requestIdFrom(ctx.req.headers['x-request-id']);
+    ctx.state = new LazyRequestState(requestId, root);
+    ctx.res.setHeader('X-Request-Id', requestId);
     ctx.res.once('close', () => logResponse(ctx, root, requestId, started));
     await next();
   };

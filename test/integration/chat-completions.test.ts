@@ -334,4 +334,20 @@ describe('chat completions', function () {
     assert.deepEqual(a.requests.map((r) => r.headers.authorization), ['Bearer k1', 'Bearer k2', 'Bearer k3', 'Bearer k1']);
     assert.equal(gw.deps.registry.current.byName.get('m')!.routes.length, 1, 'the pool is one endpoint');
   });
+
+  it('treats a client that disconnects during a non-streaming request as gone, not as a server error', async () => {
+    await twoRoutes();
+    a.enqueue({ kind: 'slow_first_byte', delayMs: 1500, then: { kind: 'json' } });
+    const controller = new AbortController();
+    const pending = chat(gw!, { model: 'm' }, {}, controller.signal).catch((err: Error) => err.name);
+    await a.waitForRequests(1);
+    controller.abort();
+    assert.equal(await pending, 'AbortError');
+    const deadline = Date.now() + 5000;
+    while (!a.requests[0]?.aborted && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(a.requests[0]?.aborted, true, 'the upstream request is aborted too');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(gw!.logs.lines.filter((l) => l.level === 'error'), []);
+    assert.equal(b.requests.length, 0, 'no fallback for a client that left');
+  });
 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { redactSecrets } from '../../lib/logger';
 import { captureLogs } from '../support/logs';
 
 describe('logger redaction', () => {
@@ -18,5 +19,18 @@ describe('logger redaction', () => {
       assert.ok(!text.includes(secret), `${secret} leaked`);
     }
     assert.ok(text.includes('http://x') && text.includes('"user-agent":"ua"'), 'other fields stay');
+  });
+});
+
+describe('redactSecrets', () => {
+  it('returns the same object when nothing is secret, and copies only the path to a secret', () => {
+    const clean = { a: 1, nested: { b: 'x' } };
+    assert.equal(redactSecrets(clean), clean);
+    const sibling = { keep: true };
+    const dirty = { sibling, deep: { headers: { Authorization: 'Bearer s' } } };
+    const out = redactSecrets(dirty) as { sibling: unknown; deep: { headers: { Authorization: string } } };
+    assert.equal(out.deep.headers.Authorization, '***');
+    assert.equal(out.sibling, sibling, 'untouched branches are shared, not copied');
+    assert.equal(dirty.deep.headers.Authorization, 'Bearer s', 'the caller object is not mutated');
   });
 });

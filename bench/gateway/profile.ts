@@ -1,0 +1,60 @@
+/**
+ * `npm run bench:gateway:profile`: CPU profile of the built gateway under c=64 non-streaming load
+ * (or streaming with `--stream`). Prints the functions with the most self time and leaves the
+ * `.cpuprofile` in `.data/bench/` (open it in Chrome DevTools). Targets 127.0.0.1 only; bounded.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { startBenchUpstream } from './upstream';
+import { freePort, waitForHttp } from './processes';
+
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, stream: { type: 'boolean', default: false }, 'log-level': { type: 'string', default: 'info' } } });
+  const root = join(__dirname, '../..');
+  const dir = join(root, '.data/bench/profile');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const upstream = await startBenchUpstream({ port: 0, sseBatch: 1 });
+  const models = join(dir, 'models.yaml');
+  writeFileSync(models, `models:\n  - { id: bench-model, name: B, provider: generic_compat, base_url: "http://127.0.0.1:${upstream.port}/v1", api_key: k }\n`);
+  const port = await freePort();
+  const gateway = spawn('taskset', ['-c', '1', process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, join(root, 'dist/gateway/main.js')], {
+    env: { ...process.env, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(port), MODELS_CONFIG_PATH: models, USER_AUTH_ENABLED: 'false', DB_ENABLED: 'false', LOG_LEVEL: values['log-level'] },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/health`, 15_000, gateway);
+    const body = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, ...(values.stream ? { stream: true } : {}) });
+    const result = await autocannon({ url: `http://127.0.0.1:${port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections: 64, duration: Number(values.seconds) });
+    console.log(`req/s ${Math.round(result.requests.average)}  non2xx ${result.non2xx}  errors ${result.errors}`);
+  } finally {
+    gateway.kill('SIGTERM');
+    await new Promise((r) => gateway.once('exit', r));
+    await upstream.close();
+  }
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error('no profile written');
+  const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: ProfileNode[] };
+  const totals = new Map<string, number>();
+  let all = 0;
+  for (const node of profile.nodes) {
+    const hits = node.hitCount ?? 0;
+    all += hits;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*node_modules\//, 'nm/').replace(/^file:\/\/.*\/main\//, '')}:${lineNumber + 1}`;
+    totals.set(key, (totals.get(key) ?? 0) + hits);
+  }
+  const top = [...totals.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40);
+  for (const [key, hits] of top) console.log(`${((100 * hits) / all).toFixed(1).padStart(5)}%  ${key}`);
+  console.log(`profile: ${join(dir, file)}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
