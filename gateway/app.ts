@@ -8,7 +8,6 @@ import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext } from '../lib/http/request-context';
 import { healthRouter } from './surfaces/health';
 import type { DatabaseState } from './store/database-state';
-import { inferenceRoutes } from './surfaces/inference-routes';
 import { modelsRouter } from './surfaces/models';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
@@ -30,7 +29,6 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  app.use(inferenceRoutes(deps));
   for (const router of [health, modelsRouter(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());

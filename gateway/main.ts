@@ -7,7 +7,7 @@ import { createLogger } from '../lib/logger';
 import { serve } from '../lib/http/serve';
 import { databaseConfigured, loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
-import { createGatewayApp } from './app';
+import { createGatewayListener } from './server';
 import { DatabaseState } from './store/database-state';
 import { loadGatewayConfiguration } from './registry';
 import { RegistryHolder } from './registry/holder';
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   const database = new DatabaseState(db, log);
   await database.startup();
   const context = gatewayContextDeps(settings, new RegistryHolder(registry));
-  const app = createGatewayApp({ log, database, ...context });
+  const app = createGatewayListener({ log, database, ...context });
   const serving = await serve(app, { host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });

@@ -3,7 +3,6 @@
  * `USER_AUTH_ENABLED=false` (every caller is admin, spec 5.1) and enabled (no key is valid yet,
  * so calls that need a key get 401). Model visibility by role lives here too.
  */
-import type { Context } from 'koa';
 import { AppError } from '../../lib/errors';
 import type { Model } from '../registry';
 import type { Role } from '../registry/types';
@@ -27,8 +26,8 @@ export function createAuthenticator(options: { userAuthEnabled: boolean }): Auth
 }
 
 /** The caller of a request that needs a key (401 otherwise). */
-export function requireCaller(authenticator: Authenticator, ctx: Context): Caller {
-  const caller = authenticator.authenticate(ctx.get('authorization') || undefined);
+export function requireCaller(authenticator: Authenticator, authorization: string | undefined): Caller {
+  const caller = authenticator.authenticate(authorization);
   if (!caller) throw new AppError('unauthorized', 'Missing or invalid API key (Authorization: Bearer <key>)');
   return caller;
 }

@@ -17,7 +17,8 @@ export interface FallbackResult<T> {
 
 export interface FallbackOptions {
   modelId: string;
-  log: Logger;
+  /** The request's state; its logger is created only if something is logged. */
+  state: { readonly log: Logger };
   /** `X-Route-Pin`: exactly one candidate and no fallback. */
   pinned: boolean;
   /** Log line for an upstream 401 (chat: `upstream_auth_misconfig`). */
@@ -44,7 +45,7 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
   if (!primary) {
     throw new AppError('no_provider_available', `No provider available for model ${options.modelId}`);
   }
-  options.log.warn({ event: 'all_routes_failed', model: options.modelId, attempts: failed }, `Every route of ${options.modelId} failed; returning the primary error`);
+  options.state.log.warn({ event: 'all_routes_failed', model: options.modelId, attempts: failed }, `Every route of ${options.modelId} failed; returning the primary error`);
   throw primary;
 }
 

@@ -114,7 +114,7 @@ class ChatStreamRelay {
 }
 
 /** Sends the stream to the client. Headers must not have been sent yet. */
-export async function relayChatStream(res: ServerResponse, route: Route, opened: OpenedStream, signal: ClientAbort, log: Logger, shape?: StreamShape): Promise<StreamOutcome> {
+export async function relayChatStream(res: ServerResponse, route: Route, opened: OpenedStream, signal: ClientAbort, state: { readonly log: Logger }, shape?: StreamShape): Promise<StreamOutcome> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   const relay = new ChatStreamRelay(res, route, shape);
   try {
@@ -132,7 +132,7 @@ export async function relayChatStream(res: ServerResponse, route: Route, opened:
     opened.destroy();
     if (signal.aborted || res.destroyed) return { usage: relay.usage, completed: false, error: 'client_disconnected' };
     const message = (err as Error).message ?? String(err);
-    log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
+    state.log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
     res.end(sseEvent(JSON.stringify({ error: { message: `Upstream stream failed: ${message}`, type: 'server_error', code: 'upstream_error' } })));
     return { usage: relay.usage, completed: false, error: message };
   }

@@ -4,7 +4,6 @@
  * commits to a route only when its first upstream chunk arrives, so failures before that still
  * fall back. `_routing` attribution is kept in request state for logs, never sent.
  */
-import type { Context } from 'koa';
 import { AppError } from '../../lib/errors';
 import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
@@ -20,7 +19,7 @@ import { weightedOrder } from '../routing/weighted-order';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
 import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
-import { sendJson, type GatewayContextDeps, type GatewayState, type InferenceHandler, type RoutingAttribution } from './state';
+import { sendJson, type GatewayContextDeps, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
 
 /** Routes for one request: the pinned route alone, or every usable route in weighted order. */
@@ -86,14 +85,14 @@ export interface SurfaceShape {
  * Runs a chat request for any surface on the chat path: model resolution, route order, fallback,
  * streaming relay or one completion; errors become client errors.
  */
-export async function serveChat(ctx: Context & { state: GatewayState }, deps: GatewayContextDeps, request: ChatRequest, role: Role, shape?: SurfaceShape): Promise<void> {
+export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps, request: ChatRequest, role: Role, shape?: SurfaceShape): Promise<void> {
   const model = deps.registry.resolve(request.model, role, 'chat');
-  const { routes, pinned } = candidatesFor(model, ctx.get('x-route-pin') || undefined, deps);
+  const { routes, pinned } = candidatesFor(model, ctx.header('x-route-pin'), deps);
   const tier = tierFor(model, request, deps);
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
   const fallbackOptions = {
-    modelId: model.id, log: ctx.state.log, pinned,
+    modelId: model.id, state: ctx.state, pinned,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
       { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
@@ -103,8 +102,7 @@ export async function serveChat(ctx: Context & { state: GatewayState }, deps: Ga
     if (request.stream) {
       const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
       ctx.state.routing = attribution(opened.route, opened.failedAttempts);
-      ctx.respond = false;
-      const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state.log, shape?.stream());
+      const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state, shape?.stream());
       ctx.state.usage = outcome.usage;
       return;
     }
@@ -124,7 +122,7 @@ export async function serveChat(ctx: Context & { state: GatewayState }, deps: Ga
 /** `POST /v1/chat/completions`. */
 export function chatHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx);
+    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
     const request = parseChatRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     await serveChat(ctx, deps, request, caller.role);
   };

@@ -47,7 +47,7 @@ export const completionsShape: SurfaceShape = {
 /** `POST /v1/completions`. */
 export function completionsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx);
+    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
     const request = parseChatRequest(completionsToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
     await serveChat(ctx, deps, request, caller.role, completionsShape);
   };

@@ -39,7 +39,7 @@ export function parseEmbeddingsRequest(raw: unknown): EmbeddingsRequest {
 /** `POST /v1/embeddings`. */
 export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx);
+    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
     const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
     const signal = abortOnClientClose(ctx.res);
@@ -53,7 +53,7 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
     };
     try {
       const done = await runWithFallback(model.routes.filter((r) => r.weight > 0), attempt, {
-        modelId: model.id, log: ctx.state.log, pinned: false,
+        modelId: model.id, state: ctx.state, pinned: false,
         onUpstreamAuthFailure: (route) => ctx.state.log.warn(
           { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel },
           `Embedding request failed for model=${model.id}: the upstream rejected the gateway's credential (401)`,

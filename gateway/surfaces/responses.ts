@@ -127,7 +127,7 @@ export const responsesShape: SurfaceShape = {
 /** `POST /v1/responses`. */
 export function responsesHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx);
+    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
     const request = parseChatRequest(responsesToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
     await serveChat(ctx, deps, request, caller.role, responsesShape);
   };

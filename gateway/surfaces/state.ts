@@ -1,7 +1,7 @@
 /**
  * Request state and dependencies shared by the inference surfaces.
  */
-import type { ParameterizedContext } from 'koa';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestState } from '../../lib/http/request-context';
 import type { Authenticator } from '../auth/caller';
 import type { RegistryHolder } from '../registry/holder';
@@ -34,14 +34,25 @@ export interface GatewayContextDeps {
   maxBodyBytes: number;
 }
 
-/** A Koa context of the inference surfaces. */
-export type InferenceContext = ParameterizedContext<GatewayState>;
+/**
+ * What an inference handler gets: the Node request and response, the request's state, and
+ * header access. No framework object: these routes are dispatched straight from the server's
+ * request listener (see `gateway/server.ts`).
+ */
+export interface InferenceContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly state: GatewayState;
+  /** A request header (lower-case name); repeated values joined by `, `. */
+  header(name: string): string | undefined;
+}
 
-/** A handler of one inference route (dispatched without the router: see `inference-routes.ts`). */
+/** A handler of one inference route. */
 export type InferenceHandler = (ctx: InferenceContext) => Promise<void>;
 
-/** Sends a JSON body, serialized here with an explicit type (no MIME lookup per response). */
+/** Sends a 200 JSON body. */
 export function sendJson(ctx: InferenceContext, body: unknown): void {
-  ctx.res.setHeader('content-type', 'application/json; charset=utf-8');
-  ctx.body = JSON.stringify(body);
+  const json = JSON.stringify(body);
+  ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
+  ctx.res.end(json);
 }

@@ -4,7 +4,9 @@
  * Once headers are sent (a stream started) nothing is re-rendered: the stream's owner writes
  * its own error event, and this middleware only makes sure the response ends.
  */
+import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
+import type { Logger } from '../logger';
 import { AppError, errorTypeOf, isAppError, type ErrorCode } from '../errors';
 import type { RequestState } from './request-context';
 
@@ -31,6 +33,42 @@ export function toAppError(err: unknown): AppError {
   return new AppError('internal', 'Internal server error', { cause: err, expose: false });
 }
 
+/** What to send for an error, or `undefined` when nothing can be sent (client gone, stream started). */
+export interface ErrorResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: ErrorBody;
+}
+
+/**
+ * Logs an error thrown while handling a request and decides the response. A client that went
+ * away is logged at debug; 5xx at error with the cause; other statuses at debug.
+ */
+export function handleError(thrown: unknown, res: ServerResponse, log: Logger): ErrorResponse | undefined {
+  if (res.destroyed && !res.writableFinished) {
+    // The client went away; whatever failed below it is a consequence, not a server error.
+    log.debug({ err: (thrown as Error)?.message }, 'client closed the connection before the response');
+    return undefined;
+  }
+  const err = toAppError(thrown);
+  if (err.status >= 500) log.error({ err: thrown, code: err.code }, err.message);
+  else log.debug({ code: err.code, status: err.status }, err.message);
+  if (res.headersSent || !res.writable) {
+    if (!res.writableEnded) res.end();
+    return undefined;
+  }
+  return { status: err.status, headers: err.headers, body: errorBody(err.status, err.code, err.expose ? err.message : 'Internal server error', err.param) };
+}
+
+/** Writes an error response straight to a Node response (outside Koa). */
+export function sendError(thrown: unknown, res: ServerResponse, log: Logger): void {
+  const response = handleError(thrown, res, log);
+  if (!response) return;
+  const json = JSON.stringify(response.body);
+  res.writeHead(response.status, { ...response.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
+  res.end(json);
+}
+
 /** Renders errors thrown below it, and 404s for unmatched routes. */
 export function errorMiddleware(): Middleware<RequestState> {
   return async (ctx, next) => {
@@ -40,21 +78,11 @@ export function errorMiddleware(): Middleware<RequestState> {
         throw new AppError('not_found', `No route for ${ctx.method} ${ctx.path}`);
       }
     } catch (thrown) {
-      if (ctx.res.destroyed && !ctx.res.writableFinished) {
-        // The client went away; whatever failed below it is a consequence, not a server error.
-        ctx.state.log.debug({ err: (thrown as Error).message }, 'client closed the connection before the response');
-        return;
-      }
-      const err = toAppError(thrown);
-      if (err.status >= 500) ctx.state.log.error({ err: thrown, code: err.code }, err.message);
-      else ctx.state.log.debug({ code: err.code, status: err.status }, err.message);
-      if (ctx.headerSent || !ctx.writable) {
-        if (!ctx.res.writableEnded) ctx.res.end();
-        return;
-      }
-      ctx.status = err.status;
-      for (const [name, value] of Object.entries(err.headers)) ctx.set(name, value);
-      ctx.body = errorBody(err.status, err.code, err.expose ? err.message : 'Internal server error', err.param);
+      const response = handleError(thrown, ctx.res, ctx.state.log);
+      if (!response) return;
+      ctx.status = response.status;
+      for (const [name, value] of Object.entries(response.headers)) ctx.set(name, value);
+      ctx.body = response.body;
     }
   };
 }

@@ -3,7 +3,8 @@
  * one), echoed in the response, and one `http_request` log line when the response finishes.
  */
 import { randomUUID } from 'node:crypto';
-import type { Middleware, ParameterizedContext } from 'koa';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Middleware } from 'koa';
 import type { Logger } from '../logger';
 
 export interface RequestState {
@@ -20,7 +21,7 @@ export function requestIdFrom(header: string | string[] | undefined): string {
 }
 
 /** Request state with a logger created on first use (most requests never log on their own). */
-class LazyRequestState implements RequestState {
+export class LazyRequestState implements RequestState {
   private child: Logger | undefined;
   constructor(readonly requestId: string, private readonly root: Logger) {}
   get log(): Logger {
@@ -28,27 +29,32 @@ class LazyRequestState implements RequestState {
   }
 }
 
-/** Installs `ctx.state.requestId` and a lazily created `ctx.state.log`, and logs each response. */
-export function requestContext(root: Logger): Middleware<RequestState> {
-  return async (ctx, next) => {
-    const started = process.hrtime.bigint();
-    const requestId = requestIdFrom(ctx.req.headers['x-request-id']);
-    ctx.state = new LazyRequestState(requestId, root);
-    ctx.res.setHeader('X-Request-Id', requestId);
-    ctx.res.once('close', () => logResponse(ctx, root, requestId, started));
-    await next();
-  };
+/**
+ * Starts tracking one request outside any framework: picks the request id, echoes it in
+ * `X-Request-Id`, and writes the `http_request` line when the response closes.
+ */
+export function beginRequest(req: IncomingMessage, res: ServerResponse, root: Logger, path: string): LazyRequestState {
+  const started = process.hrtime.bigint();
+  const state = new LazyRequestState(requestIdFrom(req.headers['x-request-id']), root);
+  res.setHeader('X-Request-Id', state.requestId);
+  res.once('close', () => {
+    root.info({
+      event: 'http_request',
+      request_id: state.requestId,
+      method: req.method,
+      path,
+      status: res.statusCode,
+      duration_ms: Math.round(Number(process.hrtime.bigint() - started) / 1000) / 1000,
+      completed: res.writableFinished,
+    }, 'http_request');
+  });
+  return state;
 }
 
-function logResponse(ctx: ParameterizedContext<RequestState>, root: Logger, requestId: string, started: bigint): void {
-  const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-  root.info({
-    event: 'http_request',
-    request_id: requestId,
-    method: ctx.method,
-    path: ctx.path,
-    status: ctx.res.statusCode,
-    duration_ms: Math.round(durationMs * 1000) / 1000,
-    completed: ctx.res.writableFinished,
-  }, 'http_request');
+/** Koa middleware: `ctx.state` becomes the request's state (id, lazy logger), and each response is logged. */
+export function requestContext(root: Logger): Middleware<RequestState> {
+  return async (ctx, next) => {
+    ctx.state = beginRequest(ctx.req, ctx.res, root, ctx.path);
+    await next();
+  };
 }

@@ -2,7 +2,7 @@
  * Starts a Koa app on a port and returns a handle whose `close` drains it: stop accepting,
  * close idle keep-alive sockets, let in-flight requests finish, then cut what is left.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
 
@@ -14,9 +14,9 @@ export interface Serving {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Listens on `host:port` (port 0 picks a free one). */
-export async function serve(app: Koa, options: { host: string; port: number }): Promise<Serving> {
-  const server = createServer(app.callback());
+/** Listens on `host:port` (port 0 picks a free one); takes a Koa app or a request listener. */
+export async function serve(app: Koa | RequestListener, options: { host: string; port: number }): Promise<Serving> {
+  const server = createServer(typeof app === 'function' ? app : app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0; // streams may run long; deadlines are enforced per request by the handlers

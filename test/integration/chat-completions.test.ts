@@ -350,4 +350,22 @@ describe('chat completions', function () {
     assert.deepEqual(gw!.logs.lines.filter((l) => l.level === 'error'), []);
     assert.equal(b.requests.length, 0, 'no fallback for a client that left');
   });
+
+  it('serves inference routes with the shared behaviours: 405 + Allow, X-Request-Id, http_request lines, query strings', async () => {
+    await twoRoutes();
+    const wrongMethod = await fetch(`${gw!.url}/v1/chat/completions`);
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers.get('allow'), 'POST');
+    assert.equal(((await wrongMethod.json()) as { error: { type: string } }).error.type, 'invalid_request_error');
+    const res = await fetch(`${gw!.url}/v1/chat/completions?trace=1`, {
+      method: 'POST', headers: { 'x-request-id': 'req-fast-1' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-request-id'), 'req-fast-1');
+    assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+    await res.json();
+    await new Promise((r) => setTimeout(r, 20));
+    const line = gw!.logs.lines.find((l) => l.event === 'http_request' && l.request_id === 'req-fast-1');
+    assert.deepEqual({ method: line?.method, path: line?.path, status: line?.status, completed: line?.completed }, { method: 'POST', path: '/v1/chat/completions', status: 200, completed: true });
+  });
 });

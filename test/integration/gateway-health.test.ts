@@ -67,8 +67,8 @@ describe('gateway health', () => {
   });
 
   it('answers 503 database_unavailable_at_startup when the configured database is unreachable', async () => {
-    const unreachable = createDb({ url: 'postgres://gateway:gateway@127.0.0.1:1/gateway', acquireTimeoutMs: 500 });
     const logs = captureLogs();
+    const unreachable = createDb({ url: 'postgres://gateway:gateway@127.0.0.1:1/gateway', acquireTimeoutMs: 500, log: logs.log });
     const database = new DatabaseState(unreachable, logs.log, 60_000);
     try {
       await database.startup();

@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGatewayApp } from '../../gateway/app';
+import { createGatewayListener } from '../../gateway/server';
 import { gatewayContextDeps } from '../../gateway/deps';
 import { registryBuildContext } from '../../gateway/registry';
 import { RegistryHolder } from '../../gateway/registry/holder';
@@ -40,7 +40,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const registry = loadRegistry({ path: { path: file, source: 'env' }, log: logs.log, ...registryBuildContext(env) });
   const deps = gatewayContextDeps(loadSettings(env), new RegistryHolder(registry), options.rng);
   const database = options.database ?? new DatabaseState(null, logs.log);
-  const serving: Serving = await serve(createGatewayApp({ log: logs.log, database, ...deps }), { host: '127.0.0.1', port: 0 });
+  const serving: Serving = await serve(createGatewayListener({ log: logs.log, database, ...deps }), { host: '127.0.0.1', port: 0 });
   return {
     url: serving.url,
     logs,
