@@ -42,7 +42,8 @@ export interface ErrorResponse {
 
 /**
  * Logs an error thrown while handling a request and decides the response. A client that went
- * away is logged at debug; 5xx at error with the cause; other statuses at debug.
+ * away is logged at debug; unexpected faults (`internal`) at error with the cause; expected
+ * server-side answers (upstream failures, timeouts, no provider) at warn; client errors at debug.
  */
 export function handleError(thrown: unknown, res: ServerResponse, log: Logger): ErrorResponse | undefined {
   if (res.destroyed && !res.writableFinished) {
@@ -51,7 +52,8 @@ export function handleError(thrown: unknown, res: ServerResponse, log: Logger): 
     return undefined;
   }
   const err = toAppError(thrown);
-  if (err.status >= 500) log.error({ err: thrown, code: err.code }, err.message);
+  if (err.code === 'internal') log.error({ err: thrown, code: err.code }, err.message);
+  else if (err.status >= 500) log.warn({ code: err.code, status: err.status }, err.message);
   else log.debug({ code: err.code, status: err.status }, err.message);
   if (res.headersSent || !res.writable) {
     if (!res.writableEnded) res.end();

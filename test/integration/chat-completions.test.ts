@@ -191,6 +191,8 @@ describe('chat completions', function () {
     await new Promise((r) => setTimeout(r, 20));
     const failed = gw!.logs.lines.find((l) => l.event === 'all_routes_failed');
     assert.equal((failed?.attempts as unknown[]).length, 1);
+    assert.deepEqual(gw!.logs.lines.filter((l) => l.level === 'error'), [], 'an upstream failure is not a gateway fault');
+    assert.ok(gw!.logs.lines.some((l) => l.level === 'warn' && l.code === 'upstream_error'));
   });
 
   it('falls back when a stream fails before its first byte, but not after', async () => {
