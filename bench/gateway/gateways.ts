@@ -112,6 +112,18 @@ export async function startOurGateway(options: OurGatewayOptions): Promise<Gatew
   return startAndVerify(started, target, () => waitForHttp(`${target.origin}/health`, 20_000, started.child, 200));
 }
 
+/** Starts the zero-logic reference proxy (`bare-proxy.ts`): the floor any Node gateway starts from. */
+export async function startBareProxy(root: string, core: number, upstreamPort: number, workDir: string): Promise<GatewayStart> {
+  const port = await freePort();
+  const started = startPinned({
+    core, command: process.execPath, cwd: root,
+    args: ['--import', 'tsx', join('bench', 'gateway', 'bare-proxy.ts'), `http://127.0.0.1:${upstreamPort}`, String(port)],
+    logFile: join(workDir, 'bare-proxy.log'),
+  });
+  const target: Target = { origin: `http://127.0.0.1:${port}`, path: CHAT_PATH, headers: { 'content-type': 'application/json' }, body: BODY, streamBody: STREAM_BODY };
+  return startAndVerify(started, target, () => waitForHttp(`${target.origin}/health`, 20_000, started.child, 200));
+}
+
 function installedPortkey(prefix: string): string | undefined {
   const pkg = join(prefix, 'node_modules', '@portkey-ai', 'gateway', 'package.json');
   const hono = join(prefix, 'node_modules', '@hono', 'node-server', 'package.json');

@@ -11,7 +11,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { directTarget, startOurGateway, startPortkey, PORTKEY_VERSION, type GatewayStart } from './gateways';
+import { directTarget, startBareProxy, startOurGateway, startPortkey, PORTKEY_VERSION, type GatewayStart } from './gateways';
 import { latencyC1, requestsPerSecond, streamsPerSecond, ttfbC1, type Target } from './load';
 import { cpuSnapshot, cpuUse, waitForQuiet } from './cpu';
 import { firstLine, installCleanupHooks, pinSelf, runCommand, startPinned } from './processes';
@@ -117,6 +117,7 @@ async function main(): Promise<void> {
     await latencyC1(directTarget(upstreamPort), PLAN.prewarm, 1);
     await ttfbC1(directTarget(upstreamPort), { requests: PLAN.prewarm.requests / 10, ms: PLAN.prewarm.ms / 3 }, 1);
     rows.push({ name: DIRECT, result: await measure(DIRECT, directTarget(upstreamPort)) });
+    rows.push(await measureGateway('bare Node proxy (floor)', () => startBareProxy(root, GATEWAY_CORE, upstreamPort, workDir)));
     for (const logLevel of ['info', 'warn'] as const) {
       rows.push(await measureGateway(`ours (LOG_LEVEL=${logLevel})`, () => startOurGateway({
         root, core: GATEWAY_CORE, upstreamPort, logLevel, workDir,
