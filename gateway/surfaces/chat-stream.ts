@@ -39,71 +39,82 @@ export interface StreamOutcome {
 
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 
+/**
+ * Turns upstream bytes into client frames. Frames produced from one upstream chunk are collected
+ * and written with one `res.write` (one socket write instead of one per event).
+ */
 class ChatStreamRelay {
   private readonly splitter = new SseSplitter();
   private readonly processor: StreamProcessor | undefined;
   private finished = false;
-  usage: Usage | undefined;
-
   private doneSent = false;
+  private pending = '';
+  usage: Usage | undefined;
 
   constructor(private readonly res: ServerResponse, private readonly route: Route, private readonly shape: StreamShape | undefined) {
     this.processor = route.processor === 'default' ? undefined : createStreamProcessor(route.processor);
-    if (shape) for (const frame of shape.start()) res.write(frame);
+    if (shape) for (const frame of shape.start()) this.pending += frame;
   }
 
   /** Writes the events completed by `chunk`; false when the socket wants a drain. */
   push(chunk: Buffer): boolean {
-    let ok = true;
-    for (const data of this.splitter.push(chunk)) ok = this.event(data) && ok;
-    return ok;
+    for (const data of this.splitter.push(chunk)) this.event(data);
+    return this.flush();
   }
 
   end(): void {
     for (const data of this.splitter.end()) this.event(data);
     this.flushProcessor();
     if (this.shape && !this.doneSent) this.done();
+    this.flush();
   }
 
-  private done(): boolean {
+  private flush(): boolean {
+    if (this.pending.length === 0) return true;
+    const out = this.pending;
+    this.pending = '';
+    return this.res.write(out);
+  }
+
+  private done(): void {
     this.doneSent = true;
-    let ok = true;
-    for (const frame of this.shape ? this.shape.done() : [sseEvent('[DONE]')]) ok = this.res.write(frame) && ok;
-    return ok;
+    for (const frame of this.shape ? this.shape.done() : [sseEvent('[DONE]')]) this.pending += frame;
   }
 
-  private send(chunk: ChatCompletionChunk): boolean {
-    if (!this.shape) return this.res.write(sseEvent(JSON.stringify(chunk)));
-    let ok = true;
-    for (const frame of this.shape.frames(chunk)) ok = this.res.write(frame) && ok;
-    return ok;
+  private send(chunk: ChatCompletionChunk): void {
+    if (!this.shape) {
+      this.pending += sseEvent(JSON.stringify(chunk));
+      return;
+    }
+    for (const frame of this.shape.frames(chunk)) this.pending += frame;
   }
 
-  private event(data: string): boolean {
+  private event(data: string): void {
     if (data === '[DONE]') {
       this.flushProcessor();
-      return this.done();
+      this.done();
+      return;
     }
     if (!this.processor && !this.shape && !data.includes('"_routing"') && !USAGE_OBJECT.test(data)) {
-      return this.res.write(sseEvent(data));
+      this.pending += sseEvent(data);
+      return;
     }
     let chunk: ChatCompletionChunk & { _routing?: unknown; usage?: Usage | null };
     try {
       chunk = JSON.parse(data) as typeof chunk;
     } catch {
-      return this.res.write(sseEvent(data));
+      this.pending += sseEvent(data);
+      return;
     }
     if (chunk._routing !== undefined) {
       delete chunk._routing;
-      if (Object.keys(chunk).length === 0) return true; // a synthetic attribution chunk
+      if (Object.keys(chunk).length === 0) return; // a synthetic attribution chunk
     }
     if (chunk.usage && typeof chunk.usage === 'object') {
       finishStreamUsage(chunk.usage, this.route);
       this.usage = chunk.usage;
     }
-    let ok = true;
-    for (const out of this.processor ? this.processor.push(chunk) : [chunk]) ok = this.send(out) && ok;
-    return ok;
+    for (const out of this.processor ? this.processor.push(chunk) : [chunk]) this.send(out);
   }
 
   private flushProcessor(): void {
