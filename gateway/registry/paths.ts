@@ -2,7 +2,8 @@
  * Which file each configuration kind is read from (spec 2.4 rules 1–2): explicit environment
  * variable (canonical name beats the older one) > active manifest `paths:` > bundled default.
  */
-import { isAbsolute, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 export type ConfigKind = 'models' | 'routing' | 'alerts';
 
@@ -27,8 +28,16 @@ export interface ResolvedPath {
   overrideMessage?: string;
 }
 
-/** Directory of the bundled example files. */
-export const BUNDLED_CONFIG_DIR = resolve(__dirname, '../../config');
+/** The nearest directory at or above `start` holding a `package.json` (source and `dist/` alike). */
+export function packageRoot(start: string): string {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json at or above ${start}`);
+  }
+}
+
+/** Directory of the bundled example files (`config/` beside `package.json`). */
+export const BUNDLED_CONFIG_DIR = join(packageRoot(__dirname), 'config');
 
 const defaults: Record<ConfigKind, string> = {
   models: join(BUNDLED_CONFIG_DIR, 'models.yaml'),

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadRegistry } from '../../gateway/registry/loader';
 import { RegistryConfigError } from '../../gateway/registry/errors';
-import { resolveConfigPath, BUNDLED_CONFIG_DIR } from '../../gateway/registry/paths';
+import { resolveConfigPath, BUNDLED_CONFIG_DIR, packageRoot } from '../../gateway/registry/paths';
 import { registryBuildContext } from '../../gateway/registry';
 import type { Registry } from '../../gateway/registry/types';
 import { captureLogs } from '../support/logs';
@@ -46,6 +46,12 @@ describe('registry loader', () => {
     assert.match(overridden.overrideMessage ?? '', /Explicit override: MODELS_CONFIG_PATH=\/x\/m.yaml takes precedence over manifest paths.models/);
     assert.deepEqual(resolveConfigPath('models', {}, { cwd }), { path: join(BUNDLED_CONFIG_DIR, 'models.yaml'), source: 'default' });
     assert.deepEqual(resolveConfigPath('alerts', {}, { cwd }), { path: join(BUNDLED_CONFIG_DIR, 'alerts.yaml'), source: 'default' });
+  });
+
+  it('finds the bundled config beside package.json, from source and from dist/', () => {
+    const root = join(__dirname, '../..');
+    assert.equal(BUNDLED_CONFIG_DIR, join(root, 'config'));
+    assert.equal(packageRoot(join(root, 'dist', 'gateway', 'registry')), root);
   });
 
   it('warns and loads no models when the file does not exist', async () => {
