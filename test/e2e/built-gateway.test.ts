@@ -29,8 +29,8 @@ async function startBuilt(env: Record<string, string>): Promise<{ child: ChildPr
     env: { PATH: process.env.PATH, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(port), DB_ENABLED: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 15_000;
   for (;;) {
