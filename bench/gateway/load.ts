@@ -56,9 +56,20 @@ function ensureOk(status: number, what: string): void {
 }
 
 /** c=1 non-streaming latency: a warm-up, then `count` requests timed until their body is read. */
+/** Warms up, then takes `count` sequential samples of `once`; closes the client either way. */
+async function sampleC1(client: Client, warmup: Warmup, count: number, once: () => Promise<bigint>): Promise<Percentiles> {
+  const samples = new BigInt64Array(count);
+  try {
+    await warmUp(warmup, once);
+    for (let i = 0; i < count; i += 1) samples[i] = await once();
+  } finally {
+    await client.close();
+  }
+  return percentiles(samples);
+}
+
 export async function latencyC1(target: Target, warmup: Warmup, count: number): Promise<Percentiles> {
   const client = new Client(target.origin, { pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 10_000, bodyTimeout: 10_000 });
-  const samples = new BigInt64Array(count);
   const once = async (): Promise<bigint> => {
     const started = process.hrtime.bigint();
     const res = await client.request({ method: 'POST', path: target.path, headers: target.headers, body: target.body });
@@ -67,13 +78,7 @@ export async function latencyC1(target: Target, warmup: Warmup, count: number): 
     ensureOk(res.statusCode, 'latency request');
     return elapsed;
   };
-  try {
-    await warmUp(warmup, once);
-    for (let i = 0; i < count; i += 1) samples[i] = await once();
-  } finally {
-    await client.close();
-  }
-  return percentiles(samples);
+  return sampleC1(client, warmup, count, once);
 }
 
 /** Reads a stream body; returns the time its first chunk arrived and whether it ended with `[DONE]`. */
@@ -90,7 +95,6 @@ async function readStream(body: AsyncIterable<Buffer>): Promise<{ firstAt: bigin
 /** c=1 streaming time to first body byte (the stream is then read whole and checked). */
 export async function ttfbC1(target: Target, warmup: Warmup, count: number): Promise<Percentiles> {
   const client = new Client(target.origin, { pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 10_000, bodyTimeout: 10_000 });
-  const samples = new BigInt64Array(count);
   const once = async (): Promise<bigint> => {
     const started = process.hrtime.bigint();
     const res = await client.request({ method: 'POST', path: target.path, headers: target.headers, body: target.streamBody });
@@ -99,13 +103,7 @@ export async function ttfbC1(target: Target, warmup: Warmup, count: number): Pro
     if (!complete) throw new Error('stream did not end with data: [DONE]');
     return firstAt - started;
   };
-  try {
-    await warmUp(warmup, once);
-    for (let i = 0; i < count; i += 1) samples[i] = await once();
-  } finally {
-    await client.close();
-  }
-  return percentiles(samples);
+  return sampleC1(client, warmup, count, once);
 }
 
 export interface Throughput {

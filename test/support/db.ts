@@ -85,18 +85,21 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database for one test file. */
-export async function freshDatabase(): Promise<TestDatabase> {
-  templatePromise ??= prepareTemplate();
-  const template = await templatePromise;
-  counter += 1;
-  const name = `gw_test_${process.pid}_${counter}`;
+/** Runs one statement on the server's admin connection. */
+async function adminStatement(sql: string): Promise<void> {
   const admin = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
   try {
-    await admin.raw(`create database ${name} template ${template}`);
+    await admin.raw(sql);
   } finally {
     await admin.destroy();
   }
+}
+
+/** Creates `gw_test_<pid>_<n>` (from `template` when given) and opens a pool on it. */
+async function createTestDatabase(template: string | undefined): Promise<TestDatabase> {
+  counter += 1;
+  const name = `gw_test_${process.pid}_${counter}`;
+  await adminStatement(template ? `create database ${name} template ${template}` : `create database ${name}`);
   const url = urlFor(name);
   const db = createDb({ url, poolMax: 5, applicationName: 'test', log: quiet });
   return {
@@ -105,38 +108,18 @@ export async function freshDatabase(): Promise<TestDatabase> {
     db,
     drop: async () => {
       await db.destroy();
-      const a = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
-      try {
-        await a.raw(`drop database if exists ${name} with (force)`);
-      } finally {
-        await a.destroy();
-      }
+      await adminStatement(`drop database if exists ${name} with (force)`);
     },
   };
 }
 
+/** A fresh, migrated database for one test file. */
+export async function freshDatabase(): Promise<TestDatabase> {
+  templatePromise ??= prepareTemplate();
+  return createTestDatabase(await templatePromise);
+}
+
 /** An empty (unmigrated) database, for migration tests. */
-export async function emptyDatabase(): Promise<TestDatabase> {
-  counter += 1;
-  const name = `gw_test_${process.pid}_${counter}`;
-  const admin = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
-  try {
-    await admin.raw(`create database ${name}`);
-  } finally {
-    await admin.destroy();
-  }
-  const url = urlFor(name);
-  const db = createDb({ url, poolMax: 2, applicationName: 'test', log: quiet });
-  return {
-    name, url, db,
-    drop: async () => {
-      await db.destroy();
-      const a = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
-      try {
-        await a.raw(`drop database if exists ${name} with (force)`);
-      } finally {
-        await a.destroy();
-      }
-    },
-  };
+export function emptyDatabase(): Promise<TestDatabase> {
+  return createTestDatabase(undefined);
 }
