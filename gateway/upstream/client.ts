@@ -6,7 +6,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
 import type { ClientAbort } from '../../lib/http/client-abort';
-import { chatCompletionsUrl, embeddingsUrl, resolveAdapterKind, upstreamHeaders, KeyPool } from '../adapters';
+import { chatCompletionsUrl, embeddingsUrl, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
 import type { Route } from '../registry';
 import { httpError, transportError, UpstreamError } from './upstream-error';
 
@@ -20,6 +20,7 @@ interface Target {
   origin: string;
   path: string;
   keys: KeyPool;
+  profile: AdapterProfile;
 }
 
 export interface UpstreamResponse {
@@ -56,7 +57,7 @@ export class UpstreamClient {
     let target = cache.get(route);
     if (!target) {
       const url = new URL(surface === 'chat' ? chatCompletionsUrl(route.kind, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath));
-      target = { origin: url.origin, path: `${url.pathname}${url.search}`, keys: new KeyPool(route.apiKeys) };
+      target = { origin: url.origin, path: `${url.pathname}${url.search}`, keys: new KeyPool(route.apiKeys), profile: resolveAdapterKind(route.kind) };
       cache.set(route, target);
     }
     return target;
@@ -68,7 +69,7 @@ export class UpstreamClient {
    */
   async post(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort): Promise<UpstreamResponse> {
     const target = this.target(route, surface);
-    const headers = upstreamHeaders(target.keys.next(), resolveAdapterKind(route.kind), this.siteName ? { siteName: this.siteName } : {});
+    const headers = upstreamHeaders(target.keys.next(), target.profile, this.siteName ? { siteName: this.siteName } : {});
     let response: Dispatcher.ResponseData;
     try {
       response = await this.pool(target.origin).request({ method: 'POST', path: target.path, headers, body, signal });

@@ -84,13 +84,11 @@ describe('fake LLM upstream', () => {
     assert.equal(((await unauthorized.json()) as { error: { type: string } }).error.type, 'authentication_error');
   });
 
-  it('delays the first byte when scripted', async () => {
-    up.enqueue({ kind: 'slow_first_byte', delayMs: 300, then: { kind: 'json' } });
-    const started = process.hrtime.bigint();
-    const res = await post(up, '/v1/chat/completions', {});
-    const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
-    assert.equal(res.status, 200);
-    assert.ok(waitedMs >= 290, `headers arrived after ${waitedMs} ms`);
+  it('delays the first byte when scripted: a short client timeout fails, a longer one gets the answer', async () => {
+    up.enqueue({ kind: 'slow_first_byte', delayMs: 600, then: { kind: 'json' } }, { kind: 'slow_first_byte', delayMs: 600, then: { kind: 'json', content: 'late' } });
+    await assert.rejects(post(up, '/v1/chat/completions', {}, AbortSignal.timeout(100)), (err: Error) => err.name === 'TimeoutError');
+    const res = await post(up, '/v1/chat/completions', {}, AbortSignal.timeout(5000));
+    assert.equal(((await res.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content, 'late');
   });
 
   it('stalls after the first chunk until the client aborts, and records the abort', async () => {
