@@ -2,8 +2,8 @@
  * PostgreSQL for the dev stack: use whatever already answers on 127.0.0.1:5432 (creating the
  * `gateway` role and database there if we can), else run a project cluster in `.data/postgres`.
  */
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { BootstrapError, DATA, LOGS, isRoot, run, say, tcpOpen, waitFor } from './sh';
 
 export const PG_HOST = '127.0.0.1';
@@ -44,8 +44,28 @@ function createRoleAndDatabase(socketDir: string): boolean {
   return true;
 }
 
+/**
+ * The cluster runs as the `postgres` user, which must be able to reach `.data/` inside the clone.
+ * A clone under a private directory (e.g. `mktemp -d`, mode 700) denies that: grant traverse-only
+ * permission (o+x, no read) on each ancestor that lacks it, and say so.
+ */
+function ensurePostgresCanReach(dir: string): void {
+  if (!OWNER) return;
+  const ancestors: string[] = [];
+  for (let d = dir; ; d = dirname(d)) {
+    ancestors.unshift(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of ancestors) {
+    if (!existsSync(d) || run('test', ['-x', d], { asUser: OWNER }).status === 0) continue;
+    chmodSync(d, statSync(d).mode | 0o001);
+    say(`granted the postgres user traverse-only access (o+x) to ${d}`);
+  }
+}
+
 function initCluster(): void {
   say('initializing a PostgreSQL cluster in .data/postgres');
+  ensurePostgresCanReach(DATA);
   for (const dir of [PGDATA, SOCKET_DIR]) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (OWNER) chownSync(dir, uid(OWNER), gid(OWNER));
@@ -58,6 +78,7 @@ function initCluster(): void {
 
 function startCluster(): void {
   say('starting PostgreSQL on 127.0.0.1:5432');
+  ensurePostgresCanReach(DATA);
   const options = `-c listen_addresses=${PG_HOST} -p ${PG_PORT} -k ${SOCKET_DIR} -c max_connections=200`;
   const started = run(pgBin('pg_ctl'), ['-D', PGDATA, '-l', LOG_FILE, '-o', options, '-w', '-t', '60', 'start'], { asUser: OWNER });
   if (started.status !== 0) throw new BootstrapError('postgres', `pg_ctl start failed: ${started.stderr.trim() || started.stdout.trim()}`, LOG_FILE);
