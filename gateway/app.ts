@@ -6,6 +6,7 @@ import Koa from 'koa';
 import type { Logger } from '../lib/logger';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext } from '../lib/http/request-context';
+import { describeRequest } from './auth/request-origin';
 import { healthRouter } from './surfaces/health';
 import type { DatabaseState } from './store/database-state';
 import { modelsRouter } from './surfaces/models';
@@ -22,7 +23,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true;
   app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
-  app.use(requestContext(deps.log));
+  app.use(requestContext(deps.log, (req) => describeRequest(deps.clientAddress, deps.log, req).fields));
   app.use(errorMiddleware());
   const health = healthRouter({
     database: deps.database,

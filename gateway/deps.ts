@@ -3,6 +3,7 @@
  */
 import type { Settings } from '../lib/settings';
 import { createAuthenticator } from './auth/caller';
+import { clientAddressResolverFrom } from './auth/request-origin';
 import type { RegistryHolder } from './registry/holder';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
@@ -16,6 +17,7 @@ export function gatewayContextDeps(settings: Settings, registry: RegistryHolder,
       idleMs: settings.UPSTREAM_IDLE_TIMEOUT_SECONDS * 1000,
     }),
     authenticator: createAuthenticator({ userAuthEnabled: settings.USER_AUTH_ENABLED }),
+    clientAddress: clientAddressResolverFrom(settings),
     rng,
     tiers: { largeTokens: settings.ROUTING_LARGE_PROMPT_TOKENS, elephantTokens: settings.ROUTING_ELEPHANT_PROMPT_TOKENS },
     maxBodyBytes: Math.round(settings.GATEWAY_MAX_BODY_MIB * 1024 * 1024),

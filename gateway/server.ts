@@ -9,8 +9,8 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { AppError } from '../lib/errors';
 import { sendError } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
-import type { Logger } from '../lib/logger';
 import { createGatewayApp, type GatewayDeps } from './app';
+import { describeRequest } from './auth/request-origin';
 import { chatHandler } from './surfaces/chat';
 import { completionsHandler } from './surfaces/completions';
 import { embeddingsHandler } from './surfaces/embeddings';
@@ -35,8 +35,10 @@ class Context implements InferenceContext {
   }
 }
 
-async function runInference(handler: InferenceHandler, req: IncomingMessage, res: ServerResponse, path: string, log: Logger): Promise<void> {
-  const state: GatewayState = beginRequest(req, res, log, path);
+async function runInference(handler: InferenceHandler, req: IncomingMessage, res: ServerResponse, path: string, deps: GatewayDeps): Promise<void> {
+  const origin = describeRequest(deps.clientAddress, deps.log, req);
+  const state: GatewayState = beginRequest(req, res, deps.log, path, origin.fields);
+  state.client = origin.client;
   try {
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
@@ -56,7 +58,7 @@ export function createGatewayListener(deps: GatewayDeps): RequestListener {
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
     const handler = routes.get(path);
-    if (handler) void runInference(handler, req, res, path, deps.log);
+    if (handler) void runInference(handler, req, res, path, deps);
     else void koa(req, res);
   };
 }

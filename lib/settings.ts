@@ -45,6 +45,18 @@ export const settingsShape = {
   DISTRIBUTION_CONFIG_MODE: z.string().default('dark'),
   /** `false`/`0`: inference needs no key and every caller is admin (spec 5.1). Default true. */
   USER_AUTH_ENABLED: flag(true),
+  /** `1`: honour `X-Forwarded-For` from peers in `TRUSTED_PROXIES` (spec 5.12). Default off. */
+  TRUST_PROXY_HEADERS: flag(false),
+  /** `1`: honour the CDN connecting-IP headers from peers in `TRUSTED_CLOUDFLARE_NETWORKS`; needs `TRUST_PROXY_HEADERS=1`. Default off. */
+  TRUST_CDN_HEADERS: flag(false),
+  /** `1`: honour `X-Real-IP` from `TRUSTED_PROXIES` peers when XFF is absent; needs `TRUST_PROXY_HEADERS=1`. Default off. */
+  TRUST_X_REAL_IP: flag(false),
+  /** Comma-separated CIDRs of proxies allowed to assert `X-Forwarded-For`/`X-Real-IP`; an invalid entry stops startup. */
+  TRUSTED_PROXIES: optionalString(),
+  /** Comma-separated CIDRs of the CDN's edge networks (the spec's `trusted_cloudflare_networks` setting). */
+  TRUSTED_CLOUDFLARE_NETWORKS: optionalString(),
+  /** Comma-separated CIDRs of private client networks whose socket peers count as clients. */
+  TRUSTED_DIRECT_CLIENT_NETWORKS: optionalString(),
   /** Static admin credential for `/admin/*` (`Authorization: Bearer`). Unset: only admin JWTs. A secret. */
   ADMIN_TOKEN: optionalString(),
   /** Credential of the bundled example registry, read through `${AGGREGATOR_API_KEY}` in `config/models.yaml`. A secret. */

@@ -75,7 +75,7 @@ export interface ClientIpInfo {
   readonly trusted_proxy_headers: boolean;
   /** A forwarding header (CDN, XFF or X-Real-IP) decided the outcome: `source` is not `socket`/`direct_client_network`. */
   readonly trusted_forwarded_headers: boolean;
-  /** The peer is authorized to assert the CDN headers (`TRUST_CDN_HEADERS=1`, peer in `trusted_cloudflare_networks`). */
+  /** The peer is authorized to assert the CDN headers (`TRUST_CDN_HEADERS=1`, peer in `TRUSTED_CLOUDFLARE_NETWORKS`). */
   readonly trusted_cloudflare_headers: boolean;
   /** Raw `X-Forwarded-For` lines joined with `", "` in wire order; null when absent. Recorded whether trusted or not. */
   readonly x_forwarded_for: string | null;
@@ -93,13 +93,13 @@ export interface ClientIpInfo {
 export interface ClientAddressConfig {
   /** `TRUST_PROXY_HEADERS`: honour `X-Forwarded-For` from `TRUSTED_PROXIES` peers. */
   readonly trustProxyHeaders: boolean;
-  /** `TRUST_CDN_HEADERS`: honour `CF-Connecting-IP(v6)` from `trusted_cloudflare_networks` peers. */
+  /** `TRUST_CDN_HEADERS`: honour `CF-Connecting-IP(v6)` from `TRUSTED_CLOUDFLARE_NETWORKS` peers. */
   readonly trustCdnHeaders: boolean;
   /** `TRUST_X_REAL_IP`: honour `X-Real-IP` from `TRUSTED_PROXIES` peers when XFF is absent. */
   readonly trustXRealIp: boolean;
   /** `TRUSTED_PROXIES`: CIDRs (or bare addresses) of proxies allowed to assert XFF/X-Real-IP. */
   readonly trustedProxies: readonly string[];
-  /** `trusted_cloudflare_networks`: CIDRs of the CDN's edge networks. */
+  /** `TRUSTED_CLOUDFLARE_NETWORKS` (the spec's `trusted_cloudflare_networks` setting): CIDRs of the CDN's edge networks. */
   readonly cdnNetworks: readonly string[];
   /** `TRUSTED_DIRECT_CLIENT_NETWORKS`: private networks whose socket peers count as clients. */
   readonly directClientNetworks: readonly string[];
@@ -128,7 +128,7 @@ export const CLIENT_ADDRESS_VARIABLES = Object.freeze({
   trustCdnHeaders: 'TRUST_CDN_HEADERS',
   trustXRealIp: 'TRUST_X_REAL_IP',
   trustedProxies: 'TRUSTED_PROXIES',
-  cdnNetworks: 'trusted_cloudflare_networks',
+  cdnNetworks: 'TRUSTED_CLOUDFLARE_NETWORKS',
   directClientNetworks: 'TRUSTED_DIRECT_CLIENT_NETWORKS',
 } as const);
 
@@ -154,9 +154,6 @@ export function splitNetworkList(value: string | undefined): string[] {
   }
   return out;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Routability and bucketing
 
 /** The `http_request` log fields of spec 6.4 for a record. */
 export function clientIpLogFields(info: ClientIpInfo): {

@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestState } from '../../lib/http/request-context';
 import type { Authenticator } from '../auth/caller';
+import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
 import type { Rng } from '../routing/weighted-order';
@@ -21,6 +22,8 @@ export interface RoutingAttribution {
 }
 
 export interface GatewayState extends RequestState {
+  /** The resolved client address (spec 5.12). */
+  client?: ClientIpInfo;
   routing?: RoutingAttribution;
   usage?: Usage | undefined;
 }
@@ -29,6 +32,7 @@ export interface GatewayContextDeps {
   registry: RegistryHolder;
   upstream: UpstreamClient;
   authenticator: Authenticator;
+  clientAddress: ClientAddressResolver;
   rng: Rng;
   tiers: TierThresholds;
   maxBodyBytes: number;

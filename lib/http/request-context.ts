@@ -29,20 +29,43 @@ export class LazyRequestState implements RequestState {
   }
 }
 
+/** Header values longer than this are cut in the DEBUG `http_request_headers` line (spec 6.4). */
+const HEADER_LOG_LIMIT = 256;
+const MASKED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'cookie']);
+
+/** Every request header, values cut to 256 characters, credentials replaced by `***`. */
+export function loggableHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = MASKED_HEADERS.has(name) ? '***' : raw[i + 1]!.slice(0, HEADER_LOG_LIMIT);
+    out[name] = out[name] === undefined ? value : `${out[name]}, ${value}`;
+  }
+  return out;
+}
+
 /**
  * Starts tracking one request outside any framework: picks the request id, echoes it in
- * `X-Request-Id`, and writes the `http_request` line when the response closes.
+ * `X-Request-Id`, and writes the `http_request` line when the response closes, with the extra
+ * fields `fields()` gives (called only when the line is written). At DEBUG also an
+ * `http_request_headers` line.
  */
-export function beginRequest(req: IncomingMessage, res: ServerResponse, root: Logger, path: string): LazyRequestState {
+export function beginRequest(req: IncomingMessage, res: ServerResponse, root: Logger, path: string, fields?: () => Record<string, unknown>): LazyRequestState {
   const started = process.hrtime.bigint();
   const state = new LazyRequestState(requestIdFrom(req.headers['x-request-id']), root);
   res.setHeader('X-Request-Id', state.requestId);
+  if (root.isLevelEnabled('debug')) {
+    root.debug({ event: 'http_request_headers', request_id: state.requestId, headers: loggableHeaders(req) }, 'http_request_headers');
+  }
   res.once('close', () => {
+    if (!root.isLevelEnabled('info')) return;
     root.info({
       event: 'http_request',
       request_id: state.requestId,
       method: req.method,
       path,
+      ...fields?.(),
       status: res.statusCode,
       duration_ms: Math.round(Number(process.hrtime.bigint() - started) / 1000) / 1000,
       completed: res.writableFinished,
@@ -51,10 +74,13 @@ export function beginRequest(req: IncomingMessage, res: ServerResponse, root: Lo
   return state;
 }
 
-/** Koa middleware: `ctx.state` becomes the request's state (id, lazy logger), and each response is logged. */
-export function requestContext(root: Logger): Middleware<RequestState> {
+/**
+ * Koa middleware: `ctx.state` becomes the request's state (id, lazy logger), and each response is
+ * logged with the fields `describe` gives for the request.
+ */
+export function requestContext(root: Logger, describe?: (req: IncomingMessage) => () => Record<string, unknown>): Middleware<RequestState> {
   return async (ctx, next) => {
-    ctx.state = beginRequest(ctx.req, ctx.res, root, ctx.path);
+    ctx.state = beginRequest(ctx.req, ctx.res, root, ctx.path, describe?.(ctx.req));
     await next();
   };
 }

@@ -272,12 +272,12 @@ describe('client address resolution', () => {
     }
     it('suggests the network when host bits are set', fails({ trustedProxies: ['10.1.2.3/8'] }, ['TRUSTED_PROXIES'], ['did you mean 10.0.0.0/8?']));
     it('rejects an invalid CIDR even when its flag is off', fails({ ...OFF, trustedProxies: ['nope'] }, ['TRUSTED_PROXIES'], ['TRUSTED_PROXIES']));
-    it('rejects an invalid CDN network', fails({ cdnNetworks: ['173.245.48.0/33'] }, ['trusted_cloudflare_networks'], ['trusted_cloudflare_networks']));
+    it('rejects an invalid CDN network', fails({ cdnNetworks: ['173.245.48.0/33'] }, ['TRUSTED_CLOUDFLARE_NETWORKS'], ['TRUSTED_CLOUDFLARE_NETWORKS']));
     it('rejects an invalid direct client network', fails({ directClientNetworks: ['192.168.0.0/16', 'x'] }, ['TRUSTED_DIRECT_CLIENT_NETWORKS'], ['TRUSTED_DIRECT_CLIENT_NETWORKS']));
     it('TRUST_CDN_HEADERS=1 requires TRUST_PROXY_HEADERS=1',
       fails({ trustProxyHeaders: false, trustXRealIp: false }, ['TRUST_CDN_HEADERS'], ['TRUST_CDN_HEADERS=1 requires TRUST_PROXY_HEADERS=1']));
     it('TRUST_CDN_HEADERS=1 requires a CDN network list',
-      fails({ cdnNetworks: [] }, ['trusted_cloudflare_networks'], ['TRUST_CDN_HEADERS=1 requires a non-empty trusted_cloudflare_networks']));
+      fails({ cdnNetworks: [] }, ['TRUSTED_CLOUDFLARE_NETWORKS'], ['TRUST_CDN_HEADERS=1 requires a non-empty TRUSTED_CLOUDFLARE_NETWORKS']));
     it('TRUST_X_REAL_IP=1 requires TRUST_PROXY_HEADERS=1',
       fails({ trustProxyHeaders: false, trustCdnHeaders: false }, ['TRUST_X_REAL_IP'], ['TRUST_X_REAL_IP=1 requires TRUST_PROXY_HEADERS=1']));
     it('TRUST_X_REAL_IP=1 requires TRUSTED_PROXIES',
@@ -285,7 +285,7 @@ describe('client address resolution', () => {
     it('TRUST_PROXY_HEADERS=1 alone requires TRUSTED_PROXIES',
       fails({ trustCdnHeaders: false, trustXRealIp: false, trustedProxies: [] }, ['TRUSTED_PROXIES'], ['TRUST_PROXY_HEADERS=1 requires a non-empty TRUSTED_PROXIES']));
     it('lists every problem at once', fails({ trustProxyHeaders: false, cdnNetworks: [], trustedProxies: ['x'] },
-      ['TRUSTED_PROXIES', 'TRUST_CDN_HEADERS', 'trusted_cloudflare_networks', 'TRUST_X_REAL_IP'], ['TRUSTED_PROXIES', 'TRUST_X_REAL_IP']));
+      ['TRUSTED_PROXIES', 'TRUST_CDN_HEADERS', 'TRUSTED_CLOUDFLARE_NETWORKS', 'TRUST_X_REAL_IP'], ['TRUSTED_PROXIES', 'TRUST_X_REAL_IP']));
 
     it('accepts a CDN-only setup (TRUST_PROXY_HEADERS=1, no proxies)', () => {
       const r = createClientAddressResolver({ ...BASE, trustXRealIp: false, trustedProxies: [] });
@@ -304,7 +304,7 @@ describe('client address resolution', () => {
     });
     it('exposes the variable names', () => {
       assert.equal(CLIENT_ADDRESS_VARIABLES.trustedProxies, 'TRUSTED_PROXIES');
-      assert.equal(CLIENT_ADDRESS_VARIABLES.cdnNetworks, 'trusted_cloudflare_networks');
+      assert.equal(CLIENT_ADDRESS_VARIABLES.cdnNetworks, 'TRUSTED_CLOUDFLARE_NETWORKS');
     });
     it('splits environment lists', () => {
       assert.deepEqual(splitNetworkList(undefined), []);
