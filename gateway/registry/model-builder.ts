@@ -5,6 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { DEFAULT_SUPPORTED_PARAMS } from '../adapters';
+import { PROCESSOR_NAMES, type ProcessorName } from '../processors';
 import { validateEmbeddingsPath } from './embeddings-path';
 import { RegistryConfigError, RegistryStopError } from './errors';
 import { expandWhole } from './expand';
@@ -28,7 +30,7 @@ const inheritable = {
   supported_params: z.array(z.string()).optional(),
   reasoning_efforts: z.array(z.string()).optional(),
   on_demand: z.boolean().optional(),
-  processor: z.enum(['default', 'glm', 'qwen_coder', 'think_block']).optional(),
+  processor: z.enum(PROCESSOR_NAMES as [ProcessorName, ...ProcessorName[]]).optional(),
   extra_body: z.record(z.string(), z.unknown()).optional(),
   priority_scheduling: z.boolean().optional(),
   route_metadata: z.record(z.string(), z.unknown()).optional(),
@@ -98,7 +100,6 @@ const REMOVED_ROUTER_PARAMS: Readonly<Record<string, string>> = {
 };
 
 const LABEL = /^[a-z0-9_-]{1,64}$/;
-const DEFAULT_SUPPORTED_PARAMS = ['temperature', 'top_p', 'max_tokens'] as const;
 
 /** Control flow for an unset `${VAR}`: skips the model, or only the route when it is optional. */
 class Skip extends Error {

@@ -3,6 +3,8 @@
  * Immutable once built; a reload builds a new one.
  */
 
+import type { ProcessorName } from '../processors';
+
 export type ModelType = 'chat' | 'embedding';
 export type Role = 'free' | 'pro' | 'internal' | 'admin';
 export const ROLES: readonly Role[] = ['free', 'pro', 'internal', 'admin'];
@@ -43,7 +45,7 @@ export interface Route {
   supportedParams: readonly string[];
   reasoningEfforts: readonly string[];
   onDemand: boolean;
-  processor: 'default' | 'glm' | 'qwen_coder' | 'think_block';
+  processor: ProcessorName;
   extraBody: Readonly<Record<string, unknown>> | undefined;
   priorityScheduling: boolean;
   nullCacheDetailsMeansMiss: boolean;
