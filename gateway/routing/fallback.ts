@@ -2,7 +2,9 @@
  * Tries a request's candidate routes in order (spec 7, issue 3 §4): connect errors, timeouts, 5xx
  * and 429 move to the next route; a context-length refusal skips routes whose `context_length` is
  * not wider; anything else (401, other 4xx) is surfaced at once. A pinned request never falls back.
- * When every route fails, the first (primary) error is raised and the attempt list logged.
+ * When every route fails, the first (primary) error is raised, as the client error it maps to
+ * ({@link clientErrorFor}), and the attempt list logged. Other errors (the client left, a 501
+ * kind, a bug) pass through unchanged.
  */
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
@@ -46,7 +48,7 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
     throw new AppError('no_provider_available', `No provider available for model ${options.modelId}`);
   }
   options.state.log.warn({ event: 'all_routes_failed', model: options.modelId, attempts: failed }, `Every route of ${options.modelId} failed; returning the primary error`);
-  throw primary;
+  throw clientErrorFor(primary);
 }
 
 /** The client-facing error for an upstream failure (the upstream's credential is never named). */

@@ -13,7 +13,7 @@ import { processCompletion } from '../processors';
 import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
-import { clientErrorFor, runWithFallback } from '../routing/fallback';
+import { runWithFallback } from '../routing/fallback';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import { weightedOrder } from '../routing/weighted-order';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
@@ -59,22 +59,6 @@ async function openStream(deps: GatewayContextDeps, route: Route, body: string, 
   return { first: first.value, rest, destroy };
 }
 
-async function completeOnce(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<ChatCompletion> {
-  const response = await deps.upstream.post(route, 'chat', body, signal);
-  let text: string;
-  try {
-    text = await response.body.text();
-  } catch (err) {
-    if (signal.aborted) throw err;
-    throw new UpstreamError(`upstream response failed: ${(err as Error).message}`, 'stream', 502, true, { cause: err });
-  }
-  try {
-    return JSON.parse(text) as ChatCompletion;
-  } catch (err) {
-    throw new UpstreamError('upstream returned a body that is not JSON', 'http', 502, true, { cause: err });
-  }
-}
-
 /** How a surface built on the chat path presents results (absent: chat completions as they are). */
 export interface SurfaceShape {
   completion(body: ChatCompletion & { usage?: Usage }): unknown;
@@ -98,25 +82,20 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
     ),
   };
-  try {
-    if (request.stream) {
-      const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
-      ctx.state.routing = attribution(opened.route, opened.failedAttempts);
-      const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state, shape?.stream());
-      ctx.state.usage = outcome.usage;
-      return;
-    }
-    const done = await runWithFallback(routes, (route) => completeOnce(deps, route, wire(route), signal), fallbackOptions);
-    const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
-    delete completion._routing;
-    finishCompletionUsage(completion.usage, done.route);
-    ctx.state.routing = attribution(done.route, done.failedAttempts);
-    ctx.state.usage = completion.usage;
-    sendJson(ctx, shape ? shape.completion(completion) : completion);
-  } catch (err) {
-    if (err instanceof UpstreamError) throw clientErrorFor(err);
-    throw err;
+  if (request.stream) {
+    const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
+    ctx.state.routing = attribution(opened.route, opened.failedAttempts);
+    const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state, shape?.stream());
+    ctx.state.usage = outcome.usage;
+    return;
   }
+  const done = await runWithFallback(routes, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal), fallbackOptions);
+  const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
+  delete completion._routing;
+  finishCompletionUsage(completion.usage, done.route);
+  ctx.state.routing = attribution(done.route, done.failedAttempts);
+  ctx.state.usage = completion.usage;
+  sendJson(ctx, shape ? shape.completion(completion) : completion);
 }
 
 /** `POST /v1/chat/completions`. */

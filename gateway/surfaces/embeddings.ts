@@ -8,8 +8,7 @@ import { readJsonBody } from '../../lib/http/json-body';
 import { buildEmbeddingsBody } from '../adapters';
 import { requireCaller } from '../auth/caller';
 import type { Route } from '../registry';
-import { clientErrorFor, runWithFallback } from '../routing/fallback';
-import { UpstreamError } from '../upstream/upstream-error';
+import { runWithFallback } from '../routing/fallback';
 import { sendJson, type GatewayContextDeps, type InferenceHandler } from './state';
 
 interface EmbeddingsRequest {
@@ -43,28 +42,17 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
     const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
     const signal = abortOnClientClose(ctx.res);
-    const attempt = async (route: Route): Promise<Record<string, unknown>> => {
-      const response = await deps.upstream.post(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), signal);
-      try {
-        return JSON.parse(await response.body.text()) as Record<string, unknown>;
-      } catch (err) {
-        throw new UpstreamError('upstream returned an embeddings body that is not JSON', 'http', 502, true, { cause: err });
-      }
-    };
-    try {
-      const done = await runWithFallback(model.routes.filter((r) => r.weight > 0), attempt, {
-        modelId: model.id, state: ctx.state, pinned: false,
-        onUpstreamAuthFailure: (route) => ctx.state.log.warn(
-          { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel },
-          `Embedding request failed for model=${model.id}: the upstream rejected the gateway's credential (401)`,
-        ),
-      });
-      delete done.value._routing;
-      ctx.state.routing = { provider: done.route.providerLabel, base_url: done.route.baseUrl, endpoint_id: done.route.endpointId };
-      sendJson(ctx, done.value);
-    } catch (err) {
-      if (err instanceof UpstreamError) throw clientErrorFor(err);
-      throw err;
-    }
+    const attempt = (route: Route) =>
+      deps.upstream.postJson<Record<string, unknown>>(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), signal);
+    const done = await runWithFallback(model.routes.filter((r) => r.weight > 0), attempt, {
+      modelId: model.id, state: ctx.state, pinned: false,
+      onUpstreamAuthFailure: (route) => ctx.state.log.warn(
+        { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel },
+        `Embedding request failed for model=${model.id}: the upstream rejected the gateway's credential (401)`,
+      ),
+    });
+    delete done.value._routing;
+    ctx.state.routing = { provider: done.route.providerLabel, base_url: done.route.baseUrl, endpoint_id: done.route.endpointId };
+    sendJson(ctx, done.value);
   };
 }

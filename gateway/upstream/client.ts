@@ -83,6 +83,26 @@ export class UpstreamClient {
     throw httpError(response.statusCode, text, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
   }
 
+  /**
+   * {@link post}, then the whole body parsed as JSON. A body that breaks off or is not JSON is a
+   * retryable {@link UpstreamError} (nothing has reached the client yet).
+   */
+  async postJson<T>(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort): Promise<T> {
+    const response = await this.post(route, surface, body, signal);
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw new UpstreamError(`upstream response failed: ${(err as Error).message}`, 'stream', 502, true, { cause: err });
+    }
+    try {
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw new UpstreamError(`upstream returned a ${surface} body that is not JSON`, 'http', 502, true, { cause: err });
+    }
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
     this.pools.clear();
