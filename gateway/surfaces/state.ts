@@ -2,6 +2,7 @@
  * Request state and dependencies shared by the inference surfaces.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { writeJson } from '../../lib/http/json-response';
 import type { RequestState } from '../../lib/http/request-context';
 import type { Authenticator } from '../auth/caller';
 import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
@@ -56,7 +57,5 @@ export type InferenceHandler = (ctx: InferenceContext) => Promise<void>;
 
 /** Sends a 200 JSON body. */
 export function sendJson(ctx: InferenceContext, body: unknown): void {
-  const json = JSON.stringify(body);
-  ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
-  ctx.res.end(json);
+  writeJson(ctx.res, 200, body);
 }

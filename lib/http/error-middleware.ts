@@ -7,6 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger';
+import { writeJson } from './json-response';
 import { AppError, errorTypeOf, isAppError, type ErrorCode } from '../errors';
 import type { RequestState } from './request-context';
 
@@ -65,10 +66,7 @@ export function handleError(thrown: unknown, res: ServerResponse, log: Logger): 
 /** Writes an error response straight to a Node response (outside Koa). */
 export function sendError(thrown: unknown, res: ServerResponse, log: Logger): void {
   const response = handleError(thrown, res, log);
-  if (!response) return;
-  const json = JSON.stringify(response.body);
-  res.writeHead(response.status, { ...response.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
-  res.end(json);
+  if (response) writeJson(res, response.status, response.body, response.headers);
 }
 
 /** Renders errors thrown below it, and 404s for unmatched routes. */
