@@ -155,20 +155,19 @@ export function splitNetworkList(value: string | undefined): string[] {
   return out;
 }
 
-/** The `http_request` log fields of spec 6.4 for a record. */
-export function clientIpLogFields(info: ClientIpInfo): {
-  remote_ip: string; peer_ip: string; ip_source: ClientIpSource;
-  x_forwarded_for: string | null; x_real_ip: string | null; cf_connecting_ip: string | null; cf_connecting_ipv6: string | null;
-} {
-  return {
-    remote_ip: info.client_ip,
-    peer_ip: info.peer_ip,
-    ip_source: info.source,
-    x_forwarded_for: info.x_forwarded_for,
-    x_real_ip: info.x_real_ip,
-    cf_connecting_ip: info.cf_connecting_ip,
-    cf_connecting_ipv6: info.cf_connecting_ipv6,
-  };
+/**
+ * The `http_request` log fields of spec 6.4 for a record: `remote_ip`, `peer_ip`, `ip_source`,
+ * and each forwarding header only when the request carried it (an absent header is left out,
+ * not written as null: every field costs serialization on the hot path). A fresh object the
+ * caller may add to.
+ */
+export function clientIpLogFields(info: ClientIpInfo): Record<string, unknown> {
+  const out: Record<string, unknown> = { remote_ip: info.client_ip, peer_ip: info.peer_ip, ip_source: info.source };
+  if (info.x_forwarded_for !== null) out.x_forwarded_for = info.x_forwarded_for;
+  if (info.x_real_ip !== null) out.x_real_ip = info.x_real_ip;
+  if (info.cf_connecting_ip !== null) out.cf_connecting_ip = info.cf_connecting_ip;
+  if (info.cf_connecting_ipv6 !== null) out.cf_connecting_ipv6 = info.cf_connecting_ipv6;
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -356,11 +356,11 @@ describe('client address resolution', () => {
         'trusted_cloudflare_headers', 'trusted_forwarded_headers', 'trusted_proxy_headers', 'x_forwarded_for', 'x_real_ip',
       ]);
     });
-    it('gives the http_request log fields', () => {
+    it('gives the http_request log fields, leaving out headers the request did not carry', () => {
       const info = resolve({ peer: '173.245.48.1', headers: [[CF, '240.0.0.1'], [CF6, '2606:4700::1'], [XRI, '5.5.5.5']] });
       assert.deepEqual(clientIpLogFields(info), {
         remote_ip: '2606:4700::1', peer_ip: '173.245.48.1', ip_source: 'cdn_ipv6',
-        x_forwarded_for: null, x_real_ip: '5.5.5.5', cf_connecting_ip: '240.0.0.1', cf_connecting_ipv6: '2606:4700::1',
+        x_real_ip: '5.5.5.5', cf_connecting_ip: '240.0.0.1', cf_connecting_ipv6: '2606:4700::1',
       });
     });
     it('ignores a trailing header name without a value', () => {
