@@ -224,6 +224,11 @@ function parseForwarded(s: string, start: number, end: number, out: IpWords): Ip
 // ---------------------------------------------------------------------------------------------
 // Resolver
 
+/** Joins repeated header lines in wire order, as Node does for `X-Forwarded-For`. */
+function appendLine(previous: string | null, value: string): string {
+  return previous === null ? value : `${previous}, ${value}`;
+}
+
 function sameLower(name: string, lower: string): boolean {
   for (let i = 0; i < lower.length; i += 1) {
     let c = name.charCodeAt(i);
@@ -335,23 +340,23 @@ export function createClientAddressResolver(config: ClientAddressConfig): Client
       const name = raw[i]!;
       switch (name.length) {
         case 15:
-          if (sameLower(name, 'x-forwarded-for')) xff = xff === null ? raw[i + 1]! : `${xff}, ${raw[i + 1]!}`;
+          if (sameLower(name, 'x-forwarded-for')) xff = appendLine(xff, raw[i + 1]!);
           break;
         case 9:
           if (sameLower(name, 'x-real-ip')) {
-            xRealIp = xRealIp === null ? raw[i + 1]! : `${xRealIp}, ${raw[i + 1]!}`;
+            xRealIp = appendLine(xRealIp, raw[i + 1]!);
             xRealIpLines += 1;
           }
           break;
         case 16:
           if (sameLower(name, 'cf-connecting-ip')) {
-            cf = cf === null ? raw[i + 1]! : `${cf}, ${raw[i + 1]!}`;
+            cf = appendLine(cf, raw[i + 1]!);
             cfLines += 1;
           }
           break;
         case 18:
           if (sameLower(name, 'cf-connecting-ipv6')) {
-            cf6 = cf6 === null ? raw[i + 1]! : `${cf6}, ${raw[i + 1]!}`;
+            cf6 = appendLine(cf6, raw[i + 1]!);
             cf6Lines += 1;
           }
           break;
