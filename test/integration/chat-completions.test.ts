@@ -3,7 +3,7 @@
  * usage, processors, every fallback path, streaming relay and its failure modes, pins and errors.
  */
 import assert from 'node:assert/strict';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
+import { closeAll, startFakeUpstream, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 
 interface Completion {
@@ -38,14 +38,11 @@ describe('chat completions', function () {
   let gw: TestGateway | undefined;
 
   beforeEach(async () => {
-    a = await startFakeUpstream();
-    b = await startFakeUpstream();
+    [a, b] = await startUpstreamPair();
   });
   afterEach(async () => {
-    await gw?.close();
+    await closeAll(gw, a, b);
     gw = undefined;
-    await a.close();
-    await b.close();
   });
 
   /** Model `m` with route A (weight 1) then route B (weight `bWeight`); the rng makes A first. */

@@ -3,7 +3,7 @@
  * `GET /v1/models` with aliases, `on_demand` and role visibility.
  */
 import assert from 'node:assert/strict';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
+import { closeAll, startFakeUpstream, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 describe('embeddings and model list', function () {
@@ -12,14 +12,11 @@ describe('embeddings and model list', function () {
   let b: FakeUpstream;
   let gw: TestGateway | undefined;
   beforeEach(async () => {
-    a = await startFakeUpstream();
-    b = await startFakeUpstream();
+    [a, b] = await startUpstreamPair();
   });
   afterEach(async () => {
-    await gw?.close();
+    await closeAll(gw, a, b);
     gw = undefined;
-    await a.close();
-    await b.close();
   });
 
   const embed = (body: unknown) => fetch(`${gw!.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

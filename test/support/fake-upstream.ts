@@ -273,3 +273,13 @@ async function respond(behaviour: Behaviour, record: RecordedRequest, res: Serve
     }
   }
 }
+
+/** Two fake upstreams, for tests of fallback between routes. */
+export async function startUpstreamPair(): Promise<[FakeUpstream, FakeUpstream]> {
+  return [await startFakeUpstream(), await startFakeUpstream()];
+}
+
+/** Closes whatever was started (gateways, upstreams), skipping what was not. */
+export async function closeAll(...items: Array<{ close(): Promise<void> } | undefined>): Promise<void> {
+  for (const item of items) await item?.close();
+}
