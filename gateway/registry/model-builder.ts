@@ -252,7 +252,7 @@ export function buildModel(raw: unknown, position: number, ctx: BuildContext): B
       router: model.router,
       routerParams: model.router_params ?? {},
       requiredRole: (model.required_role ?? (model.admin_only ? 'admin' : undefined)) as Model['requiredRole'],
-      onDemand: model.on_demand ?? false,
+      onDemand: routes.some((r) => r.onDemand),
       contextLength: model.context_length ?? 8192,
       maxOutputLength: model.max_output_length ?? 4096,
       routes,

@@ -67,6 +67,7 @@ export interface Model {
   router: string | undefined;
   routerParams: Readonly<Record<string, unknown>>;
   requiredRole: Role | undefined;
+  /** True when any route is on-demand (a route inherits the model's `on_demand`). */
   onDemand: boolean;
   contextLength: number;
   maxOutputLength: number;

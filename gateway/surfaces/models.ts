@@ -29,7 +29,7 @@ const CREATED = Math.floor(Date.now() / 1000);
 function item(name: string, model: Model): ModelListItem {
   const base = {
     id: name, object: 'model' as const, created: CREATED, owned_by: 'gateway', name: model.name, model_type: model.modelType,
-    on_demand: model.onDemand || model.routes.some((r) => r.onDemand), context_length: model.contextLength, max_output_length: model.maxOutputLength,
+    on_demand: model.onDemand, context_length: model.contextLength, max_output_length: model.maxOutputLength,
   };
   return name === model.id ? { ...base, aliases: model.aliases } : { ...base, alias_of: model.id };
 }
