@@ -4,10 +4,15 @@
  */
 import Koa from 'koa';
 import type { Logger } from '../lib/logger';
+import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext } from '../lib/http/request-context';
+import { adminRouters } from './admin';
+import { adminGuard } from './admin/guard';
 import { describeRequest } from './auth/request-origin';
+import type { AccessTokens } from './identity/access-tokens';
 import { healthRouter } from './surfaces/health';
+import type { DistributionState } from './registry/manifest';
 import type { DatabaseState } from './store/database-state';
 import { modelsRouter } from './surfaces/models';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
@@ -15,6 +20,11 @@ import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 export interface GatewayDeps extends GatewayContextDeps {
   log: Logger;
   database: DatabaseState;
+  settings: Settings;
+  /** The distribution manifest's state (sign-up and `/site-config` depend on it). */
+  distribution: DistributionState;
+  /** Access-token issuing and checking. */
+  tokens: AccessTokens;
   cacheRefreshSeconds?: number;
 }
 
@@ -30,7 +40,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  for (const router of [health, modelsRouter(deps)]) {
+  app.use(adminGuard({ adminToken: deps.settings.ADMIN_TOKEN, tokens: deps.tokens, db: deps.database.db }));
+  for (const router of [health, modelsRouter(deps), ...adminRouters(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

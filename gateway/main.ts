@@ -7,30 +7,23 @@ import { createLogger } from '../lib/logger';
 import { serve } from '../lib/http/serve';
 import { databaseConfigured, loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
-import { createGatewayListener } from './server';
-import { DatabaseState } from './store/database-state';
-import { loadGatewayConfiguration } from './registry';
-import { RegistryHolder } from './registry/holder';
-import { gatewayContextDeps } from './deps';
+import { assembleGateway } from './assemble';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
   const log = createLogger({ name: 'gateway', level: settings.LOG_LEVEL });
   const db = databaseConfigured(settings) && settings.DATABASE_URL
-    ? createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'gateway' })
+    ? createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'gateway', log })
     : null;
   // Configuration errors (unknown router, invalid embeddings path…) throw here and stop startup.
-  const { registry } = loadGatewayConfiguration({ settings, env: process.env, cwd: process.cwd(), log });
-  const database = new DatabaseState(db, log);
-  await database.startup();
-  const context = gatewayContextDeps(settings, new RegistryHolder(registry));
-  const app = createGatewayListener({ log, database, ...context });
-  const serving = await serve(app, { host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT });
+  const gateway = assembleGateway({ settings, env: process.env, cwd: process.cwd(), log, db });
+  await gateway.start();
+  const serving = await serve(gateway.listener, { host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
-  shutdown.add({ name: 'upstream pools', run: () => context.upstream.close() });
-  shutdown.add({ name: 'database', run: async () => { database.stop(); await db?.destroy(); } });
-  log.info({ url: serving.url, database: database.configured }, 'gateway listening');
+  shutdown.add({ name: 'gateway background work', run: () => gateway.stop() });
+  shutdown.add({ name: 'database', run: async () => { await db?.destroy(); } });
+  log.info({ url: serving.url, database: db !== null }, 'gateway listening');
 }
 
 main().catch((err: unknown) => {

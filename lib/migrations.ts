@@ -27,8 +27,30 @@ export async function migrateLatest(db: Db): Promise<string[]> {
   return applied;
 }
 
-/** Reverts the last batch; returns the names reverted. */
+/**
+ * Refuses (before reverting anything) when a table created by a migration of the last batch holds
+ * rows, so a refused revert leaves every table in place.
+ */
+async function refuseLossyRevert(db: Db): Promise<void> {
+  if (!(await db.schema.hasTable('knex_migrations'))) return;
+  const last = await db('knex_migrations').max<{ batch: number | null }>('batch as batch').first();
+  if (!last?.batch) return;
+  const names = new Set((await db('knex_migrations').where({ batch: last.batch }).select<Array<{ name: string }>>('name')).map((r) => r.name));
+  for (const migration of migrations) {
+    if (!names.has(migration.name)) continue;
+    for (const table of migration.TABLES) {
+      if (!(await db.schema.hasTable(table))) continue;
+      const row: unknown = await db(table).first(db.raw('1 as present'));
+      if (row !== undefined) {
+        throw new Error(`Refusing to revert ${migration.name}: table ${table} holds rows that would be lost. Empty it first.`);
+      }
+    }
+  }
+}
+
+/** Reverts the last batch; returns the names reverted. Refuses, changing nothing, when rows would be lost. */
 export async function migrateDown(db: Db): Promise<string[]> {
+  await refuseLossyRevert(db);
   const [, reverted] = (await db.migrate.rollback(config())) as [number, string[]];
   return reverted;
 }

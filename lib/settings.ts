@@ -59,6 +59,41 @@ export const settingsShape = {
   TRUSTED_DIRECT_CLIENT_NETWORKS: optionalString(),
   /** Static admin credential for `/admin/*` (`Authorization: Bearer`). Unset: only admin JWTs. A secret. */
   ADMIN_TOKEN: optionalString(),
+  // ---- identity (spec 5) ----
+  /** HMAC key signing access tokens (JWT, HS256); at least 32 bytes. Unset: a random key per process (tokens die with it; logged). A secret. */
+  AUTH_JWT_SECRET: optionalString().refine((v) => v === undefined || Buffer.byteLength(v) >= 32, 'must be at least 32 bytes'),
+  /** Lifetime of an access token, seconds. Default 900. */
+  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
+  /** Lifetime of a refresh session (the cookie), days. Default 30. */
+  REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  /** `false`: the refresh cookie is sent without `Secure` (plain-HTTP development only). Default true. */
+  COOKIE_SECURE: flag(true),
+  /** Open sign-up (`POST /auth/signup`); the runtime switch overrides it (spec 2.7, 5.10). Default true. */
+  SIGNUP_ENABLED: flag(true),
+  /** New accounts must confirm their e-mail before logging in; the runtime flag overrides it. Default true. */
+  SIGNUP_REQUIRE_EMAIL_VERIFICATION: flag(true),
+  /** Comma-separated e-mails promoted from `free` to `admin` on login and refresh, without proof of ownership (spec 5.10; see docs/identity.md). */
+  ADMIN_EMAILS: optionalString(),
+  /** Comma-separated e-mails told about each sign-up; unset falls back to `ADMIN_EMAILS`. */
+  SIGNUP_NOTIFY_EMAILS: optionalString(),
+  /** Failed authentications from one source within the window that block it (spec 5.11). Default 200. */
+  AUTH_FAILURE_BLOCK_THRESHOLD: z.coerce.number().int().positive().default(200),
+  /** The counting window, seconds. Default 86400 (a day). */
+  AUTH_FAILURE_BLOCK_WINDOW_SEC: z.coerce.number().int().positive().default(86_400),
+  /** How long a blocked source is refused, seconds. Default 86400 (a day). */
+  AUTH_FAILURE_BLOCK_DURATION_SEC: z.coerce.number().int().positive().default(86_400),
+  /** Comma-separated addresses or CIDRs never blocked. */
+  AUTH_FAILURE_BLOCK_EXEMPT_IPS: optionalString(),
+  /** `false`: failed keys are not looked up to name their account in `auth_failure` lines. Default true. */
+  AUTH_FAILURE_IDENTIFY_CALLER: flag(true),
+  /** `true`: `POST /admin/users/{id}/hard-delete` may delete users and their request rows. Default false. */
+  PERMANENT_DELETION_ENABLED: flag(false),
+  /** Most inference requests one user may have in flight at once (429 above; exempt models excepted). 0 = unlimited. Default 8. */
+  USER_CONCURRENCY_LIMIT: z.coerce.number().int().min(0).default(8),
+  /** A user's daily spend quota in USD (resets 00:00 UTC; 429 once reached). 0 = unlimited. Default 0. */
+  USER_DAILY_QUOTA_USD: z.coerce.number().min(0).default(0),
+  /** How often each gateway process reloads API keys changed elsewhere, seconds. Default 2. */
+  AUTH_KEY_REFRESH_SECONDS: z.coerce.number().positive().default(2),
   /** Credential of the bundled example registry, read through `${AGGREGATOR_API_KEY}` in `config/models.yaml`. A secret. */
   AGGREGATOR_API_KEY: optionalString(),
 
@@ -148,7 +183,7 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 
 /** Variables whose values are secrets: never echoed in errors or logs. */
 export const secretVariableNames: ReadonlySet<string> = new Set([
-  'ADMIN_TOKEN', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
+  'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */

@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 
-const TABLES = ['agent_hosts', 'api_logs', 'site_settings'] as const;
+export const TABLES = ['agent_hosts', 'api_logs', 'site_settings'] as const;
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('site_settings', (t) => {

@@ -4,13 +4,17 @@
  */
 import type { Knex } from 'knex';
 import * as initial from './20261121000000_initial';
+import * as identity from './20261121010000_identity';
 
 export interface Migration {
   name: string;
   up: (knex: Knex) => Promise<void>;
   down: (knex: Knex) => Promise<void>;
+  /** The tables this migration creates. */
+  TABLES: readonly string[];
 }
 
 export const migrations: readonly Migration[] = [
   { name: '20261121000000_initial', ...initial },
+  { name: '20261121010000_identity', ...identity },
 ];

@@ -11,6 +11,12 @@ export interface Caller {
   role: Role;
   /** How the caller was identified: `auth_disabled` or an API key. */
   via: 'auth_disabled' | 'api_key';
+  /** The key's owner (API keys only). */
+  userId?: number;
+  /** The key's id (API keys only). */
+  apiKeyId?: number;
+  /** The key's visible prefix (API keys only), safe to log. */
+  keyPrefix?: string;
 }
 
 export interface Authenticator {
@@ -30,6 +36,12 @@ export function requireCaller(authenticator: Authenticator, authorization: strin
   const caller = authenticator.authenticate(authorization);
   if (!caller) throw new AppError('unauthorized', 'Missing or invalid API key (Authorization: Bearer <key>)');
   return caller;
+}
+
+/** The caller authenticated for this request (set before any inference handler runs). */
+export function callerOf(state: { caller?: Caller | undefined }): Caller {
+  if (!state.caller) throw new AppError('internal', 'inference handler reached without an authenticated caller');
+  return state.caller;
 }
 
 const RANK: Readonly<Record<Role, number>> = { free: 0, pro: 1, internal: 2, admin: 3 };

@@ -8,7 +8,7 @@ import { AppError } from '../../lib/errors';
 import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
-import { requireCaller } from '../auth/caller';
+import { callerOf } from '../auth/caller';
 import { processCompletion } from '../processors';
 import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
@@ -101,7 +101,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
 /** `POST /v1/chat/completions`. */
 export function chatHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
+    const caller = callerOf(ctx.state);
     const request = parseChatRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     await serveChat(ctx, deps, request, caller.role);
   };

@@ -5,7 +5,7 @@
  */
 import { AppError } from '../../lib/errors';
 import { readJsonBody } from '../../lib/http/json-body';
-import { requireCaller } from '../auth/caller';
+import { callerOf } from '../auth/caller';
 import type { ChatCompletion, ChatCompletionChunk } from '../processors/types';
 import { sseEvent } from '../sse/sse-splitter';
 import { serveChat, type SurfaceShape } from './chat';
@@ -47,7 +47,7 @@ export const completionsShape: SurfaceShape = {
 /** `POST /v1/completions`. */
 export function completionsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
+    const caller = callerOf(ctx.state);
     const request = parseChatRequest(completionsToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
     await serveChat(ctx, deps, request, caller.role, completionsShape);
   };

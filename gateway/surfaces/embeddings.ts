@@ -6,7 +6,7 @@ import { AppError } from '../../lib/errors';
 import { abortOnClientClose } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildEmbeddingsBody } from '../adapters';
-import { requireCaller } from '../auth/caller';
+import { callerOf } from '../auth/caller';
 import type { Route } from '../registry';
 import { runWithFallback } from '../routing/fallback';
 import { sendJson, type GatewayContextDeps, type InferenceHandler } from './state';
@@ -38,7 +38,7 @@ export function parseEmbeddingsRequest(raw: unknown): EmbeddingsRequest {
 /** `POST /v1/embeddings`. */
 export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
+    const caller = callerOf(ctx.state);
     const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
     const signal = abortOnClientClose(ctx.res);

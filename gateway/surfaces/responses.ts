@@ -6,7 +6,7 @@
  * `response.output_text.delta`, `…done` events and `response.completed`.
  */
 import { readJsonBody } from '../../lib/http/json-body';
-import { requireCaller } from '../auth/caller';
+import { callerOf } from '../auth/caller';
 import type { ChatCompletion, ChatCompletionChunk } from '../processors/types';
 import { serveChat, type SurfaceShape } from './chat';
 import type { StreamShape } from './chat-stream';
@@ -127,7 +127,7 @@ export const responsesShape: SurfaceShape = {
 /** `POST /v1/responses`. */
 export function responsesHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
-    const caller = requireCaller(deps.authenticator, ctx.header('authorization'));
+    const caller = callerOf(ctx.state);
     const request = parseChatRequest(responsesToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
     await serveChat(ctx, deps, request, caller.role, responsesShape);
   };

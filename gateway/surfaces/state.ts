@@ -4,7 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { writeJson } from '../../lib/http/json-response';
 import type { RequestState } from '../../lib/http/request-context';
-import type { Authenticator } from '../auth/caller';
+import type { Authenticator, Caller } from '../auth/caller';
+import type { AdminPrincipal } from '../admin/guard';
 import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
@@ -25,6 +26,10 @@ export interface RoutingAttribution {
 export interface GatewayState extends RequestState {
   /** The resolved client address (spec 5.12). */
   client?: ClientIpInfo;
+  /** Who is calling (inference routes; set before the handler runs). */
+  caller?: Caller;
+  /** The administrator (admin routes). */
+  admin?: AdminPrincipal;
   routing?: RoutingAttribution;
   usage?: Usage | undefined;
 }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createDb } from '../../lib/db';
-import { DatabaseState } from '../../gateway/store/database-state';
+import type { Db } from '../../lib/db';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { captureLogs } from '../support/logs';
@@ -15,8 +15,8 @@ const FIVE_NAMES = `models:
   - { id: b, name: B, provider: engine_a, base_url: http://127.0.0.1:9 }
 `;
 
-function startGateway(database: DatabaseState, modelsYaml?: string): Promise<TestGateway> {
-  return startTestGateway({ database, ...(modelsYaml ? { modelsYaml } : {}) });
+function startGateway(db: Db | undefined, modelsYaml?: string): Promise<TestGateway> {
+  return startTestGateway({ ...(db ? { db } : {}), ...(modelsYaml ? { modelsYaml } : {}) });
 }
 
 async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -36,9 +36,7 @@ describe('gateway health', () => {
 
   it('reports healthy with a connected database and both stores up', async () => {
     t = await freshDatabase();
-    const database = new DatabaseState(t.db, captureLogs().log);
-    await database.startup();
-    serving = await startGateway(database, FIVE_NAMES);
+    serving = await startGateway(t.db, FIVE_NAMES);
     const health = await getJson(`${serving.url}/health`);
     assert.equal(health.status, 200);
     assert.deepEqual(health.body, {
@@ -56,7 +54,7 @@ describe('gateway health', () => {
   });
 
   it('reports healthy without a database (configured false), and ready', async () => {
-    serving = await startGateway(new DatabaseState(null, captureLogs().log));
+    serving = await startGateway(undefined);
     const health = await getJson(`${serving.url}/health`);
     assert.equal(health.status, 200);
     assert.equal(health.body.status, 'healthy');
@@ -69,10 +67,8 @@ describe('gateway health', () => {
   it('answers 503 database_unavailable_at_startup when the configured database is unreachable', async () => {
     const logs = captureLogs();
     const unreachable = createDb({ url: 'postgres://gateway:gateway@127.0.0.1:1/gateway', acquireTimeoutMs: 500, log: logs.log });
-    const database = new DatabaseState(unreachable, logs.log, 60_000);
     try {
-      await database.startup();
-      serving = await startGateway(database);
+      serving = await startGateway(unreachable);
       const health = await getJson(`${serving.url}/health`);
       assert.equal(health.status, 503);
       assert.equal(health.body.reason, 'database_unavailable_at_startup');
@@ -80,15 +76,16 @@ describe('gateway health', () => {
       assert.equal(health.body.database_connected, false);
       const ready = await getJson(`${serving.url}/health/ready`);
       assert.equal(ready.status, 503);
-      assert.ok(logs.lines.some((l) => l.event === 'database_unavailable_at_startup'));
+      assert.ok(serving.logs.lines.some((l) => l.event === 'database_unavailable_at_startup'));
     } finally {
-      database.stop();
+      await serving?.close();
+      serving = undefined;
       await unreachable.destroy();
     }
   });
 
   it('renders unknown paths as OpenAI-shaped 404s with a request id', async () => {
-    serving = await startGateway(new DatabaseState(null, captureLogs().log));
+    serving = await startGateway(undefined);
     const res = await fetch(`${serving.url}/nope`, { headers: { 'x-request-id': 'req-123' } });
     assert.equal(res.status, 404);
     assert.equal(res.headers.get('x-request-id'), 'req-123');

@@ -11,6 +11,9 @@ async function tables(t: TestDatabase): Promise<string[]> {
   return result.rows.map((r) => r.tablename);
 }
 
+/** Every table the migrations create, sorted. */
+const ALL_TABLES = migrations.flatMap((m) => m.TABLES).sort();
+
 describe('migrations (PostgreSQL)', () => {
   let t: TestDatabase;
   afterEach(async () => {
@@ -22,7 +25,7 @@ describe('migrations (PostgreSQL)', () => {
     assert.deepEqual(await tables(t), []);
     const applied = await migrateLatest(t.db);
     assert.deepEqual(applied, migrations.map((m) => m.name));
-    assert.deepEqual(await tables(t), ['agent_hosts', 'api_logs', 'site_settings']);
+    assert.deepEqual(await tables(t), ALL_TABLES);
     assert.deepEqual(await migrateLatest(t.db), [], 'a second run applies nothing');
     assert.deepEqual((await migrationStatus(t.db)).pending, []);
 
@@ -36,7 +39,7 @@ describe('migrations (PostgreSQL)', () => {
     t = await freshDatabase();
     await t.db('site_settings').insert({ key: 'k', value: JSON.stringify({ a: 1 }) });
     await assert.rejects(migrateDown(t.db), /site_settings holds rows/);
-    assert.deepEqual(await tables(t), ['agent_hosts', 'api_logs', 'site_settings'], 'nothing was dropped');
+    assert.deepEqual(await tables(t), ALL_TABLES, 'nothing was dropped');
     const row = await t.db('site_settings').where({ key: 'k' }).first<{ value: unknown }>();
     assert.deepEqual(row?.value, { a: 1 });
   });

@@ -46,10 +46,14 @@ async function prepareTemplate(): Promise<string> {
   try {
     await admin.raw('select pg_advisory_lock(727001)');
     try {
-      const rows = await admin.raw<{ rows: Array<{ datname: string }> }>(`select datname from pg_database where datname like 'gw\\_%'`);
-      for (const { datname } of rows.rows) {
+      // A template of another migration set may belong to a concurrent run from another
+      // checkout: it is dropped only once it is older than a day (its comment holds its birth).
+      const rows = await admin.raw<{ rows: Array<{ datname: string; born: string | null }> }>(
+        `select datname, shobj_description(oid, 'pg_database') as born from pg_database where datname like 'gw\\_%'`,
+      );
+      for (const { datname, born } of rows.rows) {
         const testDb = /^gw_test_(\d+)_\d+$/.exec(datname);
-        const staleTemplate = datname.startsWith('gw_tpl_') && datname !== template;
+        const staleTemplate = datname.startsWith('gw_tpl_') && datname !== template && !(Number(born) > Date.now() - 86_400_000);
         if (staleTemplate || (testDb && !alive(Number(testDb[1])))) {
           await admin.raw(`drop database if exists ${datname} with (force)`);
         }
@@ -67,6 +71,7 @@ async function prepareTemplate(): Promise<string> {
           await db.destroy();
         }
         await admin.raw(`alter database ${template}_building rename to ${template}`);
+        await admin.raw(`comment on database ${template} is '${Date.now()}'`);
       }
     } finally {
       await admin.raw('select pg_advisory_unlock(727001)');

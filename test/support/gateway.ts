@@ -5,13 +5,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGatewayListener } from '../../gateway/server';
-import { gatewayContextDeps } from '../../gateway/deps';
-import { registryBuildContext } from '../../gateway/registry';
-import { RegistryHolder } from '../../gateway/registry/holder';
-import { loadRegistry } from '../../gateway/registry/loader';
-import { DatabaseState } from '../../gateway/store/database-state';
-import type { GatewayContextDeps } from '../../gateway/surfaces/state';
+import type { GatewayDeps } from '../../gateway/app';
+import { assembleGateway } from '../../gateway/assemble';
+import type { Db } from '../../lib/db';
 import { serve, type Serving } from '../../lib/http/serve';
 import { loadSettings } from '../../lib/settings';
 import { captureLogs, type CapturedLogs } from './logs';
@@ -19,7 +15,7 @@ import { captureLogs, type CapturedLogs } from './logs';
 export interface TestGateway {
   url: string;
   logs: CapturedLogs;
-  deps: GatewayContextDeps;
+  deps: GatewayDeps;
   close(): Promise<void>;
 }
 
@@ -28,26 +24,36 @@ export interface TestGatewayOptions {
   modelsYaml?: string;
   /** Environment: settings and `${NAME}` expansion. `USER_AUTH_ENABLED` defaults to false. */
   env?: Record<string, string>;
-  database?: DatabaseState;
+  /** The database (the caller owns the pool); none by default. */
+  db?: Db;
   rng?: () => number;
 }
 
+/** Starts a gateway through the same assembly as `gateway/main.ts`, on 127.0.0.1:0. */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
-  const env = { USER_AUTH_ENABLED: 'false', ...options.env };
-  const logs = captureLogs('gateway', 'debug');
   const file = join(mkdtempSync(join(tmpdir(), 'gw-')), 'models.yaml');
   writeFileSync(file, options.modelsYaml ?? 'models: []\n');
-  const registry = loadRegistry({ path: { path: file, source: 'env' }, log: logs.log, ...registryBuildContext(env) });
-  const deps = gatewayContextDeps(loadSettings(env), new RegistryHolder(registry), options.rng);
-  const database = options.database ?? new DatabaseState(null, logs.log);
-  const serving: Serving = await serve(createGatewayListener({ log: logs.log, database, ...deps }), { host: '127.0.0.1', port: 0 });
+  const env = { USER_AUTH_ENABLED: 'false', ...options.env, MODELS_CONFIG_PATH: file };
+  const logs = captureLogs('gateway', 'debug');
+  const assembly = assembleGateway({
+    settings: loadSettings(env), env, cwd: process.cwd(), log: logs.log, db: options.db ?? null,
+    ...(options.rng ? { rng: options.rng } : {}),
+  });
+  await assembly.start();
+  let serving: Serving;
+  try {
+    serving = await serve(assembly.listener, { host: '127.0.0.1', port: 0 });
+  } catch (err) {
+    await assembly.stop();
+    throw err;
+  }
   return {
     url: serving.url,
     logs,
-    deps,
+    deps: assembly.deps,
     close: async () => {
       await serving.close(1000);
-      await deps.upstream.close();
+      await assembly.stop();
     },
   };
 }

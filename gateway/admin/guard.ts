@@ -1,0 +1,66 @@
+/**
+ * Every `/admin/*` request needs an administrator (spec 4.3, 5.2): the static `ADMIN_TOKEN`, or an
+ * access token of an account that is an administrator now (re-checked in the database, so a
+ * demoted or suspended admin loses access before the token expires). Authentication comes first;
+ * then, without a database, every admin endpoint answers 500 `Database not configured`.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Db } from '../../lib/db';
+import { AppError } from '../../lib/errors';
+import { bearerToken, type AccessTokens } from '../identity/access-tokens';
+
+export interface AdminPrincipal {
+  via: 'admin_token' | 'access_token';
+  /** The administrator's account (access tokens only). */
+  userId?: number;
+}
+
+export interface AdminState {
+  admin?: AdminPrincipal;
+}
+
+const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+
+/** Whether `presented` equals the configured admin token (constant time over digests). */
+export function isAdminToken(presented: string, adminToken: string | undefined): boolean {
+  return adminToken !== undefined && timingSafeEqual(digest(presented), digest(adminToken));
+}
+
+export interface AdminGuardDeps {
+  adminToken: string | undefined;
+  tokens: AccessTokens;
+  db: Db | null;
+}
+
+/** The database of an admin request, or 500 `Database not configured`. */
+export function adminDb(db: Db | null): Db {
+  if (!db) throw new AppError('database_not_configured', 'Database not configured');
+  return db;
+}
+
+/** The administrator presenting `authorization`, or a 401/403 error. */
+export async function authenticateAdmin(deps: AdminGuardDeps, authorization: string | undefined): Promise<AdminPrincipal> {
+  const token = bearerToken(authorization);
+  if (!token) throw new AppError('unauthorized', 'Admin credentials required (Authorization: Bearer <admin token or administrator access token>)');
+  if (isAdminToken(token, deps.adminToken)) return { via: 'admin_token' };
+  const principal = deps.tokens.verify(token);
+  if (!principal) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  if (principal.role !== 'admin') throw new AppError('forbidden', 'Administrator role required');
+  const db = adminDb(deps.db);
+  const user = await db('users').where({ id: principal.userId }).first<{ role: string; suspended_at: Date | null; deleted_at: Date | null } | undefined>('role', 'suspended_at', 'deleted_at');
+  if (!user || user.deleted_at || user.suspended_at) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  if (user.role !== 'admin') throw new AppError('forbidden', 'Administrator role required');
+  return { via: 'access_token', userId: principal.userId };
+}
+
+/** Koa middleware guarding every path under `/admin`. */
+export function adminGuard(deps: AdminGuardDeps): Middleware<AdminState> {
+  return async (ctx, next) => {
+    if (ctx.path === '/admin' || ctx.path.startsWith('/admin/')) {
+      ctx.state.admin = await authenticateAdmin(deps, ctx.get('authorization') || undefined);
+      adminDb(deps.db);
+    }
+    await next();
+  };
+}

@@ -1,0 +1,12 @@
+/**
+ * The gateway admin API (spec 4.3): one router per area, all behind {@link adminGuard} (mounted
+ * by the app for every `/admin` path). Add an area by listing its router here.
+ */
+import type Router from '@koa/router';
+import type { GatewayDeps } from '../app';
+import type { GatewayState } from '../surfaces/state';
+
+export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
+  void deps;
+  return [];
+}

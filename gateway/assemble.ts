@@ -1,0 +1,67 @@
+/**
+ * Puts a gateway together from settings: the registry from its files, the database state, the
+ * inference dependencies, and the parts that live beside the hot path (identity caches, the
+ * request-log writer, runtime configuration). `main.ts` and the tests both start gateways
+ * through here, so what runs in production is what is tested.
+ */
+import type { RequestListener } from 'node:http';
+import type { Db } from '../lib/db';
+import type { Logger } from '../lib/logger';
+import type { Settings } from '../lib/settings';
+import type { GatewayDeps } from './app';
+import { gatewayContextDeps } from './deps';
+import { accessTokensFrom } from './identity/access-tokens';
+import { loadGatewayConfiguration } from './registry';
+import { RegistryHolder } from './registry/holder';
+import type { Rng } from './routing/weighted-order';
+import { createGatewayListener } from './server';
+import { DatabaseState } from './store/database-state';
+
+export interface AssembleOptions {
+  settings: Settings;
+  /** Environment for `${NAME}` expansion in the models file. */
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+  log: Logger;
+  /** The database pool, or null without a database (`DB_ENABLED=false` or no `DATABASE_URL`). */
+  db: Db | null;
+  rng?: Rng;
+}
+
+export interface GatewayAssembly {
+  deps: GatewayDeps;
+  listener: RequestListener;
+  /** Connects to the database (retrying in the background when it is down) and starts background work. */
+  start(): Promise<void>;
+  /** Stops background work and closes upstream pools (not the database pool, which the caller owns). */
+  stop(): Promise<void>;
+}
+
+/** Step run once the database answers (at startup, or later when it comes back). */
+type ReadyStep = () => Promise<void>;
+/** Step run at shutdown, in reverse order of registration. */
+type StopStep = () => Promise<void> | void;
+
+/** Builds a gateway. Configuration errors (unknown router, bad trust networks…) throw here. */
+export function assembleGateway(options: AssembleOptions): GatewayAssembly {
+  const { settings, env, cwd, log, db } = options;
+  const { registry, distribution } = loadGatewayConfiguration({ settings, env, cwd, log });
+  const database = new DatabaseState(db, log);
+  const context = gatewayContextDeps(settings, new RegistryHolder(registry), options.rng);
+  const deps: GatewayDeps = { ...context, log, database, settings, distribution, tokens: accessTokensFrom(settings, log) };
+  const onReady: ReadyStep[] = [];
+  const onStop: StopStep[] = [() => context.upstream.close()];
+  return {
+    deps,
+    listener: createGatewayListener(deps),
+    start: async () => {
+      await database.startup(async () => {
+        for (const step of onReady) await step();
+      });
+    },
+    stop: async () => {
+      database.stop();
+      for (const step of onStop.reverse()) await step();
+    },
+  };
+}
