@@ -14,6 +14,7 @@ import type { AccessTokens } from './identity/access-tokens';
 import { healthRouter } from './surfaces/health';
 import type { DistributionState } from './registry/manifest';
 import type { DatabaseState } from './store/database-state';
+import type { SiteSettings } from './store/site-settings';
 import { modelsRouter } from './surfaces/models';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
@@ -23,6 +24,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   settings: Settings;
   /** The distribution manifest's state (sign-up and `/site-config` depend on it). */
   distribution: DistributionState;
+  /** Runtime settings (`site_settings`), cached in memory. */
+  siteSettings: SiteSettings;
   /** Access-token issuing and checking. */
   tokens: AccessTokens;
   cacheRefreshSeconds?: number;

@@ -16,6 +16,7 @@ import { RegistryHolder } from './registry/holder';
 import type { Rng } from './routing/weighted-order';
 import { createGatewayListener } from './server';
 import { DatabaseState } from './store/database-state';
+import { SiteSettings } from './store/site-settings';
 
 export interface AssembleOptions {
   settings: Settings;
@@ -48,9 +49,10 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { registry, distribution } = loadGatewayConfiguration({ settings, env, cwd, log });
   const database = new DatabaseState(db, log);
   const context = gatewayContextDeps(settings, new RegistryHolder(registry), options.rng);
-  const deps: GatewayDeps = { ...context, log, database, settings, distribution, tokens: accessTokensFrom(settings, log) };
-  const onReady: ReadyStep[] = [];
-  const onStop: StopStep[] = [() => context.upstream.close()];
+  const siteSettings = new SiteSettings(db, log);
+  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, tokens: accessTokensFrom(settings, log) };
+  const onReady: ReadyStep[] = [() => siteSettings.start()];
+  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop()];
   return {
     deps,
     listener: createGatewayListener(deps),

@@ -1,0 +1,80 @@
+/**
+ * Runtime settings (`site_settings` rows: key → JSON value), read by the hot path from memory.
+ * Every process reloads all rows every few seconds (spec 8: settings sync every 5 seconds), and
+ * a write through {@link SiteSettings.write} is visible in the writing process at once.
+ * Without a database the cache stays empty and every read gives the fallback.
+ */
+import type { Db } from '../../lib/db';
+import type { Logger } from '../../lib/logger';
+
+export class SiteSettings {
+  private values = new Map<string, unknown>();
+  private timer: NodeJS.Timeout | undefined;
+  private loaded = false;
+
+  constructor(private readonly db: Db | null, private readonly log: Logger, private readonly refreshMs = 5000) {}
+
+  /** Whether the rows have been read at least once. */
+  get ready(): boolean {
+    return this.loaded;
+  }
+
+  /** The stored value of `key`, or undefined. */
+  get(key: string): unknown {
+    return this.values.get(key);
+  }
+
+  /** A boolean setting: the stored value when it is a boolean, else `fallback`. */
+  flag(key: string, fallback: boolean): boolean {
+    const value = this.values.get(key);
+    return typeof value === 'boolean' ? value : fallback;
+  }
+
+  /** Keys starting with `prefix`, with their values. */
+  withPrefix(prefix: string): Array<[string, unknown]> {
+    return [...this.values].filter(([key]) => key.startsWith(prefix));
+  }
+
+  /** Reads every row now (throws when the database does not answer). */
+  async refresh(): Promise<void> {
+    if (!this.db) return;
+    const rows = await this.db('site_settings').select<Array<{ key: string; value: unknown }>>('key', 'value');
+    this.values = new Map(rows.map((r) => [r.key, r.value]));
+    this.loaded = true;
+  }
+
+  /** Loads now, then every `refreshMs` in the background (failures are logged and retried). */
+  async start(): Promise<void> {
+    if (!this.db || this.timer) return;
+    await this.refresh();
+    const tick = async () => {
+      try {
+        await this.refresh();
+      } catch (err) {
+        this.log.warn({ err }, 'site settings refresh failed; keeping the last values');
+      }
+    };
+    this.timer = setInterval(() => void tick(), this.refreshMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Stores `value` under `key` (null deletes) and applies it in this process at once. */
+  async write(key: string, value: unknown): Promise<void> {
+    if (!this.db) throw new Error('site settings need a database');
+    if (value === null || value === undefined) {
+      await this.db('site_settings').where({ key }).delete();
+      this.values.delete(key);
+      return;
+    }
+    await this.db('site_settings')
+      .insert({ key, value: JSON.stringify(value), updated_at: this.db.fn.now() })
+      .onConflict('key')
+      .merge(['value', 'updated_at']);
+    this.values.set(key, value);
+  }
+}
