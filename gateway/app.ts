@@ -6,11 +6,13 @@ import Koa from 'koa';
 import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
-import { requestContext } from '../lib/http/request-context';
+import { beginRequest } from '../lib/http/request-context';
 import { adminRouters } from './admin';
 import { adminGuard } from './admin/guard';
 import { describeRequest } from './auth/request-origin';
+import { authRouter } from './identity/auth-router';
 import type { AccessTokens } from './identity/access-tokens';
+import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';
 import type { DistributionState } from './registry/manifest';
 import type { DatabaseState } from './store/database-state';
@@ -26,6 +28,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   distribution: DistributionState;
   /** Runtime settings (`site_settings`), cached in memory. */
   siteSettings: SiteSettings;
+  /** API keys (absent without a database). */
+  keys: ApiKeyCache | undefined;
   /** Access-token issuing and checking. */
   tokens: AccessTokens;
   cacheRefreshSeconds?: number;
@@ -36,15 +40,21 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true;
   app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
-  app.use(requestContext(deps.log, (req) => describeRequest(deps.clientAddress, deps.log, req).fields));
+  app.use(async (ctx, next) => {
+    const origin = describeRequest(deps.clientAddress, deps.log, ctx.req);
+    const state: GatewayState = beginRequest(ctx.req, ctx.res, deps.log, ctx.path, origin.fields);
+    state.client = origin.client;
+    ctx.state = state;
+    await next();
+  });
   app.use(errorMiddleware());
   const health = healthRouter({
     database: deps.database,
     routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  app.use(adminGuard({ adminToken: deps.settings.ADMIN_TOKEN, tokens: deps.tokens, db: deps.database.db }));
-  for (const router of [health, modelsRouter(deps), ...adminRouters(deps)]) {
+  app.use(adminGuard({ adminToken: deps.settings.ADMIN_TOKEN, tokens: deps.tokens, db: deps.database.db, gate: deps.gate }));
+  for (const router of [health, modelsRouter(deps), authRouter(deps), ...adminRouters(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

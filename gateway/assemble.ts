@@ -11,6 +11,7 @@ import type { Settings } from '../lib/settings';
 import type { GatewayDeps } from './app';
 import { gatewayContextDeps } from './deps';
 import { accessTokensFrom } from './identity/access-tokens';
+import { ApiKeyCache } from './identity/api-keys';
 import { loadGatewayConfiguration } from './registry';
 import { RegistryHolder } from './registry/holder';
 import type { Rng } from './routing/weighted-order';
@@ -48,11 +49,12 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { settings, env, cwd, log, db } = options;
   const { registry, distribution } = loadGatewayConfiguration({ settings, env, cwd, log });
   const database = new DatabaseState(db, log);
-  const context = gatewayContextDeps(settings, new RegistryHolder(registry), options.rng);
+  const keys = db ? new ApiKeyCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
+  const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, rng: options.rng });
   const siteSettings = new SiteSettings(db, log);
-  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, tokens: accessTokensFrom(settings, log) };
-  const onReady: ReadyStep[] = [() => siteSettings.start()];
-  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop()];
+  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, keys, tokens: accessTokensFrom(settings, log) };
+  const onReady: ReadyStep[] = [() => siteSettings.start(), async () => keys?.start()];
+  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => keys?.stop()];
   return {
     deps,
     listener: createGatewayListener(deps),

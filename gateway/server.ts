@@ -10,7 +10,6 @@ import { AppError } from '../lib/errors';
 import { sendError } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
 import { createGatewayApp, type GatewayDeps } from './app';
-import { requireCaller } from './auth/caller';
 import { describeRequest } from './auth/request-origin';
 import { chatHandler } from './surfaces/chat';
 import { completionsHandler } from './surfaces/completions';
@@ -44,7 +43,7 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
-    state.caller = requireCaller(deps.authenticator, req.headers.authorization);
+    state.caller = deps.gate.admit(origin.client, req.headers.authorization, path, state);
     await handler(new Context(req, res, state));
   } catch (thrown) {
     sendError(thrown, res, state.log);

@@ -66,6 +66,8 @@ export const settingsShape = {
   ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
   /** Lifetime of a refresh session (the cookie), days. Default 30. */
   REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  /** Public base URL of the site (links in e-mails); else the manifest's `site.public_base_url`, else `http://localhost:<GATEWAY_PORT>`. */
+  SITE_PUBLIC_BASE_URL: optionalString(),
   /** `false`: the refresh cookie is sent without `Secure` (plain-HTTP development only). Default true. */
   COOKIE_SECURE: flag(true),
   /** Open sign-up (`POST /auth/signup`); the runtime switch overrides it (spec 2.7, 5.10). Default true. */

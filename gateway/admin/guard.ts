@@ -8,7 +8,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
-import { bearerToken, type AccessTokens } from '../identity/access-tokens';
+import { bearerToken } from '../../lib/http/json-body';
+import type { ClientIpInfo } from '../auth/client-address';
+import type { AuthGate } from '../auth/gate';
+import type { AccessTokens } from '../identity/access-tokens';
 
 export interface AdminPrincipal {
   via: 'admin_token' | 'access_token';
@@ -31,6 +34,8 @@ export interface AdminGuardDeps {
   adminToken: string | undefined;
   tokens: AccessTokens;
   db: Db | null;
+  /** The auth-failure blocklist: blocked sources get 429 first, and bad credentials count. */
+  gate: AuthGate;
 }
 
 /** The database of an admin request, or 500 `Database not configured`. */
@@ -39,13 +44,17 @@ export function adminDb(db: Db | null): Db {
   return db;
 }
 
-/** The administrator presenting `authorization`, or a 401/403 error. */
-export async function authenticateAdmin(deps: AdminGuardDeps, authorization: string | undefined): Promise<AdminPrincipal> {
+/** The administrator presenting `authorization`, or a 429 (blocked source) / 401 / 403 error. */
+export async function authenticateAdmin(deps: AdminGuardDeps, authorization: string | undefined, client: ClientIpInfo, path: string): Promise<AdminPrincipal> {
+  deps.gate.refuseBlocked(client, undefined);
   const token = bearerToken(authorization);
   if (!token) throw new AppError('unauthorized', 'Admin credentials required (Authorization: Bearer <admin token or administrator access token>)');
   if (isAdminToken(token, deps.adminToken)) return { via: 'admin_token' };
   const principal = deps.tokens.verify(token);
-  if (!principal) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  if (!principal) {
+    deps.gate.recordFailure(client, { path, reason: 'invalid_admin_credential', credential: token });
+    throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  }
   if (principal.role !== 'admin') throw new AppError('forbidden', 'Administrator role required');
   const db = adminDb(deps.db);
   const user = await db('users').where({ id: principal.userId }).first<{ role: string; suspended_at: Date | null; deleted_at: Date | null } | undefined>('role', 'suspended_at', 'deleted_at');
@@ -55,10 +64,11 @@ export async function authenticateAdmin(deps: AdminGuardDeps, authorization: str
 }
 
 /** Koa middleware guarding every path under `/admin`. */
-export function adminGuard(deps: AdminGuardDeps): Middleware<AdminState> {
+export function adminGuard(deps: AdminGuardDeps): Middleware<AdminState & { client?: ClientIpInfo }> {
   return async (ctx, next) => {
     if (ctx.path === '/admin' || ctx.path.startsWith('/admin/')) {
-      ctx.state.admin = await authenticateAdmin(deps, ctx.get('authorization') || undefined);
+      if (!ctx.state.client) throw new AppError('internal', 'admin request without a resolved client');
+      ctx.state.admin = await authenticateAdmin(deps, ctx.get('authorization') || undefined, ctx.state.client, ctx.path);
       adminDb(deps.db);
     }
     await next();

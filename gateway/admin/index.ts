@@ -5,8 +5,8 @@
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
+import { identityAdminRouter } from './identity-admin';
 
 export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
-  void deps;
-  return [];
+  return [identityAdminRouter(deps)];
 }

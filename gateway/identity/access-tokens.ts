@@ -46,11 +46,3 @@ export function accessTokensFrom(settings: Pick<Settings, 'AUTH_JWT_SECRET' | 'A
   }
   return new AccessTokens(secret, settings.ACCESS_TOKEN_TTL_SECONDS);
 }
-
-/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */
-export function bearerToken(authorization: string | undefined): string | undefined {
-  if (!authorization || authorization.length < 8) return undefined;
-  if (authorization.slice(0, 7).toLowerCase() !== 'bearer ') return undefined;
-  const token = authorization.slice(7).trim();
-  return token.length > 0 && token.length <= 4096 ? token : undefined;
-}

@@ -5,7 +5,9 @@
  */
 import Router from '@koa/router';
 import { canSee } from '../auth/caller';
+import { bearerToken } from '../../lib/http/json-body';
 import type { Model } from '../registry';
+import type { Role } from '../registry/types';
 import type { GatewayContextDeps, GatewayState } from './state';
 
 export interface ModelListItem {
@@ -34,10 +36,23 @@ function item(name: string, model: Model): ModelListItem {
   return name === model.id ? { ...base, aliases: model.aliases } : { ...base, alias_of: model.id };
 }
 
+/**
+ * The role deciding what the listing shows: a valid key's role, else none (anonymous). A sent
+ * key is still an authentication: a blocked source gets 429, and a key that fails counts.
+ */
+function listingRole(deps: GatewayContextDeps, authorization: string | undefined, state: GatewayState, path: string): Role | undefined {
+  if (!authorization || !state.client) return deps.authenticator.authenticate(undefined)?.role;
+  deps.gate.refuseBlocked(state.client, authorization);
+  const result = deps.authenticator.check(authorization);
+  if (result.ok) return result.caller.role;
+  if (result.state !== 'missing') deps.gate.recordFailure(state.client, { path, reason: result.state, credential: bearerToken(authorization), userId: result.key?.userId });
+  return undefined;
+}
+
 export function modelsRouter(deps: GatewayContextDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   router.get('/v1/models', (ctx) => {
-    const role = deps.authenticator.authenticate(ctx.get('authorization') || undefined)?.role;
+    const role = listingRole(deps, ctx.get('authorization') || undefined, ctx.state, ctx.path);
     const data: ModelListItem[] = [];
     for (const [name, model] of deps.registry.current.byName) if (canSee(role, model)) data.push(item(name, model));
     ctx.body = { object: 'list', data };

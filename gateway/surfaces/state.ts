@@ -6,6 +6,7 @@ import { writeJson } from '../../lib/http/json-response';
 import type { RequestState } from '../../lib/http/request-context';
 import type { Authenticator, Caller } from '../auth/caller';
 import type { AdminPrincipal } from '../admin/guard';
+import type { AuthGate, Rejection } from '../auth/gate';
 import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
@@ -30,6 +31,10 @@ export interface GatewayState extends RequestState {
   caller?: Caller;
   /** The administrator (admin routes). */
   admin?: AdminPrincipal;
+  /** Set when the request was refused before being served (blocked source, invalid key). */
+  rejection?: Rejection;
+  /** An honoured `X-Probe: synthetic` request (spec 5.9). */
+  synthetic?: boolean;
   routing?: RoutingAttribution;
   usage?: Usage | undefined;
 }
@@ -38,6 +43,8 @@ export interface GatewayContextDeps {
   registry: RegistryHolder;
   upstream: UpstreamClient;
   authenticator: Authenticator;
+  /** Blocklist-then-credential admission (spec 5.1, 5.11). */
+  gate: AuthGate;
   clientAddress: ClientAddressResolver;
   rng: Rng;
   tiers: TierThresholds;

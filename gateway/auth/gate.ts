@@ -1,0 +1,89 @@
+/**
+ * Admission of a request that presents credentials (spec 5.1, 5.11): the auth-failure blocklist
+ * is consulted first, before the presented credential is read, so a blocked source gets 429 even
+ * with a corrected key; then the credential is checked, and a failed check is counted against the
+ * source and logged as `auth_failure` (WARNING). A request without any credential is refused
+ * (401) but not counted: only presented credentials that fail count as failures.
+ */
+import { AppError } from '../../lib/errors';
+import type { Logger } from '../../lib/logger';
+import { secretPrefix } from '../../lib/crypto';
+import { bearerToken } from '../../lib/http/json-body';
+import type { CredentialState } from '../identity/api-keys';
+import { BLOCKED_MESSAGE, blocklistSource, type AuthFailureBlocklist } from './auth-failure-blocklist';
+import { unauthorized, type Authenticator, type Caller } from './caller';
+import type { ClientIpInfo } from './client-address';
+
+/** Why a request was refused before it was served, for the rejection log (`log_rejected_requests`). */
+export interface Rejection {
+  reason: 'ip_blocked' | 'unauthorized';
+  /** The presented credential's state: `revoked`, `expired`, `user_suspended`, `unknown`, `missing`, `valid`… */
+  credential_state: CredentialState | 'missing';
+}
+
+/** Where a refusal is recorded (the request state). */
+export interface RejectionTarget {
+  rejection?: Rejection;
+}
+
+export interface GateOptions {
+  /** `AUTH_FAILURE_IDENTIFY_CALLER`: name the account of a failed key in `auth_failure` lines. */
+  identifyCaller: boolean;
+}
+
+/** 429 for a blocked source. */
+export function blockedError(): AppError {
+  return new AppError('rate_limited', BLOCKED_MESSAGE);
+}
+
+export class AuthGate {
+  constructor(
+    readonly authenticator: Authenticator,
+    readonly blocklist: AuthFailureBlocklist,
+    private readonly log: Logger,
+    private readonly options: GateOptions,
+  ) {}
+
+  /** Throws 429 when the client's source is blocked; `into.rejection` gets the label of what was presented. */
+  refuseBlocked(client: ClientIpInfo, authorization: string | undefined, into?: RejectionTarget): void {
+    if (!this.blocklist.blocked(client)) return;
+    if (into) {
+      const result = this.authenticator.check(authorization);
+      into.rejection = { reason: 'ip_blocked', credential_state: result.ok ? 'valid' : result.state };
+    }
+    throw blockedError();
+  }
+
+  /**
+   * Counts a failed authentication of `client` and logs it. `credential` is what was presented
+   * (only its prefix is logged); `userId` names the account when known and identification is on.
+   */
+  recordFailure(client: ClientIpInfo, details: { path: string; reason: string; credential?: string | undefined; userId?: number | undefined }): void {
+    const started = this.blocklist.recordFailure(client);
+    this.log.warn({
+      event: 'auth_failure',
+      reason: details.reason,
+      path: details.path,
+      client_ip: client.client_ip,
+      ip_source: client.source,
+      source: blocklistSource(client),
+      ...(details.credential ? { key_prefix: secretPrefix(details.credential) } : {}),
+      ...(this.options.identifyCaller && details.userId !== undefined ? { user_id: details.userId } : {}),
+    }, 'auth_failure');
+    if (started) {
+      this.log.warn({ event: 'auth_ip_blocked', source: blocklistSource(client), client_ip: client.client_ip }, `auth_ip_blocked: ${blocklistSource(client)} refused after repeated authentication failures`);
+    }
+  }
+
+  /** The caller of an inference request, or 429 (blocked) / 401 (no valid key). */
+  admit(client: ClientIpInfo, authorization: string | undefined, path: string, into?: RejectionTarget): Caller {
+    this.refuseBlocked(client, authorization, into);
+    const result = this.authenticator.check(authorization);
+    if (result.ok) return result.caller;
+    if (result.state !== 'missing') {
+      this.recordFailure(client, { path, reason: result.state, credential: bearerToken(authorization), userId: result.key?.userId });
+    }
+    if (into) into.rejection = { reason: 'unauthorized', credential_state: result.state };
+    throw unauthorized();
+  }
+}
