@@ -53,7 +53,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, rng: options.rng });
   const siteSettings = new SiteSettings(db, log);
   const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, keys, tokens: accessTokensFrom(settings, log) };
-  const onReady: ReadyStep[] = [() => siteSettings.start(), async () => keys?.start()];
+  const onReady: ReadyStep[] = [() => siteSettings.start(), async () => keys?.start(), async () => { if (db) await context.limits.seed(db); }];
   const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => keys?.stop()];
   return {
     deps,

@@ -7,6 +7,7 @@ import { AuthFailureBlocklist } from './auth/auth-failure-blocklist';
 import { createAuthenticator } from './auth/caller';
 import { AuthGate } from './auth/gate';
 import { clientAddressResolverFrom } from './auth/request-origin';
+import { UserLimits } from './auth/user-limits';
 import type { ApiKeyCache } from './identity/api-keys';
 import type { RegistryHolder } from './registry/holder';
 import type { GatewayContextDeps } from './surfaces/state';
@@ -37,6 +38,7 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
     }),
     authenticator,
     gate: new AuthGate(authenticator, blocklist, options.log, { identifyCaller: settings.AUTH_FAILURE_IDENTIFY_CALLER }),
+    limits: new UserLimits({ concurrency: settings.USER_CONCURRENCY_LIMIT, dailyQuotaUsd: settings.USER_DAILY_QUOTA_USD }),
     clientAddress: clientAddressResolverFrom(settings),
     rng: options.rng ?? Math.random,
     tiers: { largeTokens: settings.ROUTING_LARGE_PROMPT_TOKENS, elephantTokens: settings.ROUTING_ELEPHANT_PROMPT_TOKENS },

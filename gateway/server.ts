@@ -10,6 +10,7 @@ import { AppError } from '../lib/errors';
 import { sendError } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
 import { createGatewayApp, type GatewayDeps } from './app';
+import type { Caller } from './auth/caller';
 import { describeRequest } from './auth/request-origin';
 import { chatHandler } from './surfaces/chat';
 import { completionsHandler } from './surfaces/completions';
@@ -44,10 +45,19 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
     state.caller = deps.gate.admit(origin.client, req.headers.authorization, path, state);
+    if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
     await handler(new Context(req, res, state));
   } catch (thrown) {
     sendError(thrown, res, state.log);
   }
+}
+
+/**
+ * `X-Probe: synthetic` (spec 5.9) is honoured only from an API key of an internal or admin
+ * account: never free/pro keys, never callers without a key (auth off), never agent grants.
+ */
+export function honoursProbe(caller: Caller, header: string | string[]): boolean {
+  return header === 'synthetic' && caller.via === 'api_key' && (caller.role === 'internal' || caller.role === 'admin');
 }
 
 /** The request listener to give `http.createServer`. */

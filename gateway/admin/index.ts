@@ -6,7 +6,8 @@ import type Router from '@koa/router';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
 import { identityAdminRouter } from './identity-admin';
+import { settingsAdminRouter } from './settings-admin';
 
 export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
-  return [identityAdminRouter(deps)];
+  return [identityAdminRouter(deps), settingsAdminRouter(deps)];
 }

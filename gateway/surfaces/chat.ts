@@ -19,7 +19,7 @@ import { weightedOrder } from '../routing/weighted-order';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
 import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
-import { sendJson, type GatewayContextDeps, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
+import { attribute, sendJson, type GatewayContextDeps, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
 
 /** Routes for one request: the pinned route alone, or every usable route in weighted order. */
@@ -28,6 +28,13 @@ export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<
   const route = model.routes.find((r) => r.endpointId === pin || r.providerLabel === pin);
   if (!route) throw new AppError('invalid_request', `ProviderPinError: X-Route-Pin '${pin}' matches no route of model ${model.id}`, { param: 'X-Route-Pin' });
   return { routes: [route], pinned: true };
+}
+
+/** `X-Route-Pin` (spec 4.1): an admin debugging aid; other roles get 403. */
+function routePin(ctx: InferenceContext, role: Role): string | undefined {
+  const pin = ctx.header('x-route-pin');
+  if (pin !== undefined && role !== 'admin') throw new AppError('forbidden', 'X-Route-Pin is an administrator debugging aid', { param: 'X-Route-Pin' });
+  return pin;
 }
 
 function tierFor(model: Model, request: ChatRequest, deps: GatewayContextDeps): PriorityTier {
@@ -71,7 +78,8 @@ export interface SurfaceShape {
  */
 export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps, request: ChatRequest, role: Role, shape?: SurfaceShape): Promise<void> {
   const model = deps.registry.resolve(request.model, role, 'chat');
-  const { routes, pinned } = candidatesFor(model, ctx.header('x-route-pin'), deps);
+  deps.limits.enter(callerOf(ctx.state), model.id, ctx.res);
+  const { routes, pinned } = candidatesFor(model, routePin(ctx, role), deps);
   const tier = tierFor(model, request, deps);
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
@@ -84,7 +92,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   };
   if (request.stream) {
     const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
-    ctx.state.routing = attribution(opened.route, opened.failedAttempts);
+    attribute(ctx, attribution(opened.route, opened.failedAttempts));
     const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state, shape?.stream());
     ctx.state.usage = outcome.usage;
     return;
@@ -93,7 +101,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);
-  ctx.state.routing = attribution(done.route, done.failedAttempts);
+  attribute(ctx, attribution(done.route, done.failedAttempts));
   ctx.state.usage = completion.usage;
   sendJson(ctx, shape ? shape.completion(completion) : completion);
 }

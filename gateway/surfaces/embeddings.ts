@@ -9,7 +9,7 @@ import { buildEmbeddingsBody } from '../adapters';
 import { callerOf } from '../auth/caller';
 import type { Route } from '../registry';
 import { runWithFallback } from '../routing/fallback';
-import { sendJson, type GatewayContextDeps, type InferenceHandler } from './state';
+import { attribute, sendJson, type GatewayContextDeps, type InferenceHandler } from './state';
 
 interface EmbeddingsRequest {
   model: string;
@@ -41,6 +41,7 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
     const caller = callerOf(ctx.state);
     const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
+    deps.limits.enter(caller, model.id, ctx.res);
     const signal = abortOnClientClose(ctx.res);
     const attempt = (route: Route) =>
       deps.upstream.postJson<Record<string, unknown>>(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), signal);
@@ -52,7 +53,7 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
       ),
     });
     delete done.value._routing;
-    ctx.state.routing = { provider: done.route.providerLabel, base_url: done.route.baseUrl, endpoint_id: done.route.endpointId };
+    attribute(ctx, { provider: done.route.providerLabel, base_url: done.route.baseUrl, endpoint_id: done.route.endpointId });
     sendJson(ctx, done.value);
   };
 }

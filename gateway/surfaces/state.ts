@@ -7,6 +7,7 @@ import type { RequestState } from '../../lib/http/request-context';
 import type { Authenticator, Caller } from '../auth/caller';
 import type { AdminPrincipal } from '../admin/guard';
 import type { AuthGate, Rejection } from '../auth/gate';
+import type { UserLimits } from '../auth/user-limits';
 import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
@@ -45,6 +46,8 @@ export interface GatewayContextDeps {
   authenticator: Authenticator;
   /** Blocklist-then-credential admission (spec 5.1, 5.11). */
   gate: AuthGate;
+  /** Per-user concurrency and daily quota. */
+  limits: UserLimits;
   clientAddress: ClientAddressResolver;
   rng: Rng;
   tiers: TierThresholds;
@@ -70,4 +73,13 @@ export type InferenceHandler = (ctx: InferenceContext) => Promise<void>;
 /** Sends a 200 JSON body. */
 export function sendJson(ctx: InferenceContext, body: unknown): void {
   writeJson(ctx.res, 200, body);
+}
+
+/**
+ * Records which route answers (before any response byte is written). Honoured synthetic probes
+ * (spec 5.9) also get `X-Provider` naming the answering backend.
+ */
+export function attribute(ctx: InferenceContext, routing: RoutingAttribution): void {
+  ctx.state.routing = routing;
+  if (ctx.state.synthetic) ctx.res.setHeader('X-Provider', routing.provider);
 }

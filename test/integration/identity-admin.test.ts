@@ -1,0 +1,117 @@
+/**
+ * Identity admin endpoints against real PostgreSQL (login-event purge, hard delete), sign-up
+ * closed by the runtime switch (403, nothing created), and every admin endpoint's answer without
+ * a database (500 `Database not configured`, after authentication).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { logIn, postJson, signUpAndLogIn } from '../support/accounts';
+import { freshDatabase, type TestDatabase } from '../support/db';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+
+const ADMIN = { authorization: 'Bearer admin-token-for-tests' };
+
+describe('identity admin (PostgreSQL)', function () {
+  this.timeout(30_000);
+  let t: TestDatabase;
+  let gw: TestGateway;
+
+  before(async () => {
+    t = await freshDatabase();
+    gw = await startTestGateway({ db: t.db, env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN: 'admin-token-for-tests', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', PERMANENT_DELETION_ENABLED: 'true' } });
+  });
+  after(async () => {
+    await gw?.close();
+    await t?.drop();
+  });
+
+  it('purges login events by user or by age, and validates the query', async () => {
+    await signUpAndLogIn(gw.url, t.db, 'erin@example.com');
+    await postJson(`${gw.url}/auth/login`, { email: 'erin@example.com', password: 'wrong password' });
+    await postJson(`${gw.url}/auth/login`, { email: 'nobody@example.com', password: 'wrong password' });
+    await t.db('login_events').where({ email: 'nobody@example.com' }).update({ created_at: new Date(Date.now() - 10 * 86_400_000) });
+    const user = await t.db('users').where({ email: 'erin@example.com' }).first<{ id: string }>();
+
+    assert.equal((await fetch(`${gw.url}/admin/login-events`, { method: 'DELETE', headers: ADMIN })).status, 400);
+    assert.equal((await fetch(`${gw.url}/admin/login-events?older_than_days=-1`, { method: 'DELETE', headers: ADMIN })).status, 400);
+    const old = await fetch(`${gw.url}/admin/login-events?older_than_days=7`, { method: 'DELETE', headers: ADMIN });
+    assert.deepEqual(await old.json(), { deleted: 1 });
+    const mine = await fetch(`${gw.url}/admin/login-events?user_id=${user.id}`, { method: 'DELETE', headers: ADMIN });
+    assert.deepEqual(await mine.json(), { deleted: 2 });
+    assert.equal(Number((await t.db('login_events').count<Array<{ count: string }>>('* as count'))[0]!.count), 0);
+  });
+
+  it('hard-deletes a user with their keys and request rows; unknown users are 404', async () => {
+    await signUpAndLogIn(gw.url, t.db, 'frank@example.com');
+    const user = await t.db('users').where({ email: 'frank@example.com' }).first<{ id: string }>();
+    await t.db('api_logs').insert({ request_id: 'r1', user_id: user.id, surface: 'chat', status: 200 });
+    const res = await fetch(`${gw.url}/admin/users/${user.id}/hard-delete`, { method: 'POST', headers: ADMIN });
+    assert.deepEqual(await res.json(), { user_id: Number(user.id), deleted: true, api_logs_deleted: 1 });
+    assert.equal(await t.db('users').where({ id: user.id }).first(), undefined);
+    assert.equal((await postJson(`${gw.url}/auth/login`, { email: 'frank@example.com', password: 'correct horse battery' })).status, 401);
+    assert.equal((await fetch(`${gw.url}/admin/users/${user.id}/hard-delete`, { method: 'POST', headers: ADMIN })).status, 404);
+    assert.equal((await fetch(`${gw.url}/admin/users/abc/hard-delete`, { method: 'POST', headers: ADMIN })).status, 400);
+  });
+
+  it('closes sign-up through the runtime switch (403, no account) and reopens it', async () => {
+    const patch = (body: unknown) => fetch(`${gw.url}/admin/settings`, { method: 'PATCH', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const closed = await patch({ signup_enabled: false });
+    assert.equal(closed.status, 200);
+    assert.deepEqual(((await closed.json()) as Record<string, unknown>).signup_enabled, { stored: false, environment: true, effective: false });
+    assert.equal((await patch({ signup_enabled: 'no' })).status, 400);
+    assert.equal((await patch({ unknown_switch: true })).status, 400);
+    const stored = await t.db('site_settings').where({ key: 'signup_enabled' }).first<{ value: unknown }>();
+    assert.equal(stored.value, false);
+    const refused = await postJson(`${gw.url}/auth/signup`, { email: 'gina@example.com', password: 'correct horse battery' });
+    assert.equal(refused.status, 403);
+    assert.equal(await t.db('users').where({ email: 'gina@example.com' }).first(), undefined);
+    assert.equal((await patch({ signup_enabled: null })).status, 200);
+    assert.equal((await postJson(`${gw.url}/auth/signup`, { email: 'gina@example.com', password: 'correct horse battery' })).status, 201);
+    await logIn(gw.url, 'gina@example.com', 'correct horse battery');
+  });
+});
+
+describe('sign-up with an active manifest that disables it', function () {
+  this.timeout(20_000);
+  it('answers 403 to sign-up, and 400 to an admin change reopening it', async () => {
+    const t = await freshDatabase();
+    const dir = mkdtempSync(join(tmpdir(), 'manifest-'));
+    writeFileSync(join(dir, 'manifest.yaml'), 'schema_version: 1\nfeatures:\n  public_signup: false\n');
+    const gw = await startTestGateway({
+      db: t.db,
+      env: { ADMIN_TOKEN: 'admin-token-for-tests', DISTRIBUTION_CONFIG_PATH: join(dir, 'manifest.yaml'), DISTRIBUTION_CONFIG_MODE: 'active', SIGNUP_ENABLED: 'true' },
+    });
+    try {
+      const signup = await postJson(`${gw.url}/auth/signup`, { email: 'x@example.com', password: 'correct horse battery' });
+      assert.equal(signup.status, 403);
+      const reopen = await fetch(`${gw.url}/admin/settings`, { method: 'PATCH', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ signup_enabled: true }) });
+      assert.equal(reopen.status, 400);
+      assert.equal(((await reopen.json()) as { error: { param: string } }).error.param, 'signup_enabled');
+      assert.equal(await t.db('site_settings').where({ key: 'signup_enabled' }).first(), undefined, 'nothing stored');
+      assert.equal(await t.db('users').first(), undefined);
+    } finally {
+      await gw.close();
+      await t.drop();
+    }
+  });
+});
+
+describe('identity admin without a database', function () {
+  this.timeout(20_000);
+  it('authenticates first (401), then answers 500 Database not configured', async () => {
+    const gw = await startTestGateway({ env: { ADMIN_TOKEN: 'admin-token-for-tests' } });
+    try {
+      assert.equal((await fetch(`${gw.url}/admin/auth-blocks`)).status, 401);
+      for (const [method, path] of [['GET', '/admin/auth-blocks'], ['POST', '/admin/auth-blocks/clear'], ['DELETE', '/admin/login-events?user_id=1'], ['POST', '/admin/users/1/hard-delete']] as const) {
+        const res = await fetch(`${gw.url}${path}`, { method, headers: ADMIN });
+        assert.equal(res.status, 500, path);
+        assert.equal(((await res.json()) as { error: { message: string } }).error.message, 'Database not configured');
+      }
+      assert.equal((await postJson(`${gw.url}/auth/login`, { email: 'a@example.com', password: 'x' })).status, 500);
+    } finally {
+      await gw.close();
+    }
+  });
+});
