@@ -6,6 +6,7 @@
  * If any process exits on its own, the others are stopped and `npm start` exits non-zero.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +60,21 @@ function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.Wr
   });
 }
 
+/**
+ * The dev stack's access-token key: `AUTH_JWT_SECRET` when set, else a random one kept in
+ * `.data/secrets/` (mode 0600) so logins survive restarts of `npm start`.
+ */
+function devJwtSecret(): string {
+  if (process.env.AUTH_JWT_SECRET) return process.env.AUTH_JWT_SECRET;
+  const dir = join(DATA, 'secrets');
+  const file = join(dir, 'auth-jwt-secret');
+  if (!existsSync(file)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(file, randomBytes(48).toString('base64url'), { mode: 0o600 });
+  }
+  return readFileSync(file, 'utf8').trim();
+}
+
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL ?? DEV_DATABASE_URL;
   const db = createDb({ url: databaseUrl, applicationName: 'start' });
@@ -74,7 +90,7 @@ async function main(): Promise<void> {
   const build = run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('build failed');
 
-  const baseEnv: Record<string, string> = { DATABASE_URL: databaseUrl };
+  const baseEnv: Record<string, string> = { DATABASE_URL: databaseUrl, AUTH_JWT_SECRET: devJwtSecret() };
   const specs: ProcessSpec[] = [
     { name: 'gateway', script: 'dist/gateway/main.js' },
     { name: 'api', script: 'dist/api/main.js' },
