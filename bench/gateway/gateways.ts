@@ -5,6 +5,10 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
+import { createDb } from '../../lib/db';
+import { migrateLatest } from '../../lib/migrations';
+import { DEV_DATABASE_URL } from '../../ops/dev/postgres';
 import { probe, type Target } from './load';
 import { freePort, runCommand, startPinned, waitForHttp, type Started } from './processes';
 
@@ -69,9 +73,44 @@ export interface OurGatewayOptions {
   upstreamPort: number;
   logLevel: 'info' | 'warn';
   workDir: string;
+  /** With a database: API keys required (this key) and the request log written. */
+  identity?: BenchIdentity;
 }
 
-/** Starts `dist/gateway/main.js` without auth or database, on a models file naming the upstream. */
+export interface BenchIdentity {
+  databaseUrl: string;
+  key: string;
+}
+
+/**
+ * A fresh, migrated `gw_bench` database on the dev stack's PostgreSQL with one account and one
+ * API key (made the way the gateway makes them), for the "keys + request log" row.
+ */
+export async function prepareBenchIdentity(): Promise<BenchIdentity> {
+  const adminUrl = new URL(DEV_DATABASE_URL);
+  adminUrl.pathname = '/postgres';
+  const admin = createDb({ url: adminUrl.toString(), poolMax: 1, applicationName: 'bench' });
+  try {
+    await admin.raw('drop database if exists gw_bench with (force)');
+    await admin.raw('create database gw_bench');
+  } finally {
+    await admin.destroy();
+  }
+  const url = new URL(DEV_DATABASE_URL);
+  url.pathname = '/gw_bench';
+  const db = createDb({ url: url.toString(), poolMax: 1, applicationName: 'bench' });
+  try {
+    await migrateLatest(db);
+    const [user] = await db('users').insert({ email: 'bench@example.com', role: 'pro', email_verified_at: db.fn.now() }).returning<Array<{ id: string }>>('id');
+    const key = generateSecret('gk');
+    await db('api_keys').insert({ user_id: user!.id, name: 'bench', key_hash: hashSecret(key), prefix: secretPrefix(key) });
+    return { databaseUrl: url.toString(), key };
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** Starts `dist/gateway/main.js` on a models file naming the upstream: without auth or database, or with `identity`. */
 export async function startOurGateway(options: OurGatewayOptions): Promise<GatewayStart> {
   const main = join(options.root, 'dist', 'gateway', 'main.js');
   if (!existsSync(main)) return { ok: false, reason: 'unavailable (dist/gateway/main.js missing)' };
@@ -94,18 +133,20 @@ export async function startOurGateway(options: OurGatewayOptions): Promise<Gatew
     GATEWAY_HOST: '127.0.0.1',
     GATEWAY_PORT: String(port),
     MODELS_CONFIG_PATH: modelsPath,
-    USER_AUTH_ENABLED: 'false',
-    DB_ENABLED: 'false',
     LOG_LEVEL: options.logLevel,
+    ...(options.identity
+      // One user drives all 64 connections: its concurrency limit (default 8) is lifted.
+      ? { USER_AUTH_ENABLED: 'true', DATABASE_URL: options.identity.databaseUrl, AUTH_JWT_SECRET: 'bench-jwt-secret-bench-jwt-secret-bench', USER_CONCURRENCY_LIMIT: '0' }
+      : { USER_AUTH_ENABLED: 'false', DB_ENABLED: 'false' }),
   };
   const started = startPinned({
     core: options.core, command: process.execPath, args: [main], env, cwd: options.root,
-    logFile: join(options.workDir, `gateway-${options.logLevel}.log`),
+    logFile: join(options.workDir, `gateway-${options.logLevel}${options.identity ? '-identity' : ''}.log`),
   });
   const target: Target = {
     origin: `http://127.0.0.1:${port}`,
     path: CHAT_PATH,
-    headers: { 'content-type': 'application/json', authorization: 'Bearer x' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${options.identity?.key ?? 'x'}` },
     body: BODY,
     streamBody: STREAM_BODY,
   };

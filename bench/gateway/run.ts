@@ -11,7 +11,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { directTarget, startBareProxy, startOurGateway, startPortkey, PORTKEY_VERSION, type GatewayStart } from './gateways';
+import { directTarget, prepareBenchIdentity, startBareProxy, startOurGateway, startPortkey, PORTKEY_VERSION, type GatewayStart } from './gateways';
 import { latencyC1, requestsPerSecond, streamsPerSecond, ttfbC1, type Target } from './load';
 import { cpuSnapshot, cpuUse, waitForQuiet } from './cpu';
 import { firstLine, installCleanupHooks, pinSelf, runCommand, startPinned } from './processes';
@@ -123,6 +123,10 @@ async function main(): Promise<void> {
         root, core: GATEWAY_CORE, upstreamPort, logLevel, workDir,
       })));
     }
+    rows.push(await measureGateway('ours (API key + request log, LOG_LEVEL=warn)', async () => {
+      const identity = await prepareBenchIdentity();
+      return startOurGateway({ root, core: GATEWAY_CORE, upstreamPort, logLevel: 'warn', workDir, identity });
+    }));
     rows.push(await measureGateway(`Portkey ${PORTKEY_VERSION}`, () => startPortkey(root, GATEWAY_CORE, upstreamPort, workDir)));
   } finally {
     await upstream.stop();
