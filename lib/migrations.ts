@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { migrations, type Migration } from '../migrations';
+import { assertEmpty } from '../migrations/support';
 import type { Db } from './db';
 
 class ListMigrationSource implements Knex.MigrationSource<Migration> {
@@ -38,13 +39,9 @@ async function refuseLossyRevert(db: Db): Promise<void> {
   const names = new Set((await db('knex_migrations').where({ batch: last.batch }).select<Array<{ name: string }>>('name')).map((r) => r.name));
   for (const migration of migrations) {
     if (!names.has(migration.name)) continue;
-    for (const table of migration.TABLES) {
-      if (!(await db.schema.hasTable(table))) continue;
-      const row: unknown = await db(table).first(db.raw('1 as present'));
-      if (row !== undefined) {
-        throw new Error(`Refusing to revert ${migration.name}: table ${table} holds rows that would be lost. Empty it first.`);
-      }
-    }
+    const present: string[] = [];
+    for (const table of migration.TABLES) if (await db.schema.hasTable(table)) present.push(table);
+    await assertEmpty(db, migration.name, present);
   }
 }
 

@@ -3,6 +3,7 @@
  * Later migrations add identity, runtime routing state and the agent tables.
  */
 import type { Knex } from 'knex';
+import { dropTablesRefusingRows } from './support';
 
 export const TABLES = ['agent_hosts', 'api_logs', 'site_settings'] as const;
 
@@ -56,11 +57,5 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of TABLES) {
-    const row: unknown = await knex(table).first(knex.raw('1 as present'));
-    if (row !== undefined) {
-      throw new Error(`Refusing to revert 20261121000000_initial: table ${table} holds rows that would be lost. Empty it first.`);
-    }
-  }
-  for (const table of TABLES) await knex.schema.dropTable(table);
+  await dropTablesRefusingRows(knex, '20261121000000_initial', TABLES);
 }

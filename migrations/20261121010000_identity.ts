@@ -3,6 +3,7 @@
  * outbound mail outbox (no mail server is configured; messages wait in the outbox and are logged).
  */
 import type { Knex } from 'knex';
+import { dropTablesRefusingRows } from './support';
 
 export const TABLES = ['email_outbox', 'email_verifications', 'login_events', 'refresh_sessions', 'api_keys', 'users'] as const;
 
@@ -79,11 +80,5 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of TABLES) {
-    const row: unknown = await knex(table).first(knex.raw('1 as present'));
-    if (row !== undefined) {
-      throw new Error(`Refusing to revert 20261121010000_identity: table ${table} holds rows that would be lost. Empty it first.`);
-    }
-  }
-  for (const table of TABLES) await knex.schema.dropTable(table);
+  await dropTablesRefusingRows(knex, '20261121010000_identity', TABLES);
 }

@@ -9,6 +9,7 @@
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
 import type { Logger } from '../../lib/logger';
+import { Periodic } from '../../lib/periodic';
 import { ROLES, type Role } from '../registry/types';
 
 export const API_KEY_PREFIX = 'gk';
@@ -69,10 +70,12 @@ export class ApiKeyCache {
   private readonly byHash = new Map<string, CachedKey>();
   private readonly hashById = new Map<number, string>();
   private since = new Date(0);
-  private timer: NodeJS.Timeout | undefined;
+  private readonly periodic: Periodic;
   private loaded = false;
 
-  constructor(private readonly db: Db | null, private readonly log: Logger, private readonly refreshMs = 2000) {}
+  constructor(private readonly db: Db | null, log: Logger, refreshMs = 2000) {
+    this.periodic = new Periodic(() => this.refresh(), refreshMs, log, 'API key refresh');
+  }
 
   /** Whether the keys have been read at least once (before that, every key is unknown). */
   get ready(): boolean {
@@ -125,22 +128,11 @@ export class ApiKeyCache {
   }
 
   async start(): Promise<void> {
-    if (!this.db || this.timer) return;
-    await this.refresh();
-    const tick = async () => {
-      try {
-        await this.refresh();
-      } catch (err) {
-        this.log.warn({ err }, 'API key refresh failed; keeping the cached keys');
-      }
-    };
-    this.timer = setInterval(() => void tick(), this.refreshMs);
-    this.timer.unref();
+    if (this.db) await this.periodic.start();
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.periodic.stop();
   }
 }
 

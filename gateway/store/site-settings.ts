@@ -6,13 +6,16 @@
  */
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
+import { Periodic } from '../../lib/periodic';
 
 export class SiteSettings {
   private values = new Map<string, unknown>();
-  private timer: NodeJS.Timeout | undefined;
+  private readonly periodic: Periodic;
   private loaded = false;
 
-  constructor(private readonly db: Db | null, private readonly log: Logger, private readonly refreshMs = 5000) {}
+  constructor(private readonly db: Db | null, log: Logger, refreshMs = 5000) {
+    this.periodic = new Periodic(() => this.refresh(), refreshMs, log, 'site settings refresh');
+  }
 
   /** Whether the rows have been read at least once. */
   get ready(): boolean {
@@ -45,22 +48,11 @@ export class SiteSettings {
 
   /** Loads now, then every `refreshMs` in the background (failures are logged and retried). */
   async start(): Promise<void> {
-    if (!this.db || this.timer) return;
-    await this.refresh();
-    const tick = async () => {
-      try {
-        await this.refresh();
-      } catch (err) {
-        this.log.warn({ err }, 'site settings refresh failed; keeping the last values');
-      }
-    };
-    this.timer = setInterval(() => void tick(), this.refreshMs);
-    this.timer.unref();
+    if (this.db) await this.periodic.start();
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.periodic.stop();
   }
 
   /** Stores `value` under `key` (null deletes) and applies it in this process at once. */
