@@ -14,6 +14,7 @@ import { accessTokensFrom } from './identity/access-tokens';
 import { loadGatewayConfiguration } from './registry';
 import { RegistryHolder } from './registry/holder';
 import type { Rng } from './routing/weighted-order';
+import { RuntimeConfig } from './runtime-config/runtime-state';
 import { createGatewayListener } from './server';
 import { DatabaseState } from './store/database-state';
 import { SiteSettings } from './store/site-settings';
@@ -43,6 +44,15 @@ type ReadyStep = () => Promise<void>;
 /** Step run at shutdown, in reverse order of registration. */
 type StopStep = () => Promise<void> | void;
 
+/** Applies stored runtime state; a failure is logged and the files alone stay in force (never fatal). */
+async function startRuntimeConfig(runtimeConfig: RuntimeConfig, log: Logger): Promise<void> {
+  try {
+    await runtimeConfig.start();
+  } catch (err) {
+    log.error({ err, event: 'runtime_config_not_applied' }, 'Stored runtime configuration could not be read; serving the configuration files only');
+  }
+}
+
 /** Builds a gateway. Configuration errors (unknown router, bad trust networks…) throw here. */
 export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { settings, env, cwd, log, db } = options;
@@ -50,9 +60,10 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const database = new DatabaseState(db, log);
   const context = gatewayContextDeps(settings, new RegistryHolder(registry), options.rng);
   const siteSettings = new SiteSettings(db, log);
-  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, tokens: accessTokensFrom(settings, log) };
-  const onReady: ReadyStep[] = [() => siteSettings.start()];
-  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop()];
+  const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
+  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, runtimeConfig, tokens: accessTokensFrom(settings, log) };
+  const onReady: ReadyStep[] = [() => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log)];
+  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop()];
   return {
     deps,
     listener: createGatewayListener(deps),
