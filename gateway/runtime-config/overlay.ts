@@ -83,20 +83,26 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
+/** Why a retarget cannot be applied: the field at fault and the reason. */
+export interface RetargetProblem {
+  field: string;
+  message: string;
+}
+
 /** Applies a retarget override to a registry route, or explains why it cannot. */
-export function retargetRoute(route: Route, row: RouteConfigRow, providers: ReadonlyMap<string, ProviderDefinitionRow>): Route | string {
+export function retargetRoute(route: Route, row: RouteConfigRow, providers: ReadonlyMap<string, ProviderDefinitionRow>): Route | RetargetProblem {
   const { config } = row;
   const custom = config.provider !== undefined ? providers.get(config.provider) : undefined;
   const kind = config.kind ?? custom?.kind ?? route.kind;
   try {
     resolveAdapterKind(kind);
   } catch {
-    return `unknown adapter kind '${kind}'`;
+    return { field: 'kind', message: `unknown adapter kind '${kind}'` };
   }
   const baseUrl = config.base_url ?? custom?.base_url ?? route.baseUrl;
-  if (!isHttpUrl(baseUrl)) return `base_url '${baseUrl}' is not an http(s) URL`;
+  if (!isHttpUrl(baseUrl)) return { field: 'base_url', message: `'${baseUrl}' is not an http(s) URL` };
   const label = config.provider ?? route.providerLabel;
-  if (label !== kind && (!LABEL.test(label) || BUILTIN.has(label))) return `provider label '${label}' is malformed or reserved`;
+  if (label !== kind && (!LABEL.test(label) || BUILTIN.has(label))) return { field: 'provider', message: `provider label '${label}' is malformed or reserved` };
   const key = row.api_key ?? custom?.api_key ?? undefined;
   return {
     ...route, kind, baseUrl, providerLabel: label,
@@ -127,7 +133,7 @@ const buildContext = (): BuildContext => ({
 });
 
 /** Builds one runtime route with the model-level fields given, or explains why it cannot. */
-function buildCandidate(modelId: string, modelFields: Record<string, unknown>, row: CandidateRow, providers: ReadonlyMap<string, ProviderDefinitionRow>): Route | string {
+export function buildCandidate(modelId: string, modelFields: Record<string, unknown>, row: CandidateRow, providers: ReadonlyMap<string, ProviderDefinitionRow>): Route | string {
   try {
     const outcome = buildModel({ ...modelFields, id: modelId, name: modelId, route: [rawCandidate(row, providers)] }, 0, buildContext());
     if (!('model' in outcome)) return outcome.skipped;
@@ -170,8 +176,8 @@ function registryModels(base: Registry, state: StoredState, providers: ReadonlyM
       const config = configs.get(route.routeId);
       if (!config || config.model_id !== model.id) return route;
       const result = retargetRoute(route, config, providers);
-      if (typeof result === 'string') {
-        notApplied(`saved setting not applied as stored: retarget of route ${route.routeId}: ${result}`, { model: model.id, route_id: route.routeId });
+      if ('field' in result) {
+        notApplied(`saved setting not applied as stored: retarget of route ${route.routeId}: ${result.field}: ${result.message}`, { model: model.id, route_id: route.routeId });
         return route;
       }
       out.sources.set(route.routeId, 'override');
