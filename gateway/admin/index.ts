@@ -6,10 +6,11 @@ import type Router from '@koa/router';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
 import { modelsAdminRouter } from './models';
+import { policiesRouter } from './policies';
 import { retargetRouter } from './retarget';
 import { routingRouter } from './routing';
 import { runtimeRoutesRouter } from './runtime-routes';
 
 export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
-  return [routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps)];
+  return [routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps), policiesRouter(deps)];
 }
