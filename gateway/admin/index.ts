@@ -7,10 +7,12 @@ import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
 import { modelsAdminRouter } from './models';
 import { policiesRouter } from './policies';
+import { providerKeysRouter } from './provider-keys';
+import { providersRouter } from './providers';
 import { retargetRouter } from './retarget';
 import { routingRouter } from './routing';
 import { runtimeRoutesRouter } from './runtime-routes';
 
 export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
-  return [routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps), policiesRouter(deps)];
+  return [routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps), policiesRouter(deps), providersRouter(deps), providerKeysRouter(deps)];
 }
