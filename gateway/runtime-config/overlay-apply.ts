@@ -84,7 +84,22 @@ export function finishModels(models: readonly Model[], inputs: Omit<WeightInputs
     });
     return changed ? { ...model, router, requiredRole, routes: effective } : model;
   });
+  reportOrphans(out, state, notApplied);
   return { models: out, routes };
+}
+
+/** Overrides naming a model or endpoint that no longer exists are kept in storage but reported. */
+function reportOrphans(models: readonly Model[], state: StoredState, notApplied: NotApplied): void {
+  const endpoints = new Set(models.flatMap((m) => m.routes.map((r) => `${m.id}\n${r.endpointId}`)));
+  const ids = new Set(models.map((m) => m.id));
+  for (const w of state.weights) {
+    if (!endpoints.has(`${w.model_id}\n${w.endpoint_id}`)) {
+      notApplied(`saved setting not applied as stored: weight override of ${w.endpoint_id} for model ${w.model_id}: no such endpoint`, { model: w.model_id, endpoint_id: w.endpoint_id });
+    }
+  }
+  for (const v of state.visibility) {
+    if (!ids.has(v.model_id)) notApplied(`saved setting not applied as stored: visibility override of model ${v.model_id}: no such model`, { model: v.model_id });
+  }
 }
 
 /** The name index of the effective registry (a later model wins a name, as in the file loader). */
