@@ -29,6 +29,7 @@ export class RuntimeConfig {
   private stored: StoredState = emptyStoredState();
   private timer: NodeJS.Timeout | undefined;
   private loggedWeights = new Map<string, number>();
+  private loggedProblems = new Set<string>();
   private reloading: Promise<void> | undefined;
   private loaded = false;
 
@@ -69,7 +70,13 @@ export class RuntimeConfig {
   /** Builds and swaps in the effective registry for `state`. */
   apply(state: StoredState): void {
     const { log } = this.options;
-    const effective = buildEffectiveConfig(this.base, state, (message, fields) => log.warn({ event: 'saved_setting_not_applied', ...fields }, message));
+    // Each problem is logged when it first appears, not again on every later reload.
+    const problems = new Set<string>();
+    const effective = buildEffectiveConfig(this.base, state, (message, fields) => {
+      problems.add(message);
+      if (!this.loggedProblems.has(message)) log.warn({ event: 'saved_setting_not_applied', ...fields }, message);
+    });
+    this.loggedProblems = problems;
     this.stored = state;
     this.effectiveConfig = effective;
     this.options.holder.current = effective.registry;

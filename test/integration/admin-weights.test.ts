@@ -163,8 +163,12 @@ describe('admin routing: listing, weights, strategy', function () {
   it('a stored strategy that cannot be applied is logged and skipped at startup', async () => {
     await t.db('site_settings').insert({ key: 'model_router:m', value: JSON.stringify('routewise') });
     gw = await start();
-    assert.ok(gw.logs.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('saved setting not applied as stored: strategy "routewise" of model m')));
+    const count = () => gw!.logs.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('saved setting not applied as stored: strategy "routewise" of model m')).length;
+    assert.equal(count(), 1);
     assert.equal((await admin(gw, 'GET', '/admin/routing')).status, 200);
+    const endpoint = (await routes(gw))[0]!.endpoint_id;
+    assert.equal((await admin(gw, 'PUT', `/admin/routing/weights/m/${endpoint}`, { weight: 2 })).status, 200);
+    assert.equal(count(), 1, 'logged once, not again on every reload');
   });
 
   const cases: EndpointCase[] = [
