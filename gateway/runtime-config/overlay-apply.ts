@@ -4,6 +4,7 @@
  */
 import { AVAILABLE_STRATEGIES, STRATEGIES } from '../registry';
 import { ROLES, type Model, type Registry, type Role, type Route } from '../registry/types';
+import { keyReservations, withRoleVariants } from './key-tiers';
 import { keyFingerprint } from './secrets';
 import { SETTING, type StoredState } from './types';
 import type { NotApplied, RouteInfo, RouteSource } from './overlay';
@@ -61,7 +62,7 @@ function effectiveRoute(model: Model, route: Route, inputs: WeightInputs): { rou
   return { route: same ? route : { ...route, weight, apiKeys }, info };
 }
 
-/** Applies strategy, visibility, keys and weights to every model. */
+/** Applies strategy, visibility, keys and weights to every model, then per-role key reservations. */
 export function finishModels(models: readonly Model[], inputs: Omit<WeightInputs, 'weights' | 'disabledProviders' | 'disabledKeys'>, notApplied: NotApplied): { models: Model[]; routes: Map<string, RouteInfo> } {
   const { state } = inputs;
   const full: WeightInputs = {
@@ -71,6 +72,7 @@ export function finishModels(models: readonly Model[], inputs: Omit<WeightInputs
     disabledKeys: new Set(state.disabledEnvKeys.map((d) => `${d.provider}\n${d.fingerprint}`)),
   };
   const visibility = new Map(state.visibility.map((v) => [v.model_id, v.required_role]));
+  const reserved = keyReservations(state);
   const routes = new Map<string, RouteInfo>();
   const out = models.map((model) => {
     const router = routerOverride(model, state, notApplied);
@@ -82,7 +84,7 @@ export function finishModels(models: readonly Model[], inputs: Omit<WeightInputs
       if (route !== r) changed = true;
       return route;
     });
-    return changed ? { ...model, router, requiredRole, routes: effective } : model;
+    return withRoleVariants(changed ? { ...model, router, requiredRole, routes: effective } : model, reserved);
   });
   reportOrphans(out, state, notApplied);
   return { models: out, routes };

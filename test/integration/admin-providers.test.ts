@@ -103,6 +103,10 @@ describe('admin providers and provider keys', function () {
     assert.deepEqual(gw.deps.registry.current.byName.get('m')!.routes[0]!.apiKeys, [ENV_KEY]);
     assert.equal((await admin(gw, 'POST', `/admin/provider-keys/${id}/enable`)).body.disabled, false);
     assert.equal((await admin(gw, 'POST', `/admin/provider-keys/${id}/min-role`, { min_role: 'pro' })).body.min_role, 'pro');
+    const keysFor = (role: 'free' | 'pro' | 'admin') => gw!.deps.registry.resolve('m', role, 'chat').routes[0]!.apiKeys;
+    assert.deepEqual(keysFor('free'), [ENV_KEY], 'a key reserved for pro is not used for free callers');
+    assert.deepEqual(keysFor('pro'), [ENV_KEY, ADDED_KEY]);
+    assert.deepEqual(keysFor('admin'), [ENV_KEY, ADDED_KEY]);
     assertInvalid(await admin(gw, 'POST', `/admin/provider-keys/${id}/min-role`, { min_role: 'boss' }), 'min_role');
 
     await gw.close();
@@ -143,6 +147,9 @@ describe('admin providers and provider keys', function () {
     assert.equal((await admin(gw, 'POST', '/admin/provider-keys/min-role-env', { provider: 'route-a', fingerprint, min_role: 'internal' })).body.min_role, 'internal');
     assert.equal((await admin(gw, 'POST', '/admin/provider-keys/enable-env', { provider: 'route-a', fingerprint })).body.disabled, false);
     assert.deepEqual(gw.deps.registry.current.byName.get('m')!.routes[0]!.apiKeys, [ENV_KEY]);
+    const routesFor = (role: 'pro' | 'internal') => gw!.deps.registry.resolve('m', role, 'chat').routes.map((r) => r.routeId);
+    assert.deepEqual(routesFor('pro'), ['m#1'], 'a route whose only key is reserved above the caller is left out');
+    assert.deepEqual(routesFor('internal'), ['m#0', 'm#1']);
     assert.equal((await admin(gw, 'POST', '/admin/provider-keys/disable-env', { provider: 'route-a', fingerprint: '000000000000' })).status, 404);
     assert.equal((await admin(gw, 'POST', '/admin/provider-keys/disable-env', { provider: 'nope', fingerprint })).status, 404);
     assertInvalid(await admin(gw, 'POST', '/admin/provider-keys/disable-env', { provider: 'route-a', fingerprint: 'xyz' }), 'fingerprint');
