@@ -77,7 +77,7 @@ function runtimeModelRoutes(router: Router<GatewayState>, deps: GatewayDeps): vo
 /** The stored runtime route `route_id` (`<model>#c<id>`) of a model, or 404. */
 function storedCandidate(deps: GatewayDeps, model: Model, routeId: string): CandidateRow {
   const match = /#c(\d+)$/.exec(routeId);
-  const row = match && routeId === `${model.id}#c${match[1]}` ? deps.runtimeConfig.state.candidates.find((c) => c.id === match[1]) : undefined;
+  const row = match && routeId === `${model.id}#c${match[1]}` ? deps.runtimeConfig.state.candidates.find((c) => c.id === match[1] && c.model_id === model.id) : undefined;
   if (!row) throw new AppError('not_found', `Model '${model.id}' has no runtime route '${routeId}'`, { param: 'route_id' });
   return row;
 }

@@ -137,6 +137,8 @@ describe('admin runtime models, runtime routes and retargets', function () {
     const only = created.body.routes[0]!.route_id;
     const refused = await admin(gw, 'DELETE', `/admin/routing/provider-route-candidates/rt-model/${encodeURIComponent(only)}`);
     assert.equal(refused.status, 409);
+    const foreign = `m#c${only.split('#c')[1]}`;
+    assert.equal((await admin(gw, 'DELETE', `/admin/routing/provider-route-candidates/m/${encodeURIComponent(foreign)}`)).status, 404, "another model's runtime route is not reachable through m");
   });
 
   it('retargets a file route (source override, same endpoint_id), verifies, and DELETE restores it', async () => {
