@@ -39,6 +39,9 @@ function listingRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
       revision: effective.revision,
       models: effective.registry.models.map((m) => modelView(m, effective)),
       disabled_providers: state.disabledProviders.map((d) => ({ provider: d.provider, reason: d.reason })),
+      unapplied_runtime_routes: state.candidates.filter((c) => !effective.routes.has(`${c.model_id}#c${c.id}`)).map((c) => ({
+        candidate_id: c.id, model_id: c.model_id, route_id: `${c.model_id}#c${c.id}`, kind: c.kind, provider: c.provider, base_url: c.base_url,
+      })),
       custom_providers: [...effective.providers.keys()],
     };
   });

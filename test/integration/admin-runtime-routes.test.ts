@@ -174,6 +174,11 @@ describe('admin runtime models, runtime routes and retargets', function () {
     await t.db('provider_route_candidates').insert({ model_id: 'm', kind: 'no_such_kind', base_url: b.url, weight: 1, settings: '{}' });
     gw = await start();
     assert.ok(gw.logs.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('saved setting not applied as stored: runtime route')));
+    const listing = await admin<{ unapplied_runtime_routes: Array<{ model_id: string; kind: string; route_id: string }> }>(gw, 'GET', '/admin/routing');
+    assert.deepEqual(listing.body.unapplied_runtime_routes.map((r) => [r.model_id, r.kind]), [['m', 'no_such_kind']]);
+    const routeId = listing.body.unapplied_runtime_routes[0]!.route_id;
+    assert.equal((await admin(gw, 'DELETE', `/admin/routing/provider-route-candidates/m/${encodeURIComponent(routeId)}`)).status, 200);
+    assert.deepEqual((await admin<{ unapplied_runtime_routes: unknown[] }>(gw, 'GET', '/admin/routing')).body.unapplied_runtime_routes, []);
     assert.equal((await chat(gw, 'm')).status, 200);
   });
 
