@@ -15,6 +15,7 @@ import type { AccessTokens } from './identity/access-tokens';
 import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';
 import type { DistributionState } from './registry/manifest';
+import type { RuntimeConfig } from './runtime-config/runtime-state';
 import type { DatabaseState } from './store/database-state';
 import type { SiteSettings } from './store/site-settings';
 import { modelsRouter } from './surfaces/models';
@@ -32,6 +33,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   keys: ApiKeyCache | undefined;
   /** Access-token issuing and checking. */
   tokens: AccessTokens;
+  /** Runtime configuration: the overlay of stored admin changes over the files. */
+  runtimeConfig: RuntimeConfig;
   cacheRefreshSeconds?: number;
 }
 

@@ -15,6 +15,7 @@ import { ApiKeyCache } from './identity/api-keys';
 import { loadGatewayConfiguration } from './registry';
 import { RegistryHolder } from './registry/holder';
 import type { Rng } from './routing/weighted-order';
+import { RuntimeConfig } from './runtime-config/runtime-state';
 import { createGatewayListener } from './server';
 import { DatabaseState } from './store/database-state';
 import { SiteSettings } from './store/site-settings';
@@ -44,6 +45,15 @@ type ReadyStep = () => Promise<void>;
 /** Step run at shutdown, in reverse order of registration. */
 type StopStep = () => Promise<void> | void;
 
+/** Applies stored runtime state; a failure is logged and the files alone stay in force (never fatal). */
+async function startRuntimeConfig(runtimeConfig: RuntimeConfig, log: Logger): Promise<void> {
+  try {
+    await runtimeConfig.start();
+  } catch (err) {
+    log.error({ err, event: 'runtime_config_not_applied' }, 'Stored runtime configuration could not be read; serving the configuration files only');
+  }
+}
+
 /** Builds a gateway. Configuration errors (unknown router, bad trust networks…) throw here. */
 export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { settings, env, cwd, log, db } = options;
@@ -52,9 +62,14 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const keys = db ? new ApiKeyCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
   const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, rng: options.rng });
   const siteSettings = new SiteSettings(db, log);
-  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, keys, tokens: accessTokensFrom(settings, log) };
-  const onReady: ReadyStep[] = [() => siteSettings.start(), async () => keys?.start(), async () => { if (db) await context.limits.seed(db); }];
-  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => keys?.stop()];
+  const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
+  context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);
+  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log) };
+  const onReady: ReadyStep[] = [
+    () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(),
+    async () => { if (db) await context.limits.seed(db); },
+  ];
+  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop()];
   return {
     deps,
     listener: createGatewayListener(deps),

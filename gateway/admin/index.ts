@@ -6,8 +6,18 @@ import type Router from '@koa/router';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
 import { identityAdminRouter } from './identity-admin';
+import { modelsAdminRouter } from './models';
+import { policiesRouter } from './policies';
+import { providerKeysRouter } from './provider-keys';
+import { providersRouter } from './providers';
+import { retargetRouter } from './retarget';
+import { routingRouter } from './routing';
+import { runtimeRoutesRouter } from './runtime-routes';
 import { settingsAdminRouter } from './settings-admin';
 
 export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
-  return [identityAdminRouter(deps), settingsAdminRouter(deps)];
+  return [
+    identityAdminRouter(deps), settingsAdminRouter(deps),
+    routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps), policiesRouter(deps), providersRouter(deps), providerKeysRouter(deps),
+  ];
 }

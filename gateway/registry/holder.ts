@@ -10,7 +10,10 @@ import type { Model, Registry } from './types';
 export class RegistryHolder {
   constructor(public current: Registry) {}
 
-  /** Resolves a public id or alias the caller may see, else 404 (spec 7: not found or not visible). */
+  /**
+   * Resolves a public id or alias the caller may see, else 404 (spec 7: not found or not visible),
+   * as that caller's role sees it (provider keys reserved for higher roles left out).
+   */
   resolve(name: string, role: Role | undefined, surface: 'chat' | 'embeddings'): Model {
     const model = this.current.byName.get(name);
     if (!model || !canSee(role, model)) {
@@ -21,6 +24,6 @@ export class RegistryHolder {
       const other = wanted === 'chat' ? '/v1/embeddings' : '/v1/chat/completions';
       throw new AppError('invalid_request', `The model '${name}' is ${model.modelType === 'embedding' ? 'an embedding' : 'a chat'} model; use ${other}`, { param: 'model' });
     }
-    return model;
+    return model.byRole?.get(role ?? 'free') ?? model;
   }
 }

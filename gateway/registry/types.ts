@@ -72,6 +72,12 @@ export interface Model {
   contextLength: number;
   maxOutputLength: number;
   routes: readonly Route[];
+  /**
+   * Set by the runtime overlay when some provider keys are reserved for a minimum role: the
+   * model as a caller of each role sees it (key pools without the keys reserved above that role,
+   * routes whose pool would be empty removed). Absent: every role uses `routes`.
+   */
+  byRole?: ReadonlyMap<Role, Model>;
 }
 
 export interface Registry {

@@ -1,0 +1,45 @@
+/**
+ * Small helpers shared by the admin routers: JSON bodies validated with zod (400 naming the
+ * field), the database of an admin request, and 404 lookups of models and routes in the
+ * effective registry.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { z } from 'zod';
+import type { Db } from '../../lib/db';
+import { AppError } from '../../lib/errors';
+import { readJsonBody, validateBody } from '../../lib/http/json-body';
+import type { GatewayDeps } from '../app';
+import type { Model, Route } from '../registry/types';
+import { adminDb } from './guard';
+
+const ADMIN_BODY_LIMIT = 256 * 1024;
+
+/** The request body parsed and validated by `schema` (an empty body is `{}`). */
+export async function adminBody<T extends z.ZodType>(ctx: { req: IncomingMessage }, schema: T): Promise<z.infer<T>> {
+  const raw = await readJsonBody(ctx.req, ADMIN_BODY_LIMIT);
+  return validateBody(schema, raw ?? {});
+}
+
+/** The database (the guard already answered 500 without one). */
+export function dbOf(deps: GatewayDeps): Db {
+  return adminDb(deps.database.db);
+}
+
+/** A model of the effective registry by id (not alias), or 404. */
+export function modelOr404(deps: GatewayDeps, modelId: string): Model {
+  const model = deps.runtimeConfig.effective.registry.byName.get(modelId);
+  if (!model || model.id !== modelId) throw new AppError('not_found', `Unknown model '${modelId}'`, { param: 'model_id' });
+  return model;
+}
+
+/** A route of a model by route id, or 404. */
+export function routeOr404(model: Model, routeId: string): Route {
+  const route = model.routes.find((r) => r.routeId === routeId);
+  if (!route) throw new AppError('not_found', `Model '${model.id}' has no route '${routeId}'`, { param: 'route_id' });
+  return route;
+}
+
+/** A 400 naming the field. */
+export function invalid(field: string, message: string): AppError {
+  return new AppError('invalid_request', `Invalid field '${field}': ${message}`, { param: field });
+}

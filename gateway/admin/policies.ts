@@ -1,0 +1,129 @@
+/**
+ * Per-model routing policies stored in `site_settings` (spec 4.3, 2.9): offload routes
+ * (`model_offload_route:<model_id>`) and the cost-aware (routewise) strategy settings. Both are
+ * validated and stored; neither is executed by this gateway yet, and the listings say so
+ * (`active: false` with `inactive_reason`; `applied: false` with `reason`).
+ */
+import Router from '@koa/router';
+import { z } from 'zod';
+import { AppError } from '../../lib/errors';
+import type { GatewayDeps } from '../app';
+import { AVAILABLE_STRATEGIES } from '../registry';
+import type { Model } from '../registry/types';
+import { writeSetting } from '../runtime-config/store';
+import { SETTING, type OffloadPolicy } from '../runtime-config/types';
+import type { GatewayState } from '../surfaces/state';
+import { adminBody, dbOf, invalid, modelOr404, routeOr404 } from './http';
+
+const offloadBody = z.object({
+  route_id: z.string().min(1),
+  wait_seconds: z.number().finite().positive(),
+  engine_queue_limit: z.number().int().positive().optional(),
+  max_input_tokens: z.number().int().positive().optional(),
+}).strict();
+
+const routewiseBody = z.object({
+  model_id: z.string().min(1),
+  settings: z.object({
+    objective: z.enum(['cost', 'latency', 'balanced']).optional(),
+    probe_interval_seconds: z.number().finite().positive().optional(),
+    max_latency_ms: z.number().int().positive().optional(),
+  }).strict().nullable(),
+}).strict();
+
+const NOT_EXECUTED = 'offload execution is not implemented in this gateway yet (policy stored only)';
+const ROUTEWISE_MISSING = 'the routewise (cost-aware) strategy is not installed in this gateway; settings are stored only';
+
+function isHybrid(model: Model): boolean {
+  return model.routerParams.hybrid_composition === true || model.routes.some((r) => r.routeMetadata.hybrid_composition === true);
+}
+
+/** Why an offload policy cannot be set for `model` (400), if it cannot. */
+function offloadRefusal(model: Model): string | undefined {
+  if ((model.router ?? 'fixed') !== 'fixed') return `model ${model.id} uses the ${model.router} strategy; offload applies to router fixed only`;
+  if (isHybrid(model)) return `model ${model.id} declares hybrid_composition: true; offload is refused for hybrid models`;
+  if (model.modelType !== 'chat') return `model ${model.id} is an embedding model`;
+  return undefined;
+}
+
+/** Why a stored policy is not in force. */
+function inactiveReason(deps: GatewayDeps, modelId: string, policy: OffloadPolicy): string {
+  const model = deps.runtimeConfig.effective.registry.byName.get(modelId);
+  if (!model || model.id !== modelId) return 'model not found';
+  if (!model.routes.some((r) => r.routeId === policy.route_id)) return `offload route ${policy.route_id} no longer exists`;
+  return offloadRefusal(model) ?? NOT_EXECUTED;
+}
+
+function offloadView(deps: GatewayDeps, modelId: string, policy: OffloadPolicy): Record<string, unknown> {
+  return {
+    model_id: modelId, route_id: policy.route_id, wait_seconds: policy.wait_seconds,
+    engine_queue_limit: policy.engine_queue_limit ?? null, max_input_tokens: policy.max_input_tokens ?? null,
+    active: false, inactive_reason: inactiveReason(deps, modelId, policy),
+  };
+}
+
+function offloadRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
+  router.get('/admin/routing/offload-routes', (ctx) => {
+    const stored = [...deps.runtimeConfig.state.settings].filter(([key]) => key.startsWith(SETTING.offload));
+    ctx.body = { offload_routes: stored.map(([key, value]) => offloadView(deps, key.slice(SETTING.offload.length), value as OffloadPolicy)) };
+  });
+  router.put('/admin/routing/offload-routes/:model_id', async (ctx) => {
+    const model = modelOr404(deps, ctx.params.model_id!);
+    const body = await adminBody(ctx, offloadBody);
+    const refusal = offloadRefusal(model);
+    if (refusal) throw new AppError('invalid_request', refusal, { param: 'model_id' });
+    routeOr404(model, body.route_id);
+    if (model.routes.length < 2) throw invalid('route_id', `model ${model.id} has no other route to offload from`);
+    const policy: OffloadPolicy = {
+      route_id: body.route_id, wait_seconds: body.wait_seconds,
+      ...(body.engine_queue_limit !== undefined ? { engine_queue_limit: body.engine_queue_limit } : {}),
+      ...(body.max_input_tokens !== undefined ? { max_input_tokens: body.max_input_tokens } : {}),
+    };
+    await deps.runtimeConfig.change(dbOf(deps), (trx) => writeSetting(trx, `${SETTING.offload}${model.id}`, policy));
+    ctx.body = offloadView(deps, model.id, policy);
+  });
+  router.delete('/admin/routing/offload-routes/:model_id', async (ctx) => {
+    const modelId = ctx.params.model_id!;
+    if (!deps.runtimeConfig.state.settings.has(`${SETTING.offload}${modelId}`)) {
+      throw new AppError('not_found', `Model '${modelId}' has no offload policy`, { param: 'model_id' });
+    }
+    await deps.runtimeConfig.change(dbOf(deps), (trx) => writeSetting(trx, `${SETTING.offload}${modelId}`, null));
+    ctx.body = { model_id: modelId, deleted: true };
+  });
+}
+
+type RoutewiseSettings = Record<string, Record<string, unknown>>;
+
+function routewiseView(deps: GatewayDeps): Record<string, unknown> {
+  const installed = AVAILABLE_STRATEGIES.has('routewise');
+  return {
+    installed, applied: installed, ...(installed ? {} : { reason: ROUTEWISE_MISSING }),
+    models: (deps.runtimeConfig.state.settings.get(SETTING.routewise)) ?? {},
+  };
+}
+
+function routewiseRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
+  router.get('/admin/routewise/model-settings', (ctx) => {
+    ctx.body = routewiseView(deps);
+  });
+  router.put('/admin/routewise/model-settings', async (ctx) => {
+    const body = await adminBody(ctx, routewiseBody);
+    const model = modelOr404(deps, body.model_id);
+    await deps.runtimeConfig.change(dbOf(deps), async (trx) => {
+      // Read-modify-write under a row lock: two admins changing different models both land.
+      const row = await trx('site_settings').where({ key: SETTING.routewise }).forUpdate().first<{ value: RoutewiseSettings } | undefined>('value');
+      const current = { ...row?.value };
+      if (body.settings === null) delete current[model.id];
+      else current[model.id] = body.settings;
+      await writeSetting(trx, SETTING.routewise, current);
+    });
+    ctx.body = routewiseView(deps);
+  });
+}
+
+export function policiesRouter(deps: GatewayDeps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  offloadRoutes(router, deps);
+  routewiseRoutes(router, deps);
+  return router;
+}
