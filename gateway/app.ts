@@ -13,6 +13,7 @@ import { describeRequest } from './auth/request-origin';
 import type { AccessTokens } from './identity/access-tokens';
 import { healthRouter } from './surfaces/health';
 import type { DistributionState } from './registry/manifest';
+import type { RequestLog } from './request-log';
 import type { DatabaseState } from './store/database-state';
 import type { SiteSettings } from './store/site-settings';
 import { modelsRouter } from './surfaces/models';
@@ -28,6 +29,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   siteSettings: SiteSettings;
   /** Access-token issuing and checking. */
   tokens: AccessTokens;
+  /** The request log (`api_logs`); absent without a database. */
+  requestLog?: RequestLog | undefined;
   cacheRefreshSeconds?: number;
 }
 

@@ -12,6 +12,7 @@ import type { GatewayDeps } from './app';
 import { gatewayContextDeps } from './deps';
 import { accessTokensFrom } from './identity/access-tokens';
 import { loadGatewayConfiguration } from './registry';
+import { createRequestLog } from './request-log';
 import { RegistryHolder } from './registry/holder';
 import type { Rng } from './routing/weighted-order';
 import { createGatewayListener } from './server';
@@ -50,9 +51,16 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const database = new DatabaseState(db, log);
   const context = gatewayContextDeps(settings, new RegistryHolder(registry), options.rng);
   const siteSettings = new SiteSettings(db, log);
-  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, tokens: accessTokensFrom(settings, log) };
+  const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
+  const deps: GatewayDeps = {
+    ...context, log, database, settings, distribution, siteSettings, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
+  };
   const onReady: ReadyStep[] = [() => siteSettings.start()];
   const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop()];
+  if (requestLog) {
+    onReady.push(() => requestLog.start());
+    onStop.push(() => requestLog.stop());
+  }
   return {
     deps,
     listener: createGatewayListener(deps),
