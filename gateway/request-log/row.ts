@@ -65,8 +65,8 @@ function metadataOf(entry: LogEntry): Record<string, unknown> {
   if (entry.userAgent) meta.user_agent = cut(entry.userAgent);
   if (entry.sessionId) meta.session_id = cut(entry.sessionId);
   if (entry.client) {
-    const { client_ip, peer_ip, source, resolved } = entry.client;
-    meta.client = { client_ip, peer_ip, source, resolved };
+    const { client_ip, peer_ip, source, resolved, reason } = entry.client;
+    meta.client = reason === null ? { client_ip, peer_ip, source, resolved } : { client_ip, peer_ip, source, resolved, reason };
   }
   if (entry.routing) meta.routing = entry.routing;
   if (entry.caller) meta.via = entry.caller.via;
