@@ -5,8 +5,8 @@
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
+import { recentRequestsRouter } from './recent-requests';
 
 export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
-  void deps;
-  return [];
+  return [recentRequestsRouter(deps)];
 }
