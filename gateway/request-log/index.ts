@@ -45,10 +45,9 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** The rejection of a request that reached no handler (no caller): missing or invalid key, or the label set by auth code. */
-function rejectionOf(state: GatewayState, req: IncomingMessage, status: number): Rejection | undefined {
+/** The rejection of a refused request (no caller): the label set by auth code, else missing or invalid key. */
+function rejectionOf(state: GatewayState, req: IncomingMessage, status: number): Rejection {
   if (state.rejection) return state.rejection;
-  if (state.caller) return undefined;
   if (status === 401) {
     return req.headers.authorization
       ? { reason: 'invalid_api_key', credentialState: 'unknown' }
@@ -68,8 +67,9 @@ export class RequestLog {
     const clientGone = res.destroyed && !res.writableEnded;
     const status = clientGone ? CLIENT_CLOSED_STATUS : res.statusCode;
     if (state.synthetic && !this.flags.flag('log_synthetic_probes', false)) return;
-    const rejection = rejectionOf(state, req, status);
-    if (rejection && !this.flags.flag('log_rejected_requests', false)) return;
+    const rejected = state.rejection !== undefined || state.caller === undefined;
+    if (rejected && !this.flags.flag('log_rejected_requests', false)) return;
+    const rejection = rejected ? rejectionOf(state, req, status) : undefined;
     this.writer.push({
       at: Date.now(),
       requestId: state.requestId,
