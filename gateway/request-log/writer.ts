@@ -148,7 +148,8 @@ export class RequestLogWriter {
       else await this.toSpool(rows, 'database write failed');
       if (this.queue.length < this.options.batchSize) break;
     }
-    if (this.canWrite() && this.queue.length === 0 && this.options.spool.pending) await this.replayOne();
+    // Replay while live rows are not backing up (less than a batch waits), so steady traffic cannot starve it.
+    if (this.canWrite() && this.queue.length < this.options.batchSize && this.options.spool.pending) await this.replayOne();
     if (this.canWrite() && Date.now() - this.lastPurge >= (this.options.purgeIntervalMs ?? 3_600_000)) await this.purge();
   }
 

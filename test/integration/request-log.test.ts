@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { postgresSink } from '../../gateway/request-log/postgres-sink';
 import type { GatewayState } from '../../gateway/surfaces/state';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
@@ -234,6 +235,17 @@ describe('request log (api_logs)', function () {
       .first<{ n: string; cost: string; latency: string; errors: string }>(t.db.raw('sum(requests) as n'), t.db.raw('sum(cost_usd) as cost'), t.db.raw('sum(latency_ms_sum) as latency'), t.db.raw('sum(errors) as errors'));
     assert.ok(Number(logged.n) >= 3);
     assert.deepEqual([stats.n, Number(stats.cost), stats.latency, stats.errors], [logged.n, Number(logged.cost), logged.latency, logged.errors]);
+  });
+
+  it('purges provider_hourly_stats older than 30 days and keeps the rest', async () => {
+    const hourAgo = (days: number) => t.db.raw(`date_trunc('hour', now()) - make_interval(days => ?)`, [days]);
+    await t.db('provider_hourly_stats').insert([
+      { hour: hourAgo(31), provider: 'old', model: 'm', endpoint_id: 'e', requests: 1 },
+      { hour: hourAgo(29), provider: 'kept', model: 'm', endpoint_id: 'e', requests: 1 },
+    ]);
+    await postgresSink(t.db).purge();
+    const providers = (await t.db('provider_hourly_stats').whereIn('provider', ['old', 'kept']).select<Array<{ provider: string }>>('provider')).map((r) => r.provider);
+    assert.deepEqual(providers, ['kept']);
   });
 
   it('has no request log without a database', async () => {
