@@ -134,6 +134,21 @@ describe('request log (api_logs)', function () {
     assert.equal(row.metadata.agent, undefined, 'no agent declared');
   });
 
+  it('logs a stream the client abandoned as 499 client_disconnected', async () => {
+    const id = nextId('gone');
+    a.enqueue({ kind: 'sse', pieces: ['a', 'b', 'c', 'd', 'e', 'f'], intervalMs: 200 });
+    const controller = new AbortController();
+    const res = await fetch(`${gw!.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id }, signal: controller.signal,
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    const row = await rowOf(id);
+    assert.deepEqual([row.status, row.error_code, row.stream, row.provider], [499, 'client_disconnected', true, 'route-a']);
+  });
+
   it('logs embeddings', async () => {
     const id = nextId('embed');
     const res = await post('/v1/embeddings', { model: 'e', input: ['x', 'y'] }, { 'x-request-id': id });
