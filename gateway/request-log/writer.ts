@@ -98,12 +98,6 @@ export class RequestLogWriter {
     this.schedule();
   }
 
-  /** Runs one tick now (and waits for it): write queued batches, replay a spool segment. */
-  async flush(): Promise<void> {
-    await this.ticking;
-    await this.runTick();
-  }
-
   /**
    * Stops the timer and stores what is queued: written when the database answers, else spooled.
    * Resolves once every row is stored, spooled or counted as dropped.
@@ -173,7 +167,7 @@ export class RequestLogWriter {
    */
   private async guarded(operation: () => Promise<void>, failure: string): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
-    const settled = operation().then(() => {
+    const settled = Promise.resolve().then(operation).then(() => {
       if (!this.databaseUp) this.options.log.info({ event: 'request_log_database_back' }, 'request log: database answers again');
       this.databaseUp = true;
       return true;
