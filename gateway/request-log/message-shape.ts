@@ -25,28 +25,49 @@ export function messageText(content: unknown): string | undefined {
   return texts.join('\n');
 }
 
-/** Shannon entropy of the code points of `text`, bits per character (0 for empty text). */
-export function shannonEntropy(text: string): number {
-  const counts = new Map<number, number>();
+/** Per-code-unit counts, reused by every call (flush time is single-threaded); reset after each use. */
+const bmpCounts = new Uint32Array(0x10000);
+const seen: number[] = [];
+
+/** Code points of `text` and their Shannon entropy in bits per character (0 for empty text). One pass. */
+export function characterStats(text: string): { chars: number; entropy: number } {
   let total = 0;
-  for (const ch of text) {
-    const cp = ch.codePointAt(0)!;
-    counts.set(cp, (counts.get(cp) ?? 0) + 1);
+  let astral: Map<number, number> | undefined;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const low = text.charCodeAt(i + 1);
+      if (low >= 0xdc00 && low <= 0xdfff) {
+        const cp = (unit - 0xd800) * 0x400 + (low - 0xdc00) + 0x10000;
+        astral ??= new Map();
+        astral.set(cp, (astral.get(cp) ?? 0) + 1);
+        total += 1;
+        i += 1;
+        continue;
+      }
+    }
+    const before = bmpCounts[unit]!;
+    if (before === 0) seen.push(unit);
+    bmpCounts[unit] = before + 1;
     total += 1;
   }
   let bits = 0;
-  for (const n of counts.values()) {
+  const add = (n: number) => {
     const p = n / total;
     bits -= p * Math.log2(p);
+  };
+  for (const unit of seen) {
+    add(bmpCounts[unit]!);
+    bmpCounts[unit] = 0;
   }
-  return bits;
+  seen.length = 0;
+  if (astral) for (const n of astral.values()) add(n);
+  return { chars: total, entropy: bits };
 }
 
-/** Length (code points) of `text`. */
-function codePoints(text: string): number {
-  let n = 0;
-  for (const _ of text) n += 1;
-  return n;
+/** Shannon entropy of the code points of `text`, bits per character (0 for empty text). */
+export function shannonEntropy(text: string): number {
+  return characterStats(text).entropy;
 }
 
 /** The shape of a message content, or undefined when it carries no text at all. */
@@ -55,9 +76,10 @@ export function messageShape(content: unknown): MessageShape | undefined {
   if (raw === undefined) return undefined;
   const text = raw.trim();
   if (text.length === 0) return { chars: 0, entropy: 0, hash: null };
+  const stats = characterStats(text);
   return {
-    chars: codePoints(text),
-    entropy: Math.round(shannonEntropy(text) * 1e4) / 1e4,
+    chars: stats.chars,
+    entropy: Math.round(stats.entropy * 1e4) / 1e4,
     hash: createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16),
   };
 }

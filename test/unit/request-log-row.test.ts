@@ -53,6 +53,10 @@ describe('request log: user-message shape and agent', () => {
     assert.notEqual(messageShape('aabc')!.hash, shape.hash);
     assert.equal(messageShape('🙂🙂')!.chars, 2);
     assert.equal(shannonEntropy('abcd'), 2);
+    assert.equal(shannonEntropy('🙂🙂ab'), 1.5, 'astral characters count once each');
+    assert.equal(shannonEntropy('aaaa'), 0);
+    assert.equal(messageShape('a\ud800b')!.chars, 3, 'an unpaired surrogate is one character');
+    assert.equal(shannonEntropy('abcd'), 2, 'counts are reset between calls');
   });
 
   it('reads the text parts of a parts array; no text gives no shape, blank text no hash', () => {
