@@ -15,6 +15,7 @@ import type { AccessTokens } from './identity/access-tokens';
 import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';
 import type { DistributionState } from './registry/manifest';
+import type { RequestLog } from './request-log';
 import type { RuntimeConfig } from './runtime-config/runtime-state';
 import type { DatabaseState } from './store/database-state';
 import type { SiteSettings } from './store/site-settings';
@@ -35,6 +36,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   tokens: AccessTokens;
   /** Runtime configuration: the overlay of stored admin changes over the files. */
   runtimeConfig: RuntimeConfig;
+  /** The request log (`api_logs`); absent without a database. */
+  requestLog?: RequestLog | undefined;
   cacheRefreshSeconds?: number;
 }
 

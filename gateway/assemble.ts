@@ -13,6 +13,7 @@ import { gatewayContextDeps } from './deps';
 import { accessTokensFrom } from './identity/access-tokens';
 import { ApiKeyCache } from './identity/api-keys';
 import { loadGatewayConfiguration } from './registry';
+import { createRequestLog } from './request-log';
 import { RegistryHolder } from './registry/holder';
 import type { Rng } from './routing/weighted-order';
 import { RuntimeConfig } from './runtime-config/runtime-state';
@@ -64,12 +65,19 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const siteSettings = new SiteSettings(db, log);
   const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
   context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);
-  const deps: GatewayDeps = { ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log) };
+  const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
+  const deps: GatewayDeps = {
+    ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
+  };
   const onReady: ReadyStep[] = [
     () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(),
     async () => { if (db) await context.limits.seed(db); },
   ];
   const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop()];
+  if (requestLog) {
+    onReady.push(() => requestLog.start());
+    onStop.push(() => requestLog.stop());
+  }
   return {
     deps,
     listener: createGatewayListener(deps),

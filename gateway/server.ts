@@ -6,8 +6,9 @@
  * Both paths log `http_request`, echo `X-Request-Id` and render errors the same way.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { AppError } from '../lib/errors';
-import { sendError } from '../lib/http/error-middleware';
+import { sendError, toAppError } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
 import { createGatewayApp, type GatewayDeps } from './app';
 import type { Caller } from './auth/caller';
@@ -40,6 +41,7 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
   const origin = describeRequest(deps.clientAddress, deps.log, req);
   const state: GatewayState = beginRequest(req, res, deps.log, path, origin.fields);
   state.client = origin.client;
+  state.startedAt = performance.now();
   try {
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
@@ -48,7 +50,11 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
     await handler(new Context(req, res, state));
   } catch (thrown) {
+    state.errorCode = toAppError(thrown).code;
     sendError(thrown, res, state.log);
+  } finally {
+    // The response has ended (or the client left): one row for the request log, queued only.
+    deps.requestLog?.finish(req, res, state, path);
   }
 }
 

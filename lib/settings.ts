@@ -112,6 +112,22 @@ export const settingsShape = {
   /** Estimated prompt tokens from which a request is an elephant (upstream priority 0). Default 32768. */
   ROUTING_ELEPHANT_PROMPT_TOKENS: z.coerce.number().int().positive().default(32768),
 
+  // ---- request log ----
+  /** `false`: no `api_logs` rows are written even with a database (docs/request-log.md). Default true. */
+  REQUEST_LOG_ENABLED: flag(true),
+  /** Rows per multi-row insert; a batch is written as soon as this many are queued. Default 500. */
+  REQUEST_LOG_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
+  /** Milliseconds between flushes of a partly filled batch. Default 1000. */
+  REQUEST_LOG_FLUSH_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /** Rows held in memory awaiting the database; beyond it rows spill to the spool. Default 10000. */
+  REQUEST_LOG_MAX_QUEUE: z.coerce.number().int().min(1).default(10_000),
+  /** Milliseconds a batch insert may take before its rows go to the spool and the database counts as down. Default 5000. */
+  REQUEST_LOG_WRITE_TIMEOUT_MS: z.coerce.number().int().min(50).default(5000),
+  /** Directory of the overflow spool (append-only JSONL, replayed when the database answers). Default `.data/request-log-spool`. */
+  REQUEST_LOG_SPOOL_DIR: z.string().min(1).default('.data/request-log-spool'),
+  /** Largest size of the spool in MiB; rows beyond it are dropped and counted. Default 512. */
+  REQUEST_LOG_SPOOL_MAX_MIB: z.coerce.number().positive().default(512),
+
   // ---- database ----
   /** PostgreSQL URL. Optional for the gateway (no-database mode); required by api and workers. */
   DATABASE_URL: optionalString(),
@@ -168,6 +184,9 @@ export const settingsShape = {
 } as const;
 
 const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
+  if (s.REQUEST_LOG_MAX_QUEUE < s.REQUEST_LOG_BATCH_SIZE) {
+    ctx.addIssue({ code: 'custom', path: ['REQUEST_LOG_MAX_QUEUE'], message: 'must be at least REQUEST_LOG_BATCH_SIZE' });
+  }
   if (s.ROUTING_ELEPHANT_PROMPT_TOKENS <= s.ROUTING_LARGE_PROMPT_TOKENS) {
     ctx.addIssue({ code: 'custom', path: ['ROUTING_ELEPHANT_PROMPT_TOKENS'], message: 'must be larger than ROUTING_LARGE_PROMPT_TOKENS' });
   }

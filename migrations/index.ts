@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import * as initial from './20261121000000_initial';
 import * as identity from './20261121010000_identity';
+import * as requestLog from './20261121020000_request_log';
 import * as runtimeConfig from './20261121030000_runtime_config';
 
 export interface Migration {
@@ -18,5 +19,6 @@ export interface Migration {
 export const migrations: readonly Migration[] = [
   { name: '20261121000000_initial', ...initial },
   { name: '20261121010000_identity', ...identity },
+  { name: '20261121020000_request_log', ...requestLog },
   { name: '20261121030000_runtime_config', ...runtimeConfig },
 ];

@@ -10,6 +10,7 @@ import { modelsAdminRouter } from './models';
 import { policiesRouter } from './policies';
 import { providerKeysRouter } from './provider-keys';
 import { providersRouter } from './providers';
+import { recentRequestsRouter } from './recent-requests';
 import { retargetRouter } from './retarget';
 import { routingRouter } from './routing';
 import { runtimeRoutesRouter } from './runtime-routes';
@@ -17,7 +18,7 @@ import { settingsAdminRouter } from './settings-admin';
 
 export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
   return [
-    identityAdminRouter(deps), settingsAdminRouter(deps),
+    identityAdminRouter(deps), settingsAdminRouter(deps), recentRequestsRouter(deps),
     routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps), policiesRouter(deps), providersRouter(deps), providerKeysRouter(deps),
   ];
 }

@@ -9,17 +9,10 @@ import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
 import { secretPrefix } from '../../lib/crypto';
 import { bearerToken } from '../../lib/http/json-body';
-import type { CredentialState } from '../identity/api-keys';
+import type { Rejection } from '../request-log/entry';
 import { BLOCKED_MESSAGE, blocklistSource, type AuthFailureBlocklist } from './auth-failure-blocklist';
 import { unauthorized, type Authenticator, type Caller } from './caller';
 import type { ClientIpInfo } from './client-address';
-
-/** Why a request was refused before it was served, for the rejection log (`log_rejected_requests`). */
-export interface Rejection {
-  reason: 'ip_blocked' | 'unauthorized';
-  /** The presented credential's state: `revoked`, `expired`, `user_suspended`, `unknown`, `missing`, `valid`… */
-  credential_state: CredentialState | 'missing';
-}
 
 /** Where a refusal is recorded (the request state). */
 export interface RejectionTarget {
@@ -49,7 +42,7 @@ export class AuthGate {
     if (!this.blocklist.blocked(client)) return;
     if (into) {
       const result = this.authenticator.check(authorization);
-      into.rejection = { reason: 'ip_blocked', credential_state: result.ok ? 'valid' : result.state };
+      into.rejection = { reason: 'ip_blocked', credentialState: result.ok ? 'valid' : result.state };
     }
     throw blockedError();
   }
@@ -83,7 +76,7 @@ export class AuthGate {
     if (result.state !== 'missing') {
       this.recordFailure(client, { path, reason: result.state, credential: bearerToken(authorization), userId: result.key?.userId });
     }
-    if (into) into.rejection = { reason: 'unauthorized', credential_state: result.state };
+    if (into) into.rejection = { reason: result.state === 'missing' ? 'missing_api_key' : 'invalid_api_key', credentialState: result.state };
     throw unauthorized();
   }
 }

@@ -4,12 +4,14 @@
  * commits to a route only when its first upstream chunk arrives, so failures before that still
  * fall back. `_routing` attribution is kept in request state for logs, never sent.
  */
+import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
 import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { callerOf } from '../auth/caller';
 import { processCompletion } from '../processors';
+import { noteChatFacts } from '../request-log/chat-facts';
 import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
@@ -77,8 +79,13 @@ export interface SurfaceShape {
  * streaming relay or one completion; errors become client errors.
  */
 export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps, request: ChatRequest, role: Role, shape?: SurfaceShape): Promise<void> {
+  const state = ctx.state;
+  state.model = request.model;
+  state.stream = request.stream;
+  noteChatFacts(state, request.messages);
   const model = deps.registry.resolve(request.model, role, 'chat');
-  deps.limits.enter(callerOf(ctx.state), model.id, ctx.res);
+  state.model = model.id;
+  deps.limits.enter(callerOf(state), model.id, ctx.res);
   const { routes, pinned } = candidatesFor(model, routePin(ctx, role), deps);
   const tier = tierFor(model, request, deps);
   const signal = abortOnClientClose(ctx.res);
@@ -92,9 +99,12 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   };
   if (request.stream) {
     const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
+    if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts));
-    const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, ctx.state, shape?.stream());
-    ctx.state.usage = outcome.usage;
+    state.pricing = opened.route.pricing;
+    const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
+    state.usage = outcome.usage;
+    if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
   const done = await runWithFallback(routes, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal), fallbackOptions);
@@ -102,7 +112,8 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);
   attribute(ctx, attribution(done.route, done.failedAttempts));
-  ctx.state.usage = completion.usage;
+  state.pricing = done.route.pricing;
+  state.usage = completion.usage;
   sendJson(ctx, shape ? shape.completion(completion) : completion);
 }
 

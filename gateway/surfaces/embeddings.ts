@@ -10,6 +10,7 @@ import { callerOf } from '../auth/caller';
 import type { Route } from '../registry';
 import { runWithFallback } from '../routing/fallback';
 import { attribute, sendJson, type GatewayContextDeps, type InferenceHandler } from './state';
+import type { Usage } from './usage';
 
 interface EmbeddingsRequest {
   model: string;
@@ -40,7 +41,9 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
     const caller = callerOf(ctx.state);
     const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
+    ctx.state.model = request.model;
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
+    ctx.state.model = model.id;
     deps.limits.enter(caller, model.id, ctx.res);
     const signal = abortOnClientClose(ctx.res);
     const attempt = (route: Route) =>
@@ -54,6 +57,8 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
     });
     delete done.value._routing;
     attribute(ctx, { provider: done.route.providerLabel, base_url: done.route.baseUrl, endpoint_id: done.route.endpointId });
+    ctx.state.pricing = done.route.pricing;
+    ctx.state.usage = done.value.usage as Usage | undefined;
     sendJson(ctx, done.value);
   };
 }

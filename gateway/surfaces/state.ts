@@ -5,8 +5,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { writeJson } from '../../lib/http/json-response';
 import type { RequestState } from '../../lib/http/request-context';
 import type { Authenticator, Caller } from '../auth/caller';
+import type { Rejection } from '../request-log/entry';
+import type { Pricing } from '../registry/types';
 import type { AdminPrincipal } from '../admin/guard';
-import type { AuthGate, Rejection } from '../auth/gate';
+import type { AuthGate } from '../auth/gate';
 import type { UserLimits } from '../auth/user-limits';
 import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
 import type { RegistryHolder } from '../registry/holder';
@@ -32,12 +34,32 @@ export interface GatewayState extends RequestState {
   caller?: Caller;
   /** The administrator (admin routes). */
   admin?: AdminPrincipal;
-  /** Set when the request was refused before being served (blocked source, invalid key). */
-  rejection?: Rejection;
-  /** An honoured `X-Probe: synthetic` request (spec 5.9). */
-  synthetic?: boolean;
   routing?: RoutingAttribution;
   usage?: Usage | undefined;
+  // Per-request facts for the request log (`api_logs`), set by the server and handlers; references only.
+  /** `performance.now()` when the request arrived. */
+  startedAt?: number;
+  /** The surface, when it differs from the path's (e.g. a messages prefix). */
+  surface?: string;
+  /** The model asked for (public id once resolved). */
+  model?: string;
+  stream?: boolean;
+  /** Milliseconds from arrival to the first upstream stream chunk (streams only). */
+  firstTokenMs?: number;
+  /** `user` messages in the request. */
+  numUserTurns?: number;
+  /** Tool calls made by `assistant` messages in the request's history. */
+  numToolCalls?: number;
+  /** The newest user message's content as sent (string or parts array); measured at flush time. */
+  lastUserMessage?: unknown;
+  /** The pricing of the route that answered. */
+  pricing?: Pricing | undefined;
+  /** The error code of the response, when it failed. */
+  errorCode?: string;
+  /** `X-Probe: synthetic` honoured for this request (spec 5.9): omitted from logs unless `log_synthetic_probes`. */
+  synthetic?: boolean;
+  /** Why the request was refused (set by auth code before throwing): logged only with `log_rejected_requests`. */
+  rejection?: Rejection;
 }
 
 export interface GatewayContextDeps {

@@ -15,7 +15,8 @@ const SOCKET_DIR = join(DATA, 'postgres-run');
 const LOG_FILE = join(LOGS, 'postgres.log');
 const OWNER = isRoot ? 'postgres' : undefined;
 
-function pgBin(name: string): string {
+/** The newest installed PostgreSQL binary `name` (e.g. `initdb`, `pg_ctl`), else `name` on PATH. */
+export function pgBin(name: string): string {
   const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a)) : [];
   for (const v of versions) {
     const candidate = `/usr/lib/postgresql/${v}/bin/${name}`;

@@ -31,9 +31,11 @@ export interface TestGatewayOptions {
 
 /** Starts a gateway through the same assembly as `gateway/main.ts`, on 127.0.0.1:0. */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
-  const file = join(mkdtempSync(join(tmpdir(), 'gw-')), 'models.yaml');
+  const dir = mkdtempSync(join(tmpdir(), 'gw-'));
+  const file = join(dir, 'models.yaml');
   writeFileSync(file, options.modelsYaml ?? 'models: []\n');
-  const env = { USER_AUTH_ENABLED: 'false', ...options.env, MODELS_CONFIG_PATH: file };
+  // Each test gateway spools request-log overflow in its own directory (never replayed into another test's database).
+  const env = { USER_AUTH_ENABLED: 'false', REQUEST_LOG_SPOOL_DIR: join(dir, 'request-log-spool'), ...options.env, MODELS_CONFIG_PATH: file };
   const logs = captureLogs('gateway', 'debug');
   const assembly = assembleGateway({
     settings: loadSettings(env), env, cwd: process.cwd(), log: logs.log, db: options.db ?? null,

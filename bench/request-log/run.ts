@@ -1,0 +1,90 @@
+/**
+ * `npx tsx bench/request-log/run.ts`: what the request log costs. Prints (does not assert):
+ *
+ * 1. the hot-path call, `RequestLog.finish` (flag checks and one pushed object), in ns per request;
+ * 2. flush throughput into PostgreSQL (row building at flush time plus one statement per batch,
+ *    `provider_hourly_stats` included), in rows per second, against a fresh test database.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { RequestLog } from '../../gateway/request-log';
+import { postgresSink } from '../../gateway/request-log/postgres-sink';
+import { toApiLogRow } from '../../gateway/request-log/row';
+import { Spool } from '../../gateway/request-log/spool';
+import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
+import type { GatewayState } from '../../gateway/surfaces/state';
+import { freshDatabase } from '../../test/support/db';
+import { captureLogs } from '../../test/support/logs';
+
+const N = 200_000;
+const req = { headers: { 'user-agent': 'claude-cli/1.0.3 (external, cli)', 'x-session-id': 's' } } as unknown as IncomingMessage;
+const res = { destroyed: false, writableEnded: true, statusCode: 200 } as ServerResponse;
+const message = 'Please refactor the parser so that it handles nested quotes. '.repeat(8);
+
+function state(i: number): GatewayState {
+  return {
+    requestId: `r${i}`, startedAt: performance.now(), caller: { role: 'pro', via: 'api_key', userId: 1, apiKeyId: 2 }, model: 'm', stream: false,
+    routing: { provider: 'p', base_url: 'http://u/v1', endpoint_id: 'ep' }, usage: { prompt_tokens: 900, completion_tokens: 120, cache_read_tokens: 512 },
+    pricing: { prompt: '3', completion: '15', input_cache_reads: '0.3' }, numUserTurns: 3, numToolCalls: 1, lastUserMessage: message,
+  } as GatewayState;
+}
+
+function writer(sink: LogSink, dir: string): RequestLogWriter {
+  return new RequestLogWriter({
+    sink, spool: new Spool({ dir, maxBytes: 1e9 }), log: captureLogs('bench', 'warn').log,
+    batchSize: 500, flushIntervalMs: 1000, maxQueue: N, writeTimeoutMs: 30_000,
+  });
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-'));
+  const states = Array.from({ length: N }, (_, i) => state(i));
+  const noop: LogSink = { write: () => Promise.resolve(), purge: () => Promise.resolve() };
+  const log = new RequestLog(writer(noop, dir), { flag: () => false });
+  // Requests arrive in waves with the event loop turning between them, so the writer drains the
+  // queue as in production; only the synchronous finish() calls are timed.
+  let spent = 0;
+  for (let wave = 0; wave < N; wave += 500) {
+    const started = performance.now();
+    for (let i = wave; i < wave + 500; i += 1) log.finish(req, res, states[i]!, '/v1/chat/completions');
+    spent += performance.now() - started;
+    await new Promise((r) => setImmediate(r));
+  }
+  console.log(`finish() on the request path: ${((spent * 1e6) / N).toFixed(0)} ns per request (${N} requests in waves of 500)`);
+  await log.writer.stop();
+
+  const rowsStarted = performance.now();
+  for (let i = 0; i < 20_000; i += 1) toApiLogRow(baseEntry(i));
+  console.log(`row building at flush time: ${(((performance.now() - rowsStarted) * 1e3) / 20_000).toFixed(1)} µs per row`);
+
+  const t = await freshDatabase();
+  try {
+    const pg = new RequestLog(writer(postgresSink(t.db), dir), { flag: () => false });
+    const rows = 50_000;
+    for (let i = 0; i < rows; i += 1) pg.finish(req, res, states[i]!, '/v1/chat/completions');
+    const flushStarted = performance.now();
+    await pg.writer.stop();
+    const seconds = (performance.now() - flushStarted) / 1000;
+    console.log(`flush into PostgreSQL: ${Math.round(rows / seconds)} rows/s (${rows} rows, batches of 500, stats upsert included)`);
+  } finally {
+    await t.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function baseEntry(i: number): Parameters<typeof toApiLogRow>[0] {
+  const s = state(i);
+  return {
+    at: Date.now(), requestId: s.requestId, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 10, firstTokenMs: undefined,
+    errorCode: undefined, caller: s.caller, model: 'm', stream: false, routing: s.routing, usage: s.usage, pricing: s.pricing, client: undefined,
+    numUserTurns: 3, numToolCalls: 1, lastUserMessage: message, userAgent: 'claude-cli/1.0.3', sessionId: 's', synthetic: false, rejection: undefined,
+  };
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

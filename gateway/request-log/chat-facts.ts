@@ -1,0 +1,25 @@
+/**
+ * The conversation facts a chat request contributes to its log row (spec 2.12 reads them):
+ * how many `user` turns, how many tool calls the history's `assistant` messages made, and a
+ * reference to the newest user message. One pass over the messages, no allocation.
+ */
+import type { GatewayState } from '../surfaces/state';
+
+/** Notes `numUserTurns`, `numToolCalls` and `lastUserMessage` of `messages` on the request's state. */
+export function noteChatFacts(state: GatewayState, messages: readonly unknown[]): void {
+  let users = 0;
+  let toolCalls = 0;
+  let last: unknown;
+  for (let i = 0; i < messages.length; i += 1) {
+    const message = messages[i] as { role?: unknown; content?: unknown; tool_calls?: unknown };
+    if (message.role === 'user') {
+      users += 1;
+      last = message.content;
+    } else if (message.role === 'assistant' && Array.isArray(message.tool_calls)) {
+      toolCalls += message.tool_calls.length;
+    }
+  }
+  state.numUserTurns = users;
+  state.numToolCalls = toolCalls;
+  state.lastUserMessage = last;
+}

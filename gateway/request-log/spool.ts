@@ -1,0 +1,180 @@
+/**
+ * The request log's overflow spool: append-only JSONL segment files in one directory, holding
+ * rows the database could not take (queue full, insert failed or timed out). Segments are
+ * replayed oldest first once the database answers and deleted after their rows are in; a row
+ * carries its `log_id`, so a segment replayed twice adds nothing twice. The total size is
+ * capped: rows beyond it (or when the directory is unwritable) are refused, and the caller counts
+ * them as dropped. Segments left by a process that is gone are adopted at start.
+ */
+import { appendFile, mkdir, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ApiLogRow } from './row';
+
+export interface SpoolOptions {
+  dir: string;
+  maxBytes: number;
+  /** A segment is closed (and becomes replayable) past this size. Default 4 MiB. */
+  segmentBytes?: number;
+}
+
+/** A closed segment's rows; `remove` deletes it once they are stored. */
+export interface SpoolSegment {
+  name: string;
+  rows: ApiLogRow[];
+  remove(): Promise<void>;
+}
+
+const SEGMENT = /^(\d+)-(\d+)-(\d+)\.jsonl$/;
+
+/** Identity of each spool of this process (a spool adopts the segments of an earlier one, e.g. after a restart in tests). */
+let lastStamp = 0;
+function nextStamp(): number {
+  lastStamp = Math.max(Date.now(), lastStamp + 1);
+  return lastStamp;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class Spool {
+  private readonly segmentBytes: number;
+  /** Closed segments awaiting replay, oldest first. */
+  private readonly closed: string[] = [];
+  private current: string | undefined;
+  private currentBytes = 0;
+  private totalBytes = 0;
+  private seq = 0;
+  private readonly stamp = nextStamp();
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: SpoolOptions) {
+    this.segmentBytes = options.segmentBytes ?? 4 * 1024 * 1024;
+  }
+
+  /** Bytes held on disk. */
+  get bytes(): number {
+    return this.totalBytes;
+  }
+
+  /** Whether rows wait for replay (in closed segments or the open one). */
+  get pending(): boolean {
+    return this.closed.length > 0 || this.currentBytes > 0;
+  }
+
+  /** Creates the directory and adopts the segments of processes that are gone. Throws when unusable. */
+  async open(): Promise<void> {
+    await mkdir(this.options.dir, { recursive: true });
+    for (const name of (await readdir(this.options.dir)).sort(bySequence)) {
+      const match = SEGMENT.exec(name);
+      if (!match || !this.orphaned(Number(match[1]), Number(match[2]))) continue;
+      const adopted = this.nextName();
+      try {
+        await rename(join(this.options.dir, name), join(this.options.dir, adopted));
+      } catch {
+        continue; // adopted by another process first
+      }
+      this.closed.push(adopted);
+      this.totalBytes += (await stat(join(this.options.dir, adopted))).size;
+    }
+  }
+
+  /** A segment of a process that is gone, or of an earlier spool of this process. */
+  private orphaned(pid: number, stamp: number): boolean {
+    return pid === process.pid ? stamp !== this.stamp : !alive(pid);
+  }
+
+  /**
+   * Appends rows (serialized here); resolves with how many were stored. Rows that would pass the
+   * size cap, or that could not be written, are not stored.
+   */
+  append(rows: readonly ApiLogRow[]): Promise<number> {
+    const run = this.tail.then(() => this.write(rows));
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private async write(rows: readonly ApiLogRow[]): Promise<number> {
+    let text = '';
+    let bytes = 0;
+    let accepted = 0;
+    for (const row of rows) {
+      const line = `${JSON.stringify(row)}\n`;
+      const size = Buffer.byteLength(line);
+      if (this.totalBytes + bytes + size > this.options.maxBytes) break;
+      text += line;
+      bytes += size;
+      accepted += 1;
+    }
+    if (accepted === 0) return 0;
+    if (!this.current || this.currentBytes >= this.segmentBytes) this.rotate();
+    const path = join(this.options.dir, this.current!);
+    try {
+      await appendFile(path, text, { mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return 0;
+      // The directory is made on first use (or was removed): create it and try once more.
+      try {
+        await mkdir(this.options.dir, { recursive: true });
+        await appendFile(path, text, { mode: 0o600 });
+      } catch {
+        return 0;
+      }
+    }
+    this.currentBytes += bytes;
+    this.totalBytes += bytes;
+    return accepted;
+  }
+
+  private nextName(): string {
+    this.seq += 1;
+    return `${process.pid}-${this.stamp}-${this.seq}.jsonl`;
+  }
+
+  private rotate(): void {
+    if (this.current && this.currentBytes > 0) this.closed.push(this.current);
+    this.current = this.nextName();
+    this.currentBytes = 0;
+  }
+
+  /** The oldest segment's rows (closing the open segment when it is the only one), or undefined. */
+  async oldest(): Promise<SpoolSegment | undefined> {
+    await this.tail;
+    if (this.closed.length === 0 && this.currentBytes > 0) this.rotate();
+    const name = this.closed[0];
+    if (!name) return undefined;
+    const path = join(this.options.dir, name);
+    const text = await readFile(path, 'utf8');
+    const rows: ApiLogRow[] = [];
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      try {
+        rows.push(JSON.parse(line) as ApiLogRow);
+      } catch {
+        // A line cut short by a crash mid-write: the rest of the segment is still replayed.
+      }
+    }
+    return {
+      name,
+      rows,
+      remove: async () => {
+        await unlink(path).catch(() => undefined);
+        this.closed.splice(this.closed.indexOf(name), 1);
+        this.totalBytes = Math.max(0, this.totalBytes - Buffer.byteLength(text));
+      },
+    };
+  }
+}
+
+/** Orders segment names by pid stamp and sequence number (numerically). */
+function bySequence(a: string, b: string): number {
+  const ma = SEGMENT.exec(a);
+  const mb = SEGMENT.exec(b);
+  if (!ma || !mb) return a.localeCompare(b);
+  return Number(ma[2]) - Number(mb[2]) || Number(ma[3]) - Number(mb[3]) || Number(ma[1]) - Number(mb[1]);
+}

@@ -1,0 +1,91 @@
+/**
+ * A private, throwaway PostgreSQL cluster for tests that must stop the server (never the shared
+ * dev server other tests use): initdb into a temporary directory, started on a free loopback
+ * port with the same binaries and helpers as `ops/dev/postgres.ts` (as the `postgres` OS user
+ * when running as root), paused and resumed with SIGSTOP/SIGCONT on the postmaster and every
+ * backend, and removed afterwards.
+ */
+import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pgBin } from '../../ops/dev/postgres';
+import { isRoot, run } from '../../ops/dev/sh';
+
+const OWNER = isRoot ? 'postgres' : undefined;
+
+export interface PrivatePostgres {
+  /** Superuser URL (trust authentication on loopback). */
+  url: string;
+  /** SIGSTOPs the postmaster, then each of its children; returns the pids stopped. */
+  pause(): number[];
+  /** SIGCONTs every process paused (safe to call when nothing is paused). */
+  resume(): void;
+  /** Resumes, stops the cluster and removes its directory. */
+  stop(): void;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function idOf(flag: '-u' | '-g', user: string): number {
+  return Number(run('id', [flag, user]).stdout.trim());
+}
+
+function children(pid: number): number[] {
+  return run('pgrep', ['-P', String(pid)]).stdout.split('\n').filter(Boolean).map(Number);
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // gone already
+  }
+}
+
+/** Creates and starts a cluster; throws with initdb/pg_ctl output when it cannot. */
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const root = mkdtempSync(join(tmpdir(), 'gw-private-pg-'));
+  if (OWNER) chownSync(root, idOf('-u', OWNER), idOf('-g', OWNER));
+  const data = join(root, 'data');
+  const port = await freePort();
+  const init = run(pgBin('initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C'], { asUser: OWNER });
+  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off -c max_connections=50`;
+  const started = run(pgBin('pg_ctl'), ['-D', data, '-l', join(root, 'postgres.log'), '-o', options, '-w', '-t', '60', 'start'], { asUser: OWNER });
+  if (started.status !== 0) throw new Error(`pg_ctl start failed: ${started.stderr || started.stdout}`);
+  const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const paused = new Set<number>();
+  const resume = () => {
+    signal(postmaster, 'SIGCONT');
+    for (const pid of paused) signal(pid, 'SIGCONT');
+    paused.clear();
+  };
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    pause: () => {
+      signal(postmaster, 'SIGSTOP');
+      paused.add(postmaster);
+      for (const pid of children(postmaster)) {
+        signal(pid, 'SIGSTOP');
+        paused.add(pid);
+      }
+      return [...paused];
+    },
+    resume,
+    stop: () => {
+      resume();
+      run(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', 'stop'], { asUser: OWNER });
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,178 @@
+/**
+ * The batching writer against a replaceable sink and a real spool directory: batches, the bounded
+ * queue spilling to the spool, a failing or hung database, replay exactly once, shutdown flush,
+ * and drops counted only when the spool refuses rows.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LogEntry } from '../../gateway/request-log/entry';
+import type { ApiLogRow } from '../../gateway/request-log/row';
+import { Spool } from '../../gateway/request-log/spool';
+import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
+import { captureLogs } from '../support/logs';
+
+/** A sink that stores rows by `log_id` (as the database does) and can fail or hang on demand. */
+class FakeSink implements LogSink {
+  readonly stored = new Map<string, ApiLogRow>();
+  readonly batches: number[] = [];
+  mode: 'ok' | 'fail' | 'hang' = 'ok';
+  private hung: Array<() => void> = [];
+  write(rows: readonly ApiLogRow[]): Promise<void> {
+    this.batches.push(rows.length);
+    const store = () => {
+      for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
+    };
+    if (this.mode === 'fail') return Promise.reject(new Error('connection refused'));
+    if (this.mode === 'hang') return new Promise((resolve) => this.hung.push(() => { store(); resolve(); }));
+    store();
+    return Promise.resolve();
+  }
+  purge(): Promise<void> {
+    return Promise.resolve();
+  }
+  /** Lets hung writes complete (as a resumed server would). */
+  release(): void {
+    this.mode = 'ok';
+    for (const done of this.hung.splice(0)) done();
+  }
+  requestIds(): string[] {
+    return [...this.stored.values()].map((r) => r.request_id).sort();
+  }
+}
+
+function entry(n: number): LogEntry {
+  return {
+    at: Date.now(), requestId: `r${String(n).padStart(4, '0')}`, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 1,
+    firstTokenMs: undefined, errorCode: undefined, caller: undefined, model: 'm', stream: false, routing: undefined, usage: undefined,
+    pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: 'hi', userAgent: undefined,
+    sessionId: undefined, synthetic: false, rejection: undefined,
+  };
+}
+
+const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => entry(from + i).requestId);
+
+/** Requests arrive over time, not in one synchronous burst: yield to I/O every few pushes. */
+async function pushPaced(w: RequestLogWriter, from: number, to: number, onPush: () => void = () => {}): Promise<void> {
+  for (let i = from; i < to; i += 1) {
+    w.push(entry(i));
+    onPush();
+    if (i % 5 === 4) await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i += 1) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+describe('request log: batching writer', () => {
+  let dir: string;
+  let sink: FakeSink;
+  let writer: RequestLogWriter | undefined;
+  const logs = captureLogs('writer', 'info');
+
+  function make(options: { maxQueue?: number; batchSize?: number; maxBytes?: number; spoolDir?: string } = {}): RequestLogWriter {
+    writer = new RequestLogWriter({
+      sink, spool: new Spool({ dir: options.spoolDir ?? dir, maxBytes: options.maxBytes ?? 10 * 1024 * 1024, segmentBytes: 2048 }), log: logs.log,
+      batchSize: options.batchSize ?? 10, flushIntervalMs: 20, maxQueue: options.maxQueue ?? 50, writeTimeoutMs: 50, retryMs: 20,
+    });
+    return writer;
+  }
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-spool-'));
+    sink = new FakeSink();
+  });
+  afterEach(async () => {
+    sink.release();
+    await writer?.stop();
+    writer = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes multi-row batches of at most batchSize on size and on the interval', async () => {
+    const w = make({ batchSize: 4 });
+    w.start();
+    for (let i = 0; i < 10; i += 1) w.push(entry(i));
+    await until(() => sink.stored.size === 10, 'all rows');
+    assert.ok(sink.batches.every((n) => n <= 4));
+    assert.ok(sink.batches.some((n) => n > 1), 'rows are grouped');
+    assert.deepEqual(sink.requestIds(), ids(0, 10));
+    assert.equal(w.counters.spilled, 0);
+  });
+
+  it('keeps the queue bounded while the database fails, spills overflow to the spool, and replays it once', async () => {
+    sink.mode = 'fail';
+    const w = make({ maxQueue: 20, batchSize: 5 });
+    w.start();
+    let maxQueued = 0;
+    await pushPaced(w, 0, 300, () => {
+      maxQueued = Math.max(maxQueued, w.queued);
+    });
+    assert.ok(maxQueued <= 20 * 5, `memory stays bounded (${maxQueued})`);
+    await until(() => w.counters.spilled >= 280, 'overflow in the spool');
+    assert.ok(w.counters.overflows > 0);
+    assert.ok(readdirSync(dir).length > 0, 'segments on disk');
+    assert.equal(sink.stored.size, 0);
+    sink.mode = 'ok';
+    await until(() => sink.stored.size === 300, 'every row stored after the database is back');
+    await until(() => readdirSync(dir).length === 0, 'spool emptied');
+    assert.deepEqual(sink.requestIds(), ids(0, 300));
+    assert.equal(w.counters.dropped, 0);
+    assert.ok(logs.lines.some((l) => l.event === 'request_log_overflow'), 'overflow is logged');
+  });
+
+  it('does not start a second write while one hangs; rows of the hung batch are spooled and stored once', async () => {
+    sink.mode = 'hang';
+    const w = make({ maxQueue: 10, batchSize: 5 });
+    w.start();
+    await pushPaced(w, 0, 60);
+    await until(() => w.counters.failedWrites >= 1 && w.counters.spilled >= 50, 'the timed-out batch and the overflow spooled');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(sink.batches.length, 1, 'one write in flight at most');
+    sink.release();
+    await until(() => sink.stored.size === 60, 'all rows stored');
+    await until(() => readdirSync(dir).length === 0, 'spool emptied');
+    assert.deepEqual(sink.requestIds(), ids(0, 60));
+  });
+
+  it('flushes what is queued at shutdown', async () => {
+    const w = make({ batchSize: 100 });
+    for (let i = 0; i < 7; i += 1) w.push(entry(i));
+    assert.equal(sink.stored.size, 0);
+    await w.stop();
+    writer = undefined;
+    assert.deepEqual(sink.requestIds(), ids(0, 7));
+  });
+
+  it('spools at shutdown while the database is down, and a later writer replays the spool', async () => {
+    sink.mode = 'fail';
+    const first = make({ batchSize: 100 });
+    for (let i = 0; i < 7; i += 1) first.push(entry(i));
+    await first.stop();
+    assert.equal(first.counters.spilled, 7);
+    sink.mode = 'ok';
+    const second = make();
+    await (second as unknown as { options: { spool: Spool } }).options.spool.open();
+    second.start();
+    await until(() => sink.stored.size === 7, 'spooled rows replayed by the next writer');
+    assert.equal(second.counters.replayed, 7);
+  });
+
+  it('counts rows as dropped only when the spool refuses them', async () => {
+    sink.mode = 'fail';
+    const w = make({ maxQueue: 5, batchSize: 5, maxBytes: 3000 });
+    w.start();
+    for (let i = 0; i < 100; i += 1) w.push(entry(i));
+    await w.stop();
+    writer = undefined;
+    assert.ok(w.counters.dropped > 0, 'the spool filled up');
+    assert.equal(w.counters.spilled + w.counters.dropped, 100, 'every row is either spooled or counted');
+    assert.ok(logs.lines.some((l) => l.event === 'request_log_spool_full'));
+  });
+});
