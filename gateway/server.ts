@@ -53,7 +53,8 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     state.errorCode = toAppError(thrown).code;
     sendError(thrown, res, state.log);
   } finally {
-    // The response has ended (or the client left): one row for the request log, queued only.
+    // The response has ended (or the client left): charge the quota, queue one request-log row.
+    if (state.usage !== undefined) deps.limits.charge(state.caller?.userId, state.pricing, state.usage);
     deps.requestLog?.finish(req, res, state, path);
   }
 }

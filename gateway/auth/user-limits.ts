@@ -11,6 +11,9 @@
 import type { ServerResponse } from 'node:http';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
+import type { Pricing } from '../registry/types';
+import { costOf } from '../request-log/cost';
+import type { Usage } from '../surfaces/usage';
 import type { Caller } from './caller';
 
 export interface UserLimitOptions {
@@ -72,6 +75,16 @@ export class UserLimits {
       if (left <= 0) this.inFlight.delete(userId);
       else this.inFlight.set(userId, left);
     });
+  }
+
+  /**
+   * Charges a finished request to its user (only while a quota is set): the cost of its usage at
+   * the answering route's pricing. Synthetic probes are charged too (spec 5.9).
+   */
+  charge(userId: number | undefined, pricing: Pricing | undefined, usage: Usage | undefined): void {
+    if (userId === undefined || this.options.dailyQuotaUsd === 0 || !pricing) return;
+    const usd = costOf(pricing, usage);
+    if (usd !== null) this.spend(userId, usd);
   }
 
   /** Adds a finished request's cost to its user's spend today. */
