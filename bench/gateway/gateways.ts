@@ -80,6 +80,8 @@ export interface OurGatewayOptions {
 export interface BenchIdentity {
   databaseUrl: string;
   key: string;
+  /** Whether the request log writes `api_logs` rows (default true). */
+  requestLog?: boolean;
 }
 
 /**
@@ -136,7 +138,7 @@ export async function startOurGateway(options: OurGatewayOptions): Promise<Gatew
     LOG_LEVEL: options.logLevel,
     ...(options.identity
       // One user drives all 64 connections: its concurrency limit (default 8) is lifted.
-      ? { USER_AUTH_ENABLED: 'true', DATABASE_URL: options.identity.databaseUrl, AUTH_JWT_SECRET: 'bench-jwt-secret-bench-jwt-secret-bench', USER_CONCURRENCY_LIMIT: '0' }
+      ? { USER_AUTH_ENABLED: 'true', DATABASE_URL: options.identity.databaseUrl, AUTH_JWT_SECRET: 'bench-jwt-secret-bench-jwt-secret-bench', USER_CONCURRENCY_LIMIT: '0', REQUEST_LOG_ENABLED: String(options.identity.requestLog ?? true) }
       : { USER_AUTH_ENABLED: 'false', DB_ENABLED: 'false' }),
   };
   const started = startPinned({

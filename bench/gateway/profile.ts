@@ -9,12 +9,15 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { startBenchUpstream } from './upstream';
+import { prepareBenchIdentity } from './gateways';
 import { freePort, waitForHttp } from './processes';
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, stream: { type: 'boolean', default: false }, 'log-level': { type: 'string', default: 'info' } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, stream: { type: 'boolean', default: false }, 'log-level': { type: 'string', default: 'info' }, identity: { type: 'boolean', default: false } } });
+  // --identity: API keys required and the request log written (a fresh gw_bench database).
+  const identity = values.identity ? await prepareBenchIdentity() : undefined;
   const root = join(__dirname, '../..');
   const dir = join(root, '.data/bench/profile');
   rmSync(dir, { recursive: true, force: true });
@@ -24,13 +27,18 @@ async function main(): Promise<void> {
   writeFileSync(models, `models:\n  - { id: bench-model, name: B, provider: generic_compat, base_url: "http://127.0.0.1:${upstream.port}/v1", api_key: k }\n`);
   const port = await freePort();
   const gateway = spawn('taskset', ['-c', '1', process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, join(root, 'dist/gateway/main.js')], {
-    env: { ...process.env, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(port), MODELS_CONFIG_PATH: models, USER_AUTH_ENABLED: 'false', DB_ENABLED: 'false', LOG_LEVEL: values['log-level'] },
+    env: {
+      ...process.env, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(port), MODELS_CONFIG_PATH: models, LOG_LEVEL: values['log-level'],
+      ...(identity
+        ? { USER_AUTH_ENABLED: 'true', DATABASE_URL: identity.databaseUrl, USER_CONCURRENCY_LIMIT: '0', AUTH_JWT_SECRET: 'bench-jwt-secret-bench-jwt-secret-bench' }
+        : { USER_AUTH_ENABLED: 'false', DB_ENABLED: 'false' }),
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/health`, 15_000, gateway);
     const body = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, ...(values.stream ? { stream: true } : {}) });
-    const result = await autocannon({ url: `http://127.0.0.1:${port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections: 64, duration: Number(values.seconds) });
+    const result = await autocannon({ url: `http://127.0.0.1:${port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', ...(identity ? { authorization: `Bearer ${identity.key}` } : {}) }, body, connections: 64, duration: Number(values.seconds) });
     console.log(`req/s ${Math.round(result.requests.average)}  non2xx ${result.non2xx}  errors ${result.errors}`);
   } finally {
     gateway.kill('SIGTERM');

@@ -123,10 +123,12 @@ async function main(): Promise<void> {
         root, core: GATEWAY_CORE, upstreamPort, logLevel, workDir,
       })));
     }
-    rows.push(await measureGateway('ours (API key + request log, LOG_LEVEL=warn)', async () => {
-      const identity = await prepareBenchIdentity();
-      return startOurGateway({ root, core: GATEWAY_CORE, upstreamPort, logLevel: 'warn', workDir, identity });
-    }));
+    for (const requestLog of [false, true]) {
+      rows.push(await measureGateway(`ours (API key${requestLog ? ' + request log' : ''}, LOG_LEVEL=warn)`, async () => {
+        const identity = { ...(await prepareBenchIdentity()), requestLog };
+        return startOurGateway({ root, core: GATEWAY_CORE, upstreamPort, logLevel: 'warn', workDir, identity });
+      }));
+    }
     rows.push(await measureGateway(`Portkey ${PORTKEY_VERSION}`, () => startPortkey(root, GATEWAY_CORE, upstreamPort, workDir)));
   } finally {
     await upstream.stop();
