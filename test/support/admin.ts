@@ -3,7 +3,7 @@
  * admin endpoint family runs (401 without or with a wrong token; 500 without a database).
  */
 import assert from 'node:assert/strict';
-import type { TestGateway } from './gateway';
+import { startTestGateway, type TestGateway } from './gateway';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -56,5 +56,19 @@ export async function assertNoDatabase(gwWithoutDb: TestGateway, cases: readonly
     const response = await admin(gwWithoutDb, c.method, c.path, c.body);
     assert.equal(response.status, 500, `${c.method} ${c.path} without a database`);
     assert.equal(errorOf(response).message, 'Database not configured');
+  }
+}
+
+/**
+ * The checks every admin endpoint family shares: 401 without or with a wrong token on `gw`, and
+ * 500 `Database not configured` on a second gateway started without a database from `modelsYaml`.
+ */
+export async function assertGuarded(gw: TestGateway, cases: readonly EndpointCase[], modelsYaml: string): Promise<void> {
+  await assertAdminAuth(gw, cases);
+  const noDb = await startTestGateway({ modelsYaml, env: { ADMIN_TOKEN } });
+  try {
+    await assertNoDatabase(noDb, cases);
+  } finally {
+    await noDb.close();
   }
 }
