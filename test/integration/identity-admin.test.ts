@@ -20,7 +20,7 @@ describe('identity admin (PostgreSQL)', function () {
 
   before(async () => {
     t = await freshDatabase();
-    gw = await startTestGateway({ db: t.db, env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN: 'admin-token-for-tests', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', PERMANENT_DELETION_ENABLED: 'true' } });
+    gw = await startTestGateway({ db: t.db, env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN: 'admin-token-for-tests', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', PERMANENT_DELETION_ENABLED: 'true', ADMIN_EMAILS: 'boss@example.com', SIGNUP_NOTIFY_EMAILS: 'ops@example.com, audit@example.com' } });
   });
   after(async () => {
     await gw?.close();
@@ -97,6 +97,8 @@ describe('identity admin (PostgreSQL)', function () {
     assert.equal(await t.db('users').where({ email: 'gina@example.com' }).first(), undefined);
     assert.equal((await patch({ signup_enabled: null })).status, 200);
     assert.equal((await postJson(`${gw.url}/auth/signup`, { email: 'gina@example.com', password: 'correct horse battery' })).status, 201);
+    const notified = await t.db('email_outbox').where({ kind: 'signup_notice' }).whereRaw('body like ?', ['%gina@example.com%']).orderBy('recipient').pluck<string[]>('recipient');
+    assert.deepEqual(notified, ['audit@example.com', 'ops@example.com'], 'SIGNUP_NOTIFY_EMAILS wins over ADMIN_EMAILS');
     await logIn(gw.url, 'gina@example.com', 'correct horse battery');
   });
 });

@@ -52,6 +52,9 @@ describe('identity: accounts, sessions and API keys (PostgreSQL)', function () {
     assert.match(stored.password_hash, /^scrypt\$/);
     assert.ok(!stored.password_hash.includes(PASSWORD));
     assert.ok(gw.logs.lines.some((l) => l.event === 'email_queued' && l.recipient === 'alice@example.com'));
+    const notices = await t.db('email_outbox').where({ kind: 'signup_notice' }).select<Array<{ recipient: string; body: string }>>('recipient', 'body');
+    assert.deepEqual(notices.map((n) => n.recipient), ['boss@example.com'], 'SIGNUP_NOTIFY_EMAILS unset: ADMIN_EMAILS are told');
+    assert.match(notices[0]!.body, /alice@example\.com/);
 
     const early = await postJson(`${gw.url}/auth/login`, { email: 'alice@example.com', password: PASSWORD });
     assert.equal(early.status, 403);
