@@ -32,6 +32,8 @@ export class EndpointHealthProbe {
   private readonly health = new Map<string, EndpointHealth>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** Aborts probes in flight at {@link stop}, so shutdown does not wait for `timeout`. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly options: {
     config: Pick<RoutingFileConfig, 'local_deployment' | 'timeout' | 'health_check'>;
@@ -56,15 +58,17 @@ export class EndpointHealthProbe {
 
   /** Probes once now, then every `health_check` seconds. No-op when disabled. */
   start(): void {
-    if (!this.enabled || this.timer) return;
+    if (!this.enabled || this.timer || this.stopping.signal.aborted) return;
     this.timer = setInterval(() => void this.probeAll(), this.options.config.health_check * 1000);
     this.timer.unref();
     void this.probeAll();
   }
 
+  /** Stops the timer and aborts probes in flight (their results are discarded). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.stopping.abort();
     await this.running;
   }
 
@@ -82,7 +86,8 @@ export class EndpointHealthProbe {
     let httpStatus: number | null = null;
     let error: string | null = null;
     try {
-      const response = await fetch(previous.url, { signal: AbortSignal.timeout(this.options.config.timeout * 1000), redirect: 'manual' });
+      const signal = AbortSignal.any([AbortSignal.timeout(this.options.config.timeout * 1000), this.stopping.signal]);
+      const response = await fetch(previous.url, { signal, redirect: 'manual' });
       await response.body?.cancel();
       httpStatus = response.status;
       status = response.ok ? 'healthy' : 'unhealthy';
@@ -91,6 +96,7 @@ export class EndpointHealthProbe {
       status = 'unhealthy';
       error = err instanceof Error ? (err.name === 'TimeoutError' ? `no answer within ${this.options.config.timeout}s` : err.message) : String(err);
     }
+    if (this.stopping.signal.aborted) return;
     const now = (this.options.now ?? (() => new Date()))();
     this.health.set(endpoint, { url: previous.url, status, checked_at: now.toISOString(), http_status: httpStatus, error });
     if (status !== previous.status) {

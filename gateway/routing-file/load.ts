@@ -77,6 +77,7 @@ export function loadRoutingFile(options: {
   const { path, log } = options;
   const file = path.path;
   if (path.overrideMessage) log.info({ path: file }, path.overrideMessage);
+  if (path.source === 'env_legacy') log.warn({ setting: 'ROUTING_CONFIG' }, 'ROUTING_CONFIG is deprecated; rename it to ROUTING_CONFIG_PATH');
   let status: RoutingFileStatus = 'loaded';
   let config: RoutingFileConfig = DEFAULT_ROUTING_FILE;
   let failure: string | undefined;

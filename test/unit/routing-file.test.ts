@@ -13,7 +13,9 @@ import { BUNDLED_CONFIG_DIR } from '../../gateway/registry/paths';
 import type { Registry } from '../../gateway/registry/types';
 import { prepareRoutingFile, routingFileExclusions, SPLIT_REASON } from '../../gateway/routing-file';
 import { expandDeep, expandString } from '../../gateway/routing-file/expand';
-import { healthUrl } from '../../gateway/routing-file/health-probe';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EndpointHealthProbe, healthUrl } from '../../gateway/routing-file/health-probe';
 import { loadRoutingFile, type RoutingFileState } from '../../gateway/routing-file/load';
 import { DEFAULT_ROUTING_FILE, type RoutingFileConfig } from '../../gateway/routing-file/schema';
 import { applyDefaultRouter, applyLocalRemoteSplit } from '../../gateway/routing-file/split';
@@ -305,8 +307,71 @@ describe('routing file', () => {
     });
   });
 
-  it('probes the origin of an endpoint plus /health', () => {
-    assert.equal(healthUrl('http://gpu-1:8000/v1'), 'http://gpu-1:8000/health');
-    assert.equal(healthUrl('https://h.example/some/base/'), 'https://h.example/health');
+  describe('health probe', () => {
+    it('probes the origin of an endpoint plus /health', () => {
+      assert.equal(healthUrl('http://gpu-1:8000/v1'), 'http://gpu-1:8000/health');
+      assert.equal(healthUrl('https://h.example/some/base/'), 'https://h.example/health');
+    });
+
+    it('is off with health_check 0 or no local entry; reports nothing then', () => {
+      const { log } = captureLogs();
+      const local = [{ endpoint: 'http://127.0.0.1:9/v1', models: ['m'] }];
+      assert.equal(new EndpointHealthProbe({ config: { local_deployment: local, timeout: 2, health_check: 0 }, log }).enabled, false);
+      const none = new EndpointHealthProbe({ config: { local_deployment: [], timeout: 2, health_check: 5 }, log });
+      assert.equal(none.enabled, false);
+      assert.deepEqual(none.snapshot(), {});
+    });
+
+    it('marks 2xx healthy and anything else unhealthy, logging each change once at WARNING', async () => {
+      const statuses = [200, 200, 503, 503, 204];
+      const paths: string[] = [];
+      const server = createServer((req, res) => {
+        paths.push(req.url ?? '');
+        res.writeHead(statuses.shift() ?? 500).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const { log, lines } = captureLogs();
+      const probe = new EndpointHealthProbe({ config: { local_deployment: [{ endpoint, models: ['m'] }], timeout: 5, health_check: 60 }, log, now: () => new Date('2026-01-01T00:00:00Z') });
+      try {
+        assert.equal(probe.snapshot()[endpoint]!.status, 'unknown');
+        const seen: string[] = [];
+        for (let i = 0; i < 5; i += 1) {
+          await probe.probeAll();
+          seen.push(probe.snapshot()[endpoint]!.status);
+        }
+        assert.deepEqual(seen, ['healthy', 'healthy', 'unhealthy', 'unhealthy', 'healthy']);
+        assert.deepEqual(paths, ['/health', '/health', '/health', '/health', '/health']);
+        assert.deepEqual(probe.snapshot()[endpoint], { url: healthUrl(endpoint), status: 'healthy', checked_at: '2026-01-01T00:00:00.000Z', http_status: 204, error: null });
+        await settle(log);
+        const changes = lines.filter((l) => l.event === 'routing_endpoint_health_changed').map((l) => [l.level, l.from, l.to]);
+        assert.deepEqual(changes, [['warn', 'unknown', 'healthy'], ['warn', 'healthy', 'unhealthy'], ['warn', 'unhealthy', 'healthy']]);
+      } finally {
+        await probe.stop();
+        server.close();
+      }
+    });
+
+    it('a refused connection is unhealthy with the error; after stop it does not start again', async () => {
+      const { log } = captureLogs();
+      const endpoint = 'http://127.0.0.1:9/v1';
+      const probe = new EndpointHealthProbe({ config: { local_deployment: [{ endpoint, models: ['m'] }], timeout: 5, health_check: 60 }, log });
+      await probe.probeAll();
+      const health = probe.snapshot()[endpoint]!;
+      assert.equal(health.status, 'unhealthy');
+      assert.equal(health.http_status, null);
+      assert.ok(health.error);
+      await probe.stop();
+      probe.start();
+      await probe.probeAll();
+      assert.equal(probe.snapshot()[endpoint]!.checked_at, health.checked_at, 'a stopped probe records nothing');
+    });
+  });
+
+  it('warns that the older ROUTING_CONFIG name is deprecated', async () => {
+    const { log, lines } = captureLogs();
+    loadRoutingFile({ path: { path: file('routing.yaml', ''), source: 'env_legacy' }, env: {}, log, enableRoutewise: false, strategies: ONLY_FIXED });
+    await settle(log);
+    assert.ok(at(lines, 'warn').some((m) => m === 'ROUTING_CONFIG is deprecated; rename it to ROUTING_CONFIG_PATH'));
   });
 });
