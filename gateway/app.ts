@@ -16,10 +16,12 @@ import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';
 import type { DistributionState } from './registry/manifest';
 import type { RequestLog } from './request-log';
+import type { RoutingFile } from './routing-file';
 import type { RuntimeConfig } from './runtime-config/runtime-state';
 import type { DatabaseState } from './store/database-state';
 import type { SiteSettings } from './store/site-settings';
 import { modelsRouter } from './surfaces/models';
+import { routingStatusRouter } from './surfaces/routing-status';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
 export interface GatewayDeps extends GatewayContextDeps {
@@ -38,6 +40,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   runtimeConfig: RuntimeConfig;
   /** The request log (`api_logs`); absent without a database. */
   requestLog?: RequestLog | undefined;
+  /** The routing file (spec 2.6): status, split adjustments, local endpoint health. */
+  routingFile: RoutingFile;
   cacheRefreshSeconds?: number;
 }
 
@@ -60,7 +64,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
   app.use(adminGuard({ adminToken: deps.settings.ADMIN_TOKEN, tokens: deps.tokens, db: deps.database.db, gate: deps.gate }));
-  for (const router of [health, modelsRouter(deps), authRouter(deps), ...adminRouters(deps)]) {
+  for (const router of [health, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), ...adminRouters(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -15,6 +15,7 @@ import { ApiKeyCache } from './identity/api-keys';
 import { loadGatewayConfiguration } from './registry';
 import { createRequestLog } from './request-log';
 import { RegistryHolder } from './registry/holder';
+import { prepareRoutingFile } from './routing-file';
 import type { Rng } from './routing/weighted-order';
 import { RuntimeConfig } from './runtime-config/runtime-state';
 import { createGatewayListener } from './server';
@@ -58,7 +59,9 @@ async function startRuntimeConfig(runtimeConfig: RuntimeConfig, log: Logger): Pr
 /** Builds a gateway. Configuration errors (unknown router, bad trust networks…) throw here. */
 export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { settings, env, cwd, log, db } = options;
-  const { registry, distribution } = loadGatewayConfiguration({ settings, env, cwd, log });
+  const { registry: fileRegistry, distribution } = loadGatewayConfiguration({ settings, env, cwd, log });
+  // The routing file's default router, and its local/remote split only without a database (spec 2.6).
+  const { registry, routingFile } = prepareRoutingFile({ registry: fileRegistry, settings, env, cwd, log, distribution, databaseConfigured: db !== null });
   const database = new DatabaseState(db, log);
   const keys = db ? new ApiKeyCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
   const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, rng: options.rng });
@@ -68,12 +71,15 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
   const deps: GatewayDeps = {
     ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
+    routingFile,
   };
   const onReady: ReadyStep[] = [
     () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(),
     async () => { if (db) await context.limits.seed(db); },
   ];
-  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop()];
+  const onStop: StopStep[] = [
+    () => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => routingFile.probe.stop(),
+  ];
   if (requestLog) {
     onReady.push(() => requestLog.start());
     onStop.push(() => requestLog.stop());
@@ -82,6 +88,8 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     deps,
     listener: createGatewayListener(deps),
     start: async () => {
+      // Report-only probing of local routing-file entries; independent of the database.
+      routingFile.probe.start();
       await database.startup(async () => {
         for (const step of onReady) await step();
       });

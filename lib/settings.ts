@@ -128,6 +128,10 @@ export const settingsShape = {
   /** Largest size of the spool in MiB; rows beyond it are dropped and counted. Default 512. */
   REQUEST_LOG_SPOOL_MAX_MIB: z.coerce.number().positive().default(512),
 
+  // ---- routing file ----
+  /** Deprecated (spec 9): `true` makes `routewise` the default router when the routing file's `default_router` is `fixed`; stops startup while the cost-aware strategy is not installed. Default false. */
+  ENABLE_ROUTEWISE: flag(false),
+
   // ---- database ----
   /** PostgreSQL URL. Optional for the gateway (no-database mode); required by api and workers. */
   DATABASE_URL: optionalString(),

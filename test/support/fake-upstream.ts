@@ -54,6 +54,8 @@ export interface FakeUpstream {
   enqueue(...behaviours: Behaviour[]): void;
   /** Behaviour used when the queue is empty (default: `json` for chat, `embeddings` for embedding paths). */
   setDefault(behaviour: Behaviour | undefined): void;
+  /** Behaviour for every request to exactly `path` (e.g. `/health`), ahead of the queue; `undefined` removes it. */
+  setPathBehaviour(path: string, behaviour: Behaviour | undefined): void;
   /** Resolves when `count` requests have been received. */
   waitForRequests(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -73,6 +75,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const sockets = new Set<Socket>();
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   let fallback: Behaviour | undefined;
+  const byPath = new Map<string, Behaviour>();
   let counter = 0;
 
   const server: Server = createServer((req, res) => {
@@ -96,7 +99,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         w.resolve();
       }
       const isEmbeddings = record.path.endsWith('/embeddings');
-      const behaviour = queue.shift() ?? fallback ?? (isEmbeddings ? { kind: 'embeddings' } : { kind: 'json' });
+      const behaviour = byPath.get(record.path) ?? queue.shift() ?? fallback ?? (isEmbeddings ? { kind: 'embeddings' } : { kind: 'json' });
       counter += 1;
       void respond(behaviour, record, res, counter);
     });
@@ -117,6 +120,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     enqueue: (...b) => queue.push(...b),
     setDefault: (b) => {
       fallback = b;
+    },
+    setPathBehaviour: (path, b) => {
+      if (b) byPath.set(path, b);
+      else byPath.delete(path);
     },
     waitForRequests: (count, timeoutMs = 10_000) =>
       requests.length >= count

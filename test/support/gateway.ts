@@ -22,6 +22,8 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   /** Models file contents (`models:` list). */
   modelsYaml?: string;
+  /** Routing file contents (spec 2.6); written to a file named by `ROUTING_CONFIG_PATH`. Default: the bundled file. */
+  routingYaml?: string;
   /** Environment: settings and `${NAME}` expansion. `USER_AUTH_ENABLED` defaults to false. */
   env?: Record<string, string>;
   /** The database (the caller owns the pool); none by default. */
@@ -35,7 +37,12 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const file = join(dir, 'models.yaml');
   writeFileSync(file, options.modelsYaml ?? 'models: []\n');
   // Each test gateway spools request-log overflow in its own directory (never replayed into another test's database).
-  const env = { USER_AUTH_ENABLED: 'false', REQUEST_LOG_SPOOL_DIR: join(dir, 'request-log-spool'), ...options.env, MODELS_CONFIG_PATH: file };
+  const routing: Record<string, string> = {};
+  if (options.routingYaml !== undefined) {
+    routing.ROUTING_CONFIG_PATH = join(dir, 'routing.yaml');
+    writeFileSync(routing.ROUTING_CONFIG_PATH, options.routingYaml);
+  }
+  const env = { USER_AUTH_ENABLED: 'false', REQUEST_LOG_SPOOL_DIR: join(dir, 'request-log-spool'), ...options.env, ...routing, MODELS_CONFIG_PATH: file };
   const logs = captureLogs('gateway', 'debug');
   const assembly = assembleGateway({
     settings: loadSettings(env), env, cwd: process.cwd(), log: logs.log, db: options.db ?? null,
