@@ -105,30 +105,34 @@ export class CircuitBreakers {
     return 'probe';
   }
 
-  /** Records the outcome of an admitted request. */
-  record(endpointId: string, ok: boolean): void {
+  /**
+   * Records the outcome of an admitted request; `probe` is true for the half-open test request.
+   * Outcomes of requests admitted before the circuit opened only move the average.
+   */
+  record(endpointId: string, ok: boolean, probe = false): void {
     const c = this.circuit(endpointId);
     const alpha = this.options.availabilityAlpha;
     c.availability = c.availability * (1 - alpha) + (ok ? alpha : 0);
-    if (ok) {
-      c.consecutiveFailures = 0;
-      if (c.state === 'half_open' && c.probeInFlight) {
-        c.probeInFlight = false;
+    if (probe && c.state === 'half_open' && c.probeInFlight) {
+      c.probeInFlight = false;
+      if (ok) {
+        c.consecutiveFailures = 0;
         c.state = 'closed';
-        // The endpoint proved itself: start its average afresh above the floor.
+        // The endpoint proved itself: its average restarts just above the floor it fell through.
         c.availability = Math.max(c.availability, 1 - alpha);
         this.emit(c, endpointId, 'circuit_closed');
+      } else {
+        c.consecutiveFailures += 1;
+        this.open(c, endpointId, 'probe_failed');
       }
       return;
     }
-    c.consecutiveFailures += 1;
-    if (c.state === 'half_open') {
-      if (!c.probeInFlight) return; // a request admitted before the circuit opened
-      c.probeInFlight = false;
-      this.open(c, endpointId, 'probe_failed');
+    if (c.state !== 'closed') return;
+    if (ok) {
+      c.consecutiveFailures = 0;
       return;
     }
-    if (c.state !== 'closed') return;
+    c.consecutiveFailures += 1;
     if (c.consecutiveFailures >= this.options.failureThreshold) this.open(c, endpointId, 'consecutive_failures');
     else if (c.availability < this.options.minAvailability) this.open(c, endpointId, 'availability');
   }

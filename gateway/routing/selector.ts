@@ -144,7 +144,7 @@ export class RoutingTicket implements AttemptObserver {
   succeeded(route: Route): void {
     this.endPrefill(route);
     if (this.request.synthetic) return;
-    this.core.breakers.record(route.endpointId, true);
+    this.core.breakers.record(route.endpointId, true, this.probing);
     this.core.breakers.clearCredentialRejected(route.endpointId);
     if (this.pinKey === undefined) return;
     if (this.core.prefill.enabled) this.core.prefill.remember(this.pinKey, route.endpointId, this.request.promptTokens);
@@ -158,7 +158,7 @@ export class RoutingTicket implements AttemptObserver {
     if (this.request.synthetic) return;
     if (this.pinKey !== undefined && this.core.affinity.lookup(this.pinKey) === route.endpointId) this.core.affinity.drop(this.pinKey);
     if (err.options.upstreamStatus === 401) this.core.breakers.markCredentialRejected(route.endpointId);
-    if (countsAgainstBreaker(err)) this.core.breakers.record(route.endpointId, false);
+    if (countsAgainstBreaker(err)) this.core.breakers.record(route.endpointId, false, this.probing);
     else if (this.probing) this.core.breakers.abandon(route.endpointId);
   }
 
