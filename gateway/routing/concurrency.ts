@@ -139,16 +139,17 @@ export class ConcurrencyLimiter {
   }
 
   private wake(lane: Lane): void {
-    while (lane.waiters.length > 0 && lane.inFlight < lane.limit) {
-      const paused = this.pausedFor(lane);
-      if (paused > 0) {
-        // Waiters fail over rather than sit out the pause.
-        for (const w of lane.waiters.splice(0)) {
-          w.cancel();
-          w.reject(new PermitRefusedError('retry_after', paused));
-        }
-        return;
+    if (lane.waiters.length === 0) return;
+    const paused = this.pausedFor(lane);
+    if (paused > 0) {
+      // Waiters fail over rather than sit out the pause.
+      for (const w of lane.waiters.splice(0)) {
+        w.cancel();
+        w.reject(new PermitRefusedError('retry_after', paused));
       }
+      return;
+    }
+    while (lane.waiters.length > 0 && lane.inFlight < lane.limit) {
       const waiter = lane.waiters.shift()!;
       waiter.cancel();
       lane.inFlight += 1;
