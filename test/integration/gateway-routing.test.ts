@@ -99,6 +99,34 @@ describe('gateway routing: breaker, affinity, concurrency', function () {
     assert.equal(a.requests.length, 4);
   });
 
+  it('counts a stream that fails before its first byte; a client leaving does not count', async () => {
+    await start([routeA(), routeB()]);
+    const stream = async (signal?: AbortSignal) => fetch(`${gw!.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'Hi' }] }), ...(signal ? { signal } : {}),
+    });
+    // A client that leaves while A is still silent: no verdict on A.
+    a.enqueue({ kind: 'slow_first_byte', delayMs: 5_000, then: { kind: 'sse' } });
+    const leaving = new AbortController();
+    const gone = stream(leaving.signal).catch(() => undefined);
+    await a.waitForRequests(1);
+    leaving.abort();
+    await gone;
+    // Two streams reset before any chunk: B answers both (fallback) and A's circuit opens.
+    a.enqueue({ kind: 'reset_mid_stream', afterChunks: 0 }, { kind: 'reset_mid_stream', afterChunks: 0 });
+    b.enqueue({ kind: 'sse' }, { kind: 'sse' });
+    for (let i = 0; i < 2; i += 1) {
+      const res = await stream();
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /\[DONE\]/);
+    }
+    assert.equal(b.requests.length, 2);
+    const open = gw!.logs.lines.find((l) => l.event === 'circuit_open');
+    assert.equal(open?.consecutive_failures, 2, 'the client that left was not a failure');
+    await ok(gw!);
+    assert.equal(a.requests.length, 3, 'A no longer tried');
+  });
+
   it('does not count client errors, context-length refusals or 429 against the breaker', async () => {
     await start([routeA()]);
     a.enqueue({ kind: 'status', status: 400, message: 'bad field' }, { kind: 'context_length' }, { kind: 'status', status: 429 }, { kind: 'status', status: 422 });

@@ -175,12 +175,27 @@ describe('affinity in route selection (spec 3.2 rows)', () => {
     assert.equal(order(routing.plan(m, request).routes)[0], 'b');
   });
 
-  it('synthetic probes neither pin nor move pins', () => {
-    const { routing } = core({ draws: [0.9] });
+  it('synthetic probes record no routing observation: no pin, no breaker outcome, never the half-open test', () => {
+    const { routing, breakers, clock } = core({ draws: [0.9] });
     const m = model([route('a'), route('b')]);
-    const ticket = routing.plan(m, { ...request, synthetic: true });
+    const synthetic = { ...request, synthetic: true };
+    const ticket = routing.plan(m, synthetic);
     ticket.admit(ticket.routes[0]!);
     ticket.succeeded(ticket.routes[0]!);
     assert.equal(routing.affinity.size, 0);
+    for (let i = 0; i < 3; i += 1) {
+      const failing = routing.plan(m, synthetic);
+      assert.equal(failing.admit(failing.routes[0]!), true);
+      failing.failed(failing.routes[0]!, httpError(500, '', undefined));
+    }
+    assert.equal(breakers.snapshot('a').state, 'closed', 'threshold 1, yet synthetic failures opened nothing');
+    assert.equal(breakers.snapshot('a').availability, 1);
+    // Open a's circuit with real traffic; after the cooldown a synthetic request may not be the test request.
+    const real = routing.plan(m, { ...request, callerKey: undefined });
+    real.admit(real.routes.find((r) => r.endpointId === 'a')!);
+    real.failed(real.routes.find((r) => r.endpointId === 'a')!, httpError(500, '', undefined));
+    clock.now += 30_000;
+    const probe = routing.plan(model([route('a')]), synthetic);
+    assert.equal(probe.admit(probe.routes[0]!), false);
   });
 });
