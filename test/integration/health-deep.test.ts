@@ -2,9 +2,11 @@
  * `GET /health/deep` (spec 2.10, 4.2) against real PostgreSQL: per-endpoint circuit state and
  * availability, `degraded` after an upstream credential rejection, `route_exclusions` from the
  * runtime configuration (admin weight override 0, provider disabled) merged into the providers
- * map, and a verdict that exclusions do not degrade.
+ * map, and a verdict that exclusions do not degrade; synthetic probes (spec 5.9) record nothing
+ * while a key's real traffic moves breaker and affinity (key `key:<id>`).
  */
 import assert from 'node:assert/strict';
+import { createKey, eventually, signUpAndLogIn } from '../support/accounts';
 import { admin, ADMIN_TOKEN } from '../support/admin';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
@@ -94,5 +96,42 @@ describe('GET /health/deep', function () {
     ]);
     assert.deepEqual(disabled.providers['route-c']!.excluded_from_models, ['n']);
     assert.deepEqual(disabled.providers['route-c']!.exclusion_reasons, { n: ['provider disabled'] });
+  });
+
+  it('honoured synthetic probes record no routing observation; a key\'s real traffic does (breaker, affinity key:<id>)', async () => {
+    [a, b] = [await startFakeUpstream(), await startFakeUpstream()];
+    const yaml = `models:\n${chatModelYaml('m', [
+      `{ kind: generic_compat, base_url: "${a.url}", provider: route-a }`,
+      `{ kind: generic_compat, base_url: "${b.url}", provider: route-b }`,
+    ])}`;
+    gw = await startTestGateway({
+      modelsYaml: yaml, db: t.db, rng: () => 0,
+      env: { ADMIN_TOKEN, USER_AUTH_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', AUTH_KEY_REFRESH_SECONDS: '0.2', CIRCUIT_FAILURE_THRESHOLD: '1' },
+    });
+    const key = await createKey(gw.url, await signUpAndLogIn(gw.url, t.db, 'prober@example.com'));
+    await t.db('users').where({ email: 'prober@example.com' }).update({ role: 'internal', updated_at: t.db.fn.now() });
+    const send = (headers: Record<string, string> = {}) => fetch(`${gw!.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await eventually(async () => (await send({ 'x-probe': 'synthetic' })).headers.has('x-provider'), 'the key cache to see the role');
+    const [row] = await t.db('api_keys').select<Array<{ id: number }>>('id');
+    const pinKey = `key:${row!.id}\nm`;
+    const endpoint = (label: string) => gw!.deps.registry.current.models[0]!.routes.find((r) => r.providerLabel === label)!.endpointId;
+    assert.equal((await send()).status, 200);
+    assert.equal(gw.deps.routing.affinity.lookup(pinKey), endpoint('route-a'), 'real traffic pins the key to A');
+    a.setDefault({ kind: 'status', status: 500 });
+    const probe = await send({ 'x-probe': 'synthetic' });
+    assert.equal(probe.status, 200);
+    assert.equal(probe.headers.get('x-provider'), 'route-b', 'A failed, B answered');
+    const afterProbe = (await deep()).endpoints.find((e) => e.provider === 'route-a')!;
+    assert.deepEqual([afterProbe.circuit, afterProbe.availability, afterProbe.consecutive_failures], ['closed', 1, 0], 'threshold 1, yet nothing recorded');
+    assert.equal(gw.deps.routing.affinity.lookup(pinKey), endpoint('route-a'), 'the probe did not move the pin');
+    // The same failure on real traffic opens A's circuit and drops the pin; the next request pins B.
+    assert.equal((await send()).status, 200);
+    assert.equal((await deep()).endpoints.find((e) => e.provider === 'route-a')!.circuit, 'open');
+    assert.equal(gw.deps.routing.affinity.lookup(pinKey), undefined);
+    assert.equal((await send()).status, 200);
+    assert.equal(gw.deps.routing.affinity.lookup(pinKey), endpoint('route-b'));
   });
 });
