@@ -114,8 +114,9 @@ export class RoutingCore {
  */
 export class RoutingTicket implements AttemptObserver {
   private failedAny = false;
-  /** Endpoint of the running attempt and its prefill accounting. */
+  /** The running attempt is the half-open test request of its endpoint. */
   private probing = false;
+  /** Un-cached tokens the running attempt added to its endpoint's backlog. */
   private inPrefill = 0;
 
   constructor(

@@ -222,6 +222,37 @@ describe('gateway routing: breaker, affinity, concurrency', function () {
     assert.equal(a.requests.length, 2);
   });
 
+  it('a permit wait past the acquire timeout fails over to the next route without counting against the breaker', async () => {
+    await start([`{ kind: generic_compat, base_url: "${a.url}", provider: route-a, api_key: k1 }`, routeB()], {
+      CIRCUIT_FAILURE_THRESHOLD: '1', UPSTREAM_CONCURRENCY_INITIAL_LIMIT: '1', UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC: '0.05',
+    }, () => 0, { concurrencyExemptHosts: [] });
+    a.enqueue({ kind: 'slow_first_byte', delayMs: 400, then: { kind: 'json' } });
+    const holder = chat(gw!);
+    await a.waitForRequests(1);
+    await ok(gw!); // waits for A's only permit, gives up, B answers
+    assert.deepEqual([a.requests.length, b.requests.length], [1, 1]);
+    assert.equal((await holder).status, 200);
+    assert.equal(gw!.logs.lines.some((l) => l.event === 'circuit_open'), false, 'threshold 1, yet the wait was not a failure');
+    await ok(gw!);
+    assert.equal(a.requests.length, 2, 'A serves again once its permit is free');
+  });
+
+  it('prefill-aware choice: a heavy backlog on the weighted pick sends the next request to the lighter endpoint', async () => {
+    await start([routeA(), routeB()], { ROUTING_PREFILL_INTERVENE_TOKENS: '200' });
+    const big = 'x'.repeat(4000); // ≈ 1000 tokens
+    a.enqueue({ kind: 'slow_first_byte', delayMs: 400, then: { kind: 'json' } });
+    const heavy = fetch(`${gw!.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: big }] }),
+    });
+    await a.waitForRequests(1);
+    assert.equal(gw!.deps.routing.prefill.backlog(gw!.deps.registry.current.models[0]!.routes[0]!.endpointId), 1000, '4 bytes of text per token');
+    await ok(gw!); // the weighted draw favours A (rng 0), but A has ≥ 200 tokens queued: B first
+    assert.deepEqual([a.requests.length, b.requests.length], [1, 1]);
+    assert.equal((await heavy).status, 200);
+    await ok(gw!);
+    assert.deepEqual([a.requests.length, b.requests.length], [2, 1], 'backlog drained: the weighted pick stands');
+  });
+
   it('exempts local hosts from the concurrency limit by default', async () => {
     await start([routeA()], { UPSTREAM_CONCURRENCY_INITIAL_LIMIT: '1' });
     a.enqueue({ kind: 'status', status: 429 });
