@@ -71,7 +71,8 @@ export class RoutingCore {
 
   /** The try order for a request and the ticket that hears its attempts. */
   plan(model: Model, request: RoutingRequest): RoutingTicket {
-    const pinKey = request.callerKey !== undefined && this.affinity.enabled ? AffinityTable.key(request.callerKey, model.id) : undefined;
+    const callerModel = request.callerKey !== undefined ? AffinityTable.key(request.callerKey, model.id) : undefined;
+    const pinKey = this.affinity.enabled ? callerModel : undefined;
     const elephant = this.prefill.isElephant(request.promptTokens);
     const context: StrategyContext = { rng: this.options.rng, prefill: this.prefill, promptTokens: request.promptTokens, elephant };
     const strategy = this.strategyFor(model);
@@ -88,7 +89,7 @@ export class RoutingCore {
       }
     }
     order ??= this.freshOrder(model.routes, strategy, context);
-    return new RoutingTicket(this, order, pinKey, request, elephant);
+    return new RoutingTicket(this, order, { pinKey, memoryKey: callerModel }, request, elephant);
   }
 
   /**
@@ -96,7 +97,7 @@ export class RoutingCore {
    * admission and records only; no affinity, no prefill accounting.
    */
   fixedOrder(routes: Route[], synthetic: boolean): RoutingTicket {
-    return new RoutingTicket(this, routes, undefined, { callerKey: undefined, promptTokens: 0, synthetic }, false);
+    return new RoutingTicket(this, routes, {}, { callerKey: undefined, promptTokens: 0, synthetic }, false);
   }
 
   /** Strategy order with endpoints whose circuit is open moved last (still named in a 503). */
@@ -118,21 +119,28 @@ export class RoutingTicket implements AttemptObserver {
   private probing = false;
   /** Un-cached tokens the running attempt added to its endpoint's backlog. */
   private inPrefill = 0;
+  /** The caller's affinity table key (absent: no caller key, or affinity off). */
+  private readonly pinKey: string | undefined;
+  /** The caller × model key of the prompt-size memory (kept with affinity off). */
+  private readonly memoryKey: string | undefined;
 
   constructor(
     private readonly core: RoutingCore,
     readonly routes: Route[],
-    private readonly pinKey: string | undefined,
+    keys: { pinKey?: string | undefined; memoryKey?: string | undefined },
     private readonly request: RoutingRequest,
     private readonly elephant: boolean,
-  ) {}
+  ) {
+    this.pinKey = keys.pinKey;
+    this.memoryKey = keys.memoryKey;
+  }
 
   admit(route: Route): boolean {
     const admission = this.core.breakers.admit(route.endpointId, !this.request.synthetic);
     if (admission === false) return false;
     this.probing = admission === 'probe';
     if (this.core.prefill.enabled) {
-      this.inPrefill = this.core.prefill.uncached(this.pinKey, route.endpointId, this.request.promptTokens);
+      this.inPrefill = this.core.prefill.uncached(this.memoryKey, route.endpointId, this.request.promptTokens);
       this.core.prefill.start(route.endpointId, this.inPrefill, this.elephant);
     }
     return true;
@@ -147,10 +155,9 @@ export class RoutingTicket implements AttemptObserver {
     if (this.request.synthetic) return;
     this.core.breakers.record(route.endpointId, true, this.probing);
     this.core.breakers.clearCredentialRejected(route.endpointId);
-    if (this.pinKey === undefined) return;
-    if (this.core.prefill.enabled) this.core.prefill.remember(this.pinKey, route.endpointId, this.request.promptTokens);
+    if (this.memoryKey !== undefined && this.core.prefill.enabled) this.core.prefill.remember(this.memoryKey, route.endpointId, this.request.promptTokens);
     // A request that needed fallback does not pin: the next request re-picks (spec 3.2).
-    if (!this.failedAny) this.core.affinity.pin(this.pinKey, route.endpointId);
+    if (this.pinKey !== undefined && !this.failedAny) this.core.affinity.pin(this.pinKey, route.endpointId);
   }
 
   failed(route: Route, err: UpstreamError): void {

@@ -175,6 +175,26 @@ describe('affinity in route selection (spec 3.2 rows)', () => {
     assert.equal(order(routing.plan(m, request).routes)[0], 'b');
   });
 
+  it('a follow-up prompt adds only its growth to the backlog of the endpoint that served the caller', () => {
+    const { routing } = core({ draws: [0.9] });
+    const m = model([route('a'), route('b')]);
+    const first = routing.plan(m, { ...request, promptTokens: 5000 });
+    first.admit(first.routes[0]!);
+    assert.equal(routing.prefill.backlog('b'), 5000);
+    first.succeeded(first.routes[0]!);
+    assert.equal(routing.prefill.backlog('b'), 0);
+    const next = routing.plan(m, { ...request, promptTokens: 5600 });
+    assert.equal(next.routes[0]!.endpointId, 'b');
+    next.admit(next.routes[0]!);
+    assert.equal(routing.prefill.backlog('b'), 600);
+    next.failed(next.routes[0]!, httpError(500, '', undefined));
+    assert.equal(routing.prefill.backlog('b'), 0, 'a failed attempt leaves the backlog');
+    const elsewhere = routing.plan(m, { ...request, promptTokens: 5600 });
+    const a = elsewhere.routes.find((r) => r.endpointId === 'a')!;
+    elsewhere.admit(a);
+    assert.equal(routing.prefill.backlog('a'), 5600, 'another endpoint holds no cache of it');
+  });
+
   it('synthetic probes record no routing observation: no pin, no breaker outcome, never the half-open test', () => {
     const { routing, breakers, clock } = core({ draws: [0.9] });
     const m = model([route('a'), route('b')]);
