@@ -14,6 +14,7 @@ import { authRouter } from './identity/auth-router';
 import type { AccessTokens } from './identity/access-tokens';
 import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';
+import { deepHealthRouter } from './surfaces/health-deep';
 import type { DistributionState } from './registry/manifest';
 import type { RequestLog } from './request-log';
 import type { RoutingFile } from './routing-file';
@@ -64,7 +65,14 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
   app.use(adminGuard({ adminToken: deps.settings.ADMIN_TOKEN, tokens: deps.tokens, db: deps.database.db, gate: deps.gate }));
-  for (const router of [health, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), ...adminRouters(deps)]) {
+  const deepHealth = deepHealthRouter({
+    base: () => deps.runtimeConfig.base,
+    current: () => deps.registry.current,
+    routeInfo: () => deps.runtimeConfig.effective.routes,
+    breakers: deps.routing.breakers,
+    concurrency: deps.concurrency,
+  });
+  for (const router of [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), ...adminRouters(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -31,6 +31,10 @@ export interface AssembleOptions {
   /** The database pool, or null without a database (`DB_ENABLED=false` or no `DATABASE_URL`). */
   db: Db | null;
   rng?: Rng;
+  /** Clock of the routing core (tests); default `Date.now`. */
+  now?: () => number;
+  /** Hosts exempt from the outbound concurrency limit; default the spec's local hosts (tests only). */
+  concurrencyExemptHosts?: readonly string[];
 }
 
 export interface GatewayAssembly {
@@ -64,7 +68,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { registry, routingFile } = prepareRoutingFile({ registry: fileRegistry, settings, env, cwd, log, distribution, databaseConfigured: db !== null });
   const database = new DatabaseState(db, log);
   const keys = db ? new ApiKeyCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
-  const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, rng: options.rng });
+  const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, rng: options.rng, now: options.now, concurrencyExemptHosts: options.concurrencyExemptHosts });
   const siteSettings = new SiteSettings(db, log);
   const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
   context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);

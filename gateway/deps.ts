@@ -10,6 +10,11 @@ import { clientAddressResolverFrom } from './auth/request-origin';
 import { UserLimits } from './auth/user-limits';
 import type { ApiKeyCache } from './identity/api-keys';
 import type { RegistryHolder } from './registry/holder';
+import { AffinityTable } from './routing/affinity';
+import { CircuitBreakers } from './routing/breaker';
+import { ConcurrencyLimiter, CONCURRENCY_EXEMPT_HOSTS } from './routing/concurrency';
+import { PrefillTracker } from './routing/prefill';
+import { logCircuitChanges, RoutingCore } from './routing/selector';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
 
@@ -19,6 +24,40 @@ export interface ContextOptions {
   /** The API key cache (absent without a database: no key is valid). */
   keys?: ApiKeyCache | undefined;
   rng?: (() => number) | undefined;
+  /** Clock for the routing core (ms); default `Date.now`. */
+  now?: (() => number) | undefined;
+  /**
+   * Hosts exempt from the outbound concurrency limit. Default: the spec's local hosts. Only tests
+   * replace it (their fake upstreams run on 127.0.0.1); it is not a setting.
+   */
+  concurrencyExemptHosts?: readonly string[] | undefined;
+}
+
+/** The routing core (breaker, affinity, prefill) from settings. */
+export function routingCoreFrom(settings: Settings, options: { rng: () => number; now: () => number; log: Logger }): RoutingCore {
+  const { now } = options;
+  const breakers = new CircuitBreakers({
+    failureThreshold: settings.CIRCUIT_FAILURE_THRESHOLD,
+    cooldownMs: settings.CIRCUIT_COOLDOWN_SECONDS * 1000,
+    minAvailability: settings.CIRCUIT_MIN_AVAILABILITY,
+    availabilityAlpha: settings.CIRCUIT_AVAILABILITY_ALPHA,
+    now,
+  });
+  logCircuitChanges(breakers, options.log);
+  return new RoutingCore({
+    breakers,
+    affinity: new AffinityTable({
+      enabled: settings.ROUTING_AFFINITY_ENABLED, ttlMs: settings.AFFINITY_TTL_SECONDS * 1000,
+      maxAgeMs: settings.ROUTING_AFFINITY_MAX_AGE_SEC * 1000, sweepAbove: 1000, now,
+    }),
+    prefill: new PrefillTracker({
+      enabled: settings.ROUTING_PREFILL_ENABLED, interveneTokens: settings.ROUTING_PREFILL_INTERVENE_TOKENS,
+      elephantTokens: settings.ROUTING_ELEPHANT_PROMPT_TOKENS, maxElephantsPerEndpoint: settings.ROUTING_PREFILL_MAX_ELEPHANTS_PER_ENDPOINT,
+      memoryMs: settings.ROUTING_PREFILL_MEMORY_SECONDS * 1000, now,
+    }),
+    rng: options.rng,
+    affinityCeilingTokens: settings.ROUTING_PREFILL_AFFINITY_CEILING,
+  });
 }
 
 export function gatewayContextDeps(settings: Settings, options: ContextOptions): GatewayContextDeps {
@@ -29,18 +68,31 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
     durationSec: settings.AUTH_FAILURE_BLOCK_DURATION_SEC,
     exempt: settings.AUTH_FAILURE_BLOCK_EXEMPT_IPS,
   });
+  const rng = options.rng ?? Math.random;
+  const now = options.now ?? Date.now;
+  const concurrency = new ConcurrencyLimiter({
+    enabled: settings.UPSTREAM_CONCURRENCY_ENABLED,
+    initialLimit: settings.UPSTREAM_CONCURRENCY_INITIAL_LIMIT,
+    maxLimit: settings.UPSTREAM_CONCURRENCY_MAX_LIMIT,
+    probeSuccessInterval: settings.UPSTREAM_CONCURRENCY_PROBE_SUCCESS_INTERVAL,
+    acquireTimeoutMs: settings.UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC * 1000,
+    exemptHosts: options.concurrencyExemptHosts ?? CONCURRENCY_EXEMPT_HOSTS,
+    now,
+  });
   return {
     registry: options.registry,
     upstream: new UpstreamClient({
       connectMs: settings.UPSTREAM_CONNECT_TIMEOUT_SECONDS * 1000,
       firstByteMs: settings.UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS * 1000,
       idleMs: settings.UPSTREAM_IDLE_TIMEOUT_SECONDS * 1000,
-    }),
+    }, undefined, concurrency),
+    routing: routingCoreFrom(settings, { rng, now, log: options.log }),
+    concurrency,
     authenticator,
     gate: new AuthGate(authenticator, blocklist, options.log, { identifyCaller: settings.AUTH_FAILURE_IDENTIFY_CALLER }),
     limits: new UserLimits({ concurrency: settings.USER_CONCURRENCY_LIMIT, dailyQuotaUsd: settings.USER_DAILY_QUOTA_USD }),
     clientAddress: clientAddressResolverFrom(settings),
-    rng: options.rng ?? Math.random,
+    rng,
     tiers: { largeTokens: settings.ROUTING_LARGE_PROMPT_TOKENS, elephantTokens: settings.ROUTING_ELEPHANT_PROMPT_TOKENS },
     maxBodyBytes: Math.round(settings.GATEWAY_MAX_BODY_MIB * 1024 * 1024),
   };

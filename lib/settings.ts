@@ -128,6 +128,42 @@ export const settingsShape = {
   /** Largest size of the spool in MiB; rows beyond it are dropped and counted. Default 512. */
   REQUEST_LOG_SPOOL_MAX_MIB: z.coerce.number().positive().default(512),
 
+  // ---- routing ----
+  /** Consecutive failures (connect error, timeout, 5xx, stream failure before the first byte) that open an endpoint's circuit. Default 5. */
+  CIRCUIT_FAILURE_THRESHOLD: z.coerce.number().int().min(1).default(5),
+  /** Seconds an open circuit waits before admitting one test request (half-open). Default 30. */
+  CIRCUIT_COOLDOWN_SECONDS: z.coerce.number().positive().default(30),
+  /** A failure leaving the availability average below this opens the circuit (0 disables the rule). Default 0.5. */
+  CIRCUIT_MIN_AVAILABILITY: z.coerce.number().min(0).max(1).default(0.5),
+  /** Weight of the newest outcome in the availability average (EWMA; 0.05 ≈ the last 20 requests). Default 0.05. */
+  CIRCUIT_AVAILABILITY_ALPHA: z.coerce.number().gt(0).max(1).default(0.05),
+  /** Idle seconds before a caller's affinity pin expires (sliding). Default 300. */
+  AFFINITY_TTL_SECONDS: z.coerce.number().positive().default(300),
+  /** Maximum age of an affinity pin in seconds, however busy (0 disables the cap). Default 86400. */
+  ROUTING_AFFINITY_MAX_AGE_SEC: z.coerce.number().min(0).default(86_400),
+  /** `0`/`false` switches session affinity off (every request is a fresh weighted pick). Default true. */
+  ROUTING_AFFINITY_ENABLED: flag(true),
+  /** `0`/`false` switches prefill-aware selection off (no backlog tracking; plain weighted order). Default true. */
+  ROUTING_PREFILL_ENABLED: flag(true),
+  /** Power-of-two choice engages only when the heavier of two weighted draws has at least this many un-cached prompt tokens queued. Default 8192. */
+  ROUTING_PREFILL_INTERVENE_TOKENS: z.coerce.number().int().min(0).default(8192),
+  /** A pinned endpoint with more queued un-cached prompt tokens than this is skipped for one request, then re-pinned. Default 65536. */
+  ROUTING_PREFILL_AFFINITY_CEILING: z.coerce.number().int().min(0).default(65_536),
+  /** Elephants (prompt at or above `ROUTING_ELEPHANT_PROMPT_TOKENS`) in prefill at one endpoint before further elephants prefer another (0: no limit). Default 2. */
+  ROUTING_PREFILL_MAX_ELEPHANTS_PER_ENDPOINT: z.coerce.number().int().min(0).default(2),
+  /** Seconds a caller's prompt size is remembered to estimate the prefix-cached part of its next prompt. Default 300. */
+  ROUTING_PREFILL_MEMORY_SECONDS: z.coerce.number().positive().default(300),
+  /** `false` turns off the adaptive outbound concurrency limit per (provider label, API key). Default true. */
+  UPSTREAM_CONCURRENCY_ENABLED: flag(true),
+  /** Starting concurrency limit of each (provider label, API key). Default 32. */
+  UPSTREAM_CONCURRENCY_INITIAL_LIMIT: z.coerce.number().int().min(1).default(32),
+  /** Highest concurrency limit growth may reach. Default 256. */
+  UPSTREAM_CONCURRENCY_MAX_LIMIT: z.coerce.number().int().min(1).default(256),
+  /** Successes after which the limit grows by one. Default 20. */
+  UPSTREAM_CONCURRENCY_PROBE_SUCCESS_INTERVAL: z.coerce.number().int().min(1).default(20),
+  /** Seconds a request waits for a permit before failing over to the next route (not a breaker failure). Default 30. */
+  UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC: z.coerce.number().positive().default(30),
+
   // ---- routing file ----
   /** Deprecated (spec 9): `true` makes `routewise` the default router when the routing file's `default_router` is `fixed`; stops startup while the cost-aware strategy is not installed. Default false. */
   ENABLE_ROUTEWISE: flag(false),
@@ -193,6 +229,9 @@ const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
   }
   if (s.ROUTING_ELEPHANT_PROMPT_TOKENS <= s.ROUTING_LARGE_PROMPT_TOKENS) {
     ctx.addIssue({ code: 'custom', path: ['ROUTING_ELEPHANT_PROMPT_TOKENS'], message: 'must be larger than ROUTING_LARGE_PROMPT_TOKENS' });
+  }
+  if (s.UPSTREAM_CONCURRENCY_MAX_LIMIT < s.UPSTREAM_CONCURRENCY_INITIAL_LIMIT) {
+    ctx.addIssue({ code: 'custom', path: ['UPSTREAM_CONCURRENCY_MAX_LIMIT'], message: 'must be at least UPSTREAM_CONCURRENCY_INITIAL_LIMIT' });
   }
   if (s.OBJECT_STORE_BACKEND === 's3') {
     for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {

@@ -16,6 +16,11 @@ export interface BenchUpstreamOptions {
   port: number;
   /** SSE chunks per `write` call (1 = one write per chunk). Default 1. */
   sseBatch?: number;
+  /**
+   * Fault scenario (`npm run bench:gateway:faults`): `fail_half` answers every second request
+   * with a 500; `stall` reads the request and never answers. Default none.
+   */
+  fault?: 'fail_half' | 'stall';
 }
 
 export interface BenchUpstream {
@@ -65,9 +70,28 @@ function streamWrites(batch: number): Buffer[] {
 const JSON_HEADERS = { 'content-type': 'application/json', 'content-length': String(JSON_BODY.length) };
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
 const NOT_FOUND = Buffer.from(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
+const FAILED = Buffer.from(JSON.stringify({ error: { message: 'bench fault: engine error', type: 'server_error' } }));
 
 /** `"stream": true` anywhere at the top level of the (small) request body. */
 const STREAM_FLAG = /"stream"\s*:\s*true/;
+
+/** Wraps {@link handle} with a fault; the healthy path stays untouched. */
+function faulty(fault: NonNullable<BenchUpstreamOptions['fault']>, writes: readonly Buffer[]): (req: IncomingMessage, res: ServerResponse) => void {
+  let count = 0;
+  return (req, res) => {
+    count += 1;
+    if (fault === 'stall') {
+      req.resume(); // read the body, never answer: the gateway's first-byte timeout decides
+      return;
+    }
+    if (count % 2 === 0) {
+      req.resume();
+      req.on('end', () => res.writeHead(500, { 'content-type': 'application/json', 'content-length': String(FAILED.length) }).end(FAILED));
+      return;
+    }
+    handle(req, res, writes);
+  };
+}
 
 function handle(req: IncomingMessage, res: ServerResponse, writes: readonly Buffer[]): void {
   if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
@@ -93,7 +117,7 @@ function handle(req: IncomingMessage, res: ServerResponse, writes: readonly Buff
 /** Starts the upstream on 127.0.0.1. */
 export async function startBenchUpstream(options: BenchUpstreamOptions): Promise<BenchUpstream> {
   const writes = streamWrites(Math.max(1, options.sseBatch ?? 1));
-  const server = createServer((req, res) => handle(req, res, writes));
+  const server = createServer(options.fault ? faulty(options.fault, writes) : (req, res) => handle(req, res, writes));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {

@@ -5,6 +5,11 @@
  * When every route fails, the first (primary) error is raised, as the client error it maps to
  * ({@link clientErrorFor}), and the attempt list logged. Other errors (the client left, a 501
  * kind, a bug) pass through unchanged.
+ *
+ * An {@link AttemptObserver} (the routing core's per-request ticket) admits each route (circuit
+ * breaker) and hears every outcome (breaker, affinity, prefill backlog). Routes it refuses are
+ * skipped; when it refused every route and none was tried, the request fails with 503
+ * `no_provider_available` naming the endpoints and their circuit states.
  */
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
@@ -25,27 +30,56 @@ export interface FallbackOptions {
   pinned: boolean;
   /** Log line for an upstream 401 (chat: `upstream_auth_misconfig`). */
   onUpstreamAuthFailure: (route: Route, err: UpstreamError) => void;
+  /** Breaker admission and outcome reports; absent: every route is admitted, nothing recorded. */
+  observer?: AttemptObserver | undefined;
+}
+
+/** What the fallback driver tells the routing core about each attempt. */
+export interface AttemptObserver {
+  /** Whether the route may be tried now (false: skipped, e.g. circuit open or probe in flight). */
+  admit(route: Route): boolean;
+  succeeded(route: Route): void;
+  failed(route: Route, err: UpstreamError): void;
+  /** The attempt ended with no verdict on the upstream (client left, a bug). */
+  abandoned(route: Route): void;
+  /** Why the routes were refused, for the 503 message (`AllCircuitsOpenError`). */
+  describeRefused(routes: readonly Route[]): string;
 }
 
 export async function runWithFallback<T>(candidates: readonly Route[], attempt: (route: Route) => Promise<T>, options: FallbackOptions): Promise<FallbackResult<T>> {
   const failed: FailedAttempt[] = [];
   let primary: UpstreamError | undefined;
   let contextLimit = 0;
+  let refused: Route[] | undefined;
+  const observer = options.observer;
   for (const route of candidates) {
     if (contextLimit > 0 && route.contextLength <= contextLimit) continue;
+    if (observer && !observer.admit(route)) {
+      (refused ??= []).push(route);
+      continue;
+    }
+    let value: T;
     try {
-      return { value: await attempt(route), route, failedAttempts: failed };
+      value = await attempt(route);
     } catch (err) {
-      if (!(err instanceof UpstreamError)) throw err;
+      if (!(err instanceof UpstreamError)) {
+        observer?.abandoned(route);
+        throw err;
+      }
+      observer?.failed(route, err);
       failed.push(failedAttempt(route, err));
       primary ??= err;
       if (err.options.upstreamStatus === 401) options.onUpstreamAuthFailure(route, err);
       if (err.options.contextLength) contextLimit = Math.max(contextLimit, route.contextLength);
       if (!err.retryable || options.pinned) break;
+      continue;
     }
+    observer?.succeeded(route);
+    return { value, route, failedAttempts: failed };
   }
   if (!primary) {
-    throw new AppError('no_provider_available', `No provider available for model ${options.modelId}`);
+    const why = refused && observer ? `AllCircuitsOpenError: ${observer.describeRefused(refused)}` : 'no route can serve it';
+    throw new AppError('no_provider_available', `No provider available for model ${options.modelId}: ${why}`);
   }
   options.state.log.warn({ event: 'all_routes_failed', model: options.modelId, attempts: failed }, `Every route of ${options.modelId} failed; returning the primary error`);
   throw clientErrorFor(primary);
@@ -54,6 +88,12 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
 /** The client-facing error for an upstream failure (the upstream's credential is never named). */
 export function clientErrorFor(err: UpstreamError): AppError {
   const status = err.status;
+  if (err.failure === 'concurrency') {
+    const headers: Record<string, string> = err.options.retryAfter ? { 'Retry-After': err.options.retryAfter } : {};
+    return status === 429
+      ? new AppError('rate_limited', `Upstream rate limit: ${err.message}`, { cause: err, headers })
+      : new AppError('no_provider_available', `No provider available: ${err.message}`, { cause: err, headers });
+  }
   if (err.options.upstreamStatus === 401) {
     return new AppError('unauthorized', "The upstream provider rejected the gateway's credential", { status: 401, cause: err });
   }

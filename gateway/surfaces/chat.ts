@@ -10,6 +10,7 @@ import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abor
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { callerOf } from '../auth/caller';
+import { affinityKey } from '../auth/ip-routability';
 import { processCompletion } from '../processors';
 import { noteChatFacts } from '../request-log/chat-facts';
 import type { ChatCompletion } from '../processors/types';
@@ -17,19 +18,32 @@ import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
 import { runWithFallback } from '../routing/fallback';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
-import { weightedOrder } from '../routing/weighted-order';
+import type { RoutingTicket } from '../routing/selector';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
 import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
-import { attribute, sendJson, type GatewayContextDeps, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
+import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
 
-/** Routes for one request: the pinned route alone, or every usable route in weighted order. */
-export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'rng'>): { routes: Route[]; pinned: boolean } {
-  if (!pin) return { routes: weightedOrder(model.routes, deps.rng), pinned: false };
+/**
+ * Routes for one request and the ticket that hears its attempts: the `X-Route-Pin` route alone,
+ * or the routing core's order (affinity pin, strategy, prefill-aware choice; spec 3.2, 8).
+ */
+export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'routing'>, request: { state: GatewayState; promptTokens: number }): { ticket: RoutingTicket; pinned: boolean } {
+  const synthetic = request.state.synthetic === true;
+  if (!pin) {
+    const callerKey = affinityKey({ apiKeyHash: apiKeyRef(request.state), clientIp: request.state.client });
+    return { ticket: deps.routing.plan(model, { callerKey, promptTokens: request.promptTokens, synthetic }), pinned: false };
+  }
   const route = model.routes.find((r) => r.endpointId === pin || r.providerLabel === pin);
   if (!route) throw new AppError('invalid_request', `ProviderPinError: X-Route-Pin '${pin}' matches no route of model ${model.id}`, { param: 'X-Route-Pin' });
-  return { routes: [route], pinned: true };
+  return { ticket: deps.routing.fixedOrder([route], synthetic), pinned: true };
+}
+
+/** The API key's affinity identity (its id; never the secret). */
+function apiKeyRef(state: GatewayState): string | undefined {
+  const id = state.caller?.apiKeyId;
+  return id === undefined ? undefined : `key:${id}`;
 }
 
 /** `X-Route-Pin` (spec 4.1): an admin debugging aid; other roles get 403. */
@@ -39,9 +53,9 @@ function routePin(ctx: InferenceContext, role: Role): string | undefined {
   return pin;
 }
 
-function tierFor(model: Model, request: ChatRequest, deps: GatewayContextDeps): PriorityTier {
+function tierFor(model: Model, promptTokens: number, deps: GatewayContextDeps): PriorityTier {
   if (!model.routes.some((r) => r.priorityScheduling)) return 'interactive';
-  return priorityTier(estimatePromptTokens(request.messages), deps.tiers);
+  return priorityTier(promptTokens, deps.tiers);
 }
 
 function attribution(route: Route, failed: readonly FailedAttempt[]): RoutingAttribution {
@@ -86,12 +100,14 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const model = deps.registry.resolve(request.model, role, 'chat');
   state.model = model.id;
   deps.limits.enter(callerOf(state), model.id, ctx.res);
-  const { routes, pinned } = candidatesFor(model, routePin(ctx, role), deps);
-  const tier = tierFor(model, request, deps);
+  const promptTokens = deps.routing.prefill.enabled || model.routes.some((r) => r.priorityScheduling) ? estimatePromptTokens(request.messages) : 0;
+  const { ticket, pinned } = candidatesFor(model, routePin(ctx, role), deps, { state, promptTokens });
+  const routes = ticket.routes;
+  const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
   const fallbackOptions = {
-    modelId: model.id, state: ctx.state, pinned,
+    modelId: model.id, state: ctx.state, pinned, observer: ticket,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
       { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,

@@ -48,8 +48,9 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
     const signal = abortOnClientClose(ctx.res);
     const attempt = (route: Route) =>
       deps.upstream.postJson<Record<string, unknown>>(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), signal);
-    const done = await runWithFallback(model.routes.filter((r) => r.weight > 0), attempt, {
-      modelId: model.id, state: ctx.state, pinned: false,
+    const ticket = deps.routing.fixedOrder(model.routes.filter((r) => r.weight > 0), ctx.state.synthetic === true);
+    const done = await runWithFallback(ticket.routes, attempt, {
+      modelId: model.id, state: ctx.state, pinned: false, observer: ticket,
       onUpstreamAuthFailure: (route) => ctx.state.log.warn(
         { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel },
         `Embedding request failed for model=${model.id}: the upstream rejected the gateway's credential (401)`,

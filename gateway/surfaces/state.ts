@@ -13,6 +13,8 @@ import type { UserLimits } from '../auth/user-limits';
 import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
+import type { ConcurrencyLimiter } from '../routing/concurrency';
+import type { RoutingCore } from '../routing/selector';
 import type { Rng } from '../routing/weighted-order';
 import type { UpstreamClient } from '../upstream/client';
 import type { FailedAttempt } from '../upstream/upstream-error';
@@ -71,6 +73,10 @@ export interface GatewayContextDeps {
   /** Per-user concurrency and daily quota. */
   limits: UserLimits;
   clientAddress: ClientAddressResolver;
+  /** Breakers, affinity pins and prefill backlog of this process (spec 3.1, 3.2, 8). */
+  routing: RoutingCore;
+  /** Adaptive outbound concurrency per (provider label, API key). */
+  concurrency: ConcurrencyLimiter;
   rng: Rng;
   tiers: TierThresholds;
   maxBodyBytes: number;

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { ClientAbort } from '../../lib/http/client-abort';
 import { chatCompletionsUrl, embeddingsUrl, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
 import type { Route } from '../registry';
+import { PermitRefusedError, type ConcurrencyLimiter, type Lane } from '../routing/concurrency';
 import { httpError, transportError, UpstreamError } from './upstream-error';
 
 export interface UpstreamTimeouts {
@@ -21,6 +22,10 @@ interface Target {
   path: string;
   keys: KeyPool;
   profile: AdapterProfile;
+  /** Whether the outbound concurrency limit applies to this host. */
+  limited: boolean;
+  /** Concurrency lanes by API key, filled lazily. */
+  lanes: Map<string, Lane>;
 }
 
 export interface UpstreamResponse {
@@ -36,7 +41,7 @@ export class UpstreamClient {
   private readonly chatTargets = new WeakMap<Route, Target>();
   private readonly embeddingTargets = new WeakMap<Route, Target>();
 
-  constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string) {}
+  constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string, private readonly concurrency?: ConcurrencyLimiter) {}
 
   private pool(origin: string): Pool {
     let pool = this.pools.get(origin);
@@ -57,7 +62,10 @@ export class UpstreamClient {
     let target = cache.get(route);
     if (!target) {
       const url = new URL(surface === 'chat' ? chatCompletionsUrl(route.kind, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath));
-      target = { origin: url.origin, path: `${url.pathname}${url.search}`, keys: new KeyPool(route.apiKeys), profile: resolveAdapterKind(route.kind) };
+      target = {
+        origin: url.origin, path: `${url.pathname}${url.search}`, keys: new KeyPool(route.apiKeys), profile: resolveAdapterKind(route.kind),
+        limited: this.concurrency?.applies(url.hostname) ?? false, lanes: new Map(),
+      };
       cache.set(route, target);
     }
     return target;
@@ -69,18 +77,82 @@ export class UpstreamClient {
    */
   async post(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort): Promise<UpstreamResponse> {
     const target = this.target(route, surface);
-    const headers = upstreamHeaders(target.keys.next(), target.profile, this.siteName ? { siteName: this.siteName } : {});
+    if (!target.limited || !this.concurrency) return this.send(target, target.keys.next(), body, signal, undefined);
+    const { key, lane } = await this.permit(route, target);
+    return this.send(target, key, body, signal, lane);
+  }
+
+  /**
+   * A concurrency permit for one of the route's keys: the first key whose lane has room, else a
+   * wait on the next key's lane. Keys paused by `Retry-After` are skipped; when every key is
+   * paused or the wait times out the route fails over (a `concurrency` failure, ignored by the
+   * breaker).
+   */
+  private async permit(route: Route, target: Target): Promise<{ key: string | undefined; lane: Lane }> {
+    const limiter = this.concurrency!;
+    const tries = Math.max(1, target.keys.size);
+    let waitOn: { key: string | undefined; lane: Lane } | undefined;
+    let pausedMs = Infinity;
+    for (let i = 0; i < tries; i += 1) {
+      const key = target.keys.next();
+      const lane = this.lane(route, target, key);
+      const paused = limiter.pausedFor(lane);
+      if (paused > 0) {
+        pausedMs = Math.min(pausedMs, paused);
+        continue;
+      }
+      if (limiter.tryAcquire(lane)) return { key, lane };
+      waitOn ??= { key, lane };
+    }
+    if (!waitOn) {
+      const seconds = String(Math.ceil(pausedMs / 1000));
+      throw new UpstreamError(`${route.providerLabel} asked to retry later (Retry-After ${seconds}s)`, 'concurrency', 429, true, { retryAfter: seconds });
+    }
+    try {
+      await limiter.acquire(waitOn.lane);
+    } catch (err) {
+      if (!(err instanceof PermitRefusedError)) throw err;
+      const retryAfter = err.reason === 'retry_after' ? String(Math.ceil(err.retryAfterMs / 1000)) : undefined;
+      throw new UpstreamError(`${route.providerLabel}: ${err.message}`, 'concurrency', err.reason === 'retry_after' ? 429 : 503, true, {
+        cause: err, ...(retryAfter ? { retryAfter } : {}),
+      });
+    }
+    return waitOn;
+  }
+
+  private lane(route: Route, target: Target, key: string | undefined): Lane {
+    const id = key ?? '';
+    let lane = target.lanes.get(id);
+    if (!lane) {
+      lane = this.concurrency!.lane(route.providerLabel, key);
+      target.lanes.set(id, lane);
+    }
+    return lane;
+  }
+
+  private async send(target: Target, key: string | undefined, body: string, signal: ClientAbort, lane: Lane | undefined): Promise<UpstreamResponse> {
+    const headers = upstreamHeaders(key, target.profile, this.siteName ? { siteName: this.siteName } : {});
     let response: Dispatcher.ResponseData;
     try {
       response = await this.pool(target.origin).request({ method: 'POST', path: target.path, headers, body, signal });
     } catch (err) {
+      if (lane) this.concurrency!.release(lane, 'other');
       if (signal.aborted) throw err;
       throw transportError(err, 'headers');
     }
-    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    if (response.statusCode >= 200 && response.statusCode < 300) {
+      // The permit is held until the body is done (a stream holds it to its end).
+      if (lane) response.body.once('close', () => this.concurrency!.release(lane, 'ok'));
+      return response;
+    }
     const text = await readBounded(response.body, ERROR_BODY_LIMIT).catch(() => '');
-    const retryAfter = response.headers['retry-after'];
-    throw httpError(response.statusCode, text, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+    const header = response.headers['retry-after'];
+    const retryAfter = Array.isArray(header) ? header[0] : header;
+    if (lane) {
+      const limited = response.statusCode === 429;
+      this.concurrency!.release(lane, limited ? 'rate_limited' : 'other', limited ? retryAfter : undefined);
+    }
+    throw httpError(response.statusCode, text, retryAfter);
   }
 
   /**

@@ -29,6 +29,10 @@ export interface TestGatewayOptions {
   /** The database (the caller owns the pool); none by default. */
   db?: Db;
   rng?: () => number;
+  /** Clock of the routing core (breaker cooldowns, pins). */
+  now?: () => number;
+  /** Hosts exempt from the outbound concurrency limit (default: the production list, which exempts 127.0.0.1). */
+  concurrencyExemptHosts?: readonly string[];
 }
 
 /** Starts a gateway through the same assembly as `gateway/main.ts`, on 127.0.0.1:0. */
@@ -47,6 +51,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const assembly = assembleGateway({
     settings: loadSettings(env), env, cwd: process.cwd(), log: logs.log, db: options.db ?? null,
     ...(options.rng ? { rng: options.rng } : {}),
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.concurrencyExemptHosts ? { concurrencyExemptHosts: options.concurrencyExemptHosts } : {}),
   });
   await assembly.start();
   let serving: Serving;
