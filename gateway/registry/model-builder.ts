@@ -10,6 +10,7 @@ import { PROCESSOR_NAMES, type ProcessorName } from '../processors';
 import { validateEmbeddingsPath } from './embeddings-path';
 import { RegistryConfigError, RegistryStopError } from './errors';
 import { expandWhole } from './expand';
+import { compileSchedule, pricingScheduleSchema } from './pricing-schedule';
 import { ROLES, type Model, type Route } from './types';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -35,7 +36,7 @@ const inheritable = {
   priority_scheduling: z.boolean().optional(),
   route_metadata: z.record(z.string(), z.unknown()).optional(),
   pricing: z.record(z.string(), z.union([z.string(), z.number()]).transform(String)).optional(),
-  pricing_schedule: z.record(z.string(), z.unknown()).optional(),
+  pricing_schedule: pricingScheduleSchema.optional(),
 };
 
 const routeSchema = z.object({
@@ -203,7 +204,7 @@ function buildRoute(model: z.infer<typeof modelSchema>, rawRoute: Record<string,
       inputModalities: merged.input_modalities ?? ['text'],
       outputModalities: merged.output_modalities ?? ['text'],
       routeMetadata: merged.route_metadata ?? {},
-      pricing: merged.pricing,
+      pricing: merged.pricing_schedule ? { ...merged.pricing, schedule: compileSchedule(merged.pricing_schedule, merged.pricing) } : merged.pricing,
       costMetadata: Object.fromEntries(
         (['routewise_pool', 'quota_pool', 'concurrency_pool', 'quota_source', 'quota', 'concurrency'] as const)
           .filter((k) => route[k] !== undefined).map((k) => [k, route[k]]),

@@ -52,6 +52,8 @@ export interface GatewayState extends RequestState {
   numToolCalls?: number;
   /** The newest user message's content as sent (string or parts array); measured at flush time. */
   lastUserMessage?: unknown;
+  /** Images (`image_url` parts) in the request's user messages. */
+  numImages?: number;
   /** The pricing of the route that answered. */
   pricing?: Pricing | undefined;
   /** The error code of the response, when it failed. */
