@@ -17,6 +17,7 @@ import { createRequestLog } from './request-log';
 import { RegistryHolder } from './registry/holder';
 import type { Rng } from './routing/weighted-order';
 import { RuntimeConfig } from './runtime-config/runtime-state';
+import { SETTING } from './runtime-config/types';
 import { createGatewayListener } from './server';
 import { DatabaseState } from './store/database-state';
 import { SiteSettings } from './store/site-settings';
@@ -65,6 +66,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const siteSettings = new SiteSettings(db, log);
   const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
   context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);
+  context.routewise.storedSettings = () => runtimeConfig.state.settings.get(SETTING.routewise);
   const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
   const deps: GatewayDeps = {
     ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
@@ -72,6 +74,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const onReady: ReadyStep[] = [
     () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(),
     async () => { if (db) await context.limits.seed(db); },
+    async () => { if (db) await context.routewise.pools.seed(db, context.registry.current); },
   ];
   const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop()];
   if (requestLog) {

@@ -10,6 +10,8 @@ import { clientAddressResolverFrom } from './auth/request-origin';
 import { UserLimits } from './auth/user-limits';
 import type { ApiKeyCache } from './identity/api-keys';
 import type { RegistryHolder } from './registry/holder';
+import { effectiveDefaultRouter } from './routing/routewise';
+import { Routewise } from './routing/routewise-runtime';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
 
@@ -41,6 +43,7 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
     limits: new UserLimits({ concurrency: settings.USER_CONCURRENCY_LIMIT, dailyQuotaUsd: settings.USER_DAILY_QUOTA_USD }),
     clientAddress: clientAddressResolverFrom(settings),
     rng: options.rng ?? Math.random,
+    routewise: new Routewise({ defaultRouter: effectiveDefaultRouter('fixed', settings.ENABLE_ROUTEWISE) }),
     tiers: { largeTokens: settings.ROUTING_LARGE_PROMPT_TOKENS, elephantTokens: settings.ROUTING_ELEPHANT_PROMPT_TOKENS },
     maxBodyBytes: Math.round(settings.GATEWAY_MAX_BODY_MIB * 1024 * 1024),
   };

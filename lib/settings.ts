@@ -111,6 +111,8 @@ export const settingsShape = {
   ROUTING_LARGE_PROMPT_TOKENS: z.coerce.number().int().positive().default(8192),
   /** Estimated prompt tokens from which a request is an elephant (upstream priority 0). Default 32768. */
   ROUTING_ELEPHANT_PROMPT_TOKENS: z.coerce.number().int().positive().default(32768),
+  /** Deprecated (spec 9): `true` makes `routewise` the router of models naming none while `default_router` is `fixed`. Default false. */
+  ENABLE_ROUTEWISE: flag(false),
 
   // ---- request log ----
   /** `false`: no `api_logs` rows are written even with a database (docs/request-log.md). Default true. */

@@ -1,8 +1,9 @@
 /**
  * Per-model routing policies stored in `site_settings` (spec 4.3, 2.9): offload routes
  * (`model_offload_route:<model_id>`) and the cost-aware (routewise) strategy settings. Both are
- * validated and stored; neither is executed by this gateway yet, and the listings say so
- * (`active: false` with `inactive_reason`; `applied: false` with `reason`).
+ * validated and stored. Routewise settings feed the strategy of routewise models at once
+ * (docs/routewise.md); offload is not executed by this gateway yet, and its listing says so
+ * (`active: false` with `inactive_reason`).
  */
 import Router from '@koa/router';
 import { z } from 'zod';
@@ -28,6 +29,9 @@ const routewiseBody = z.object({
     objective: z.enum(['cost', 'latency', 'balanced']).optional(),
     probe_interval_seconds: z.number().finite().positive().optional(),
     max_latency_ms: z.number().int().positive().optional(),
+    /** Pool name → limit, overriding the routes' `concurrency: {limit}` / `quota: {limit}`. */
+    concurrency_limits: z.record(z.string().min(1), z.number().int().min(0)).optional(),
+    quota_limits: z.record(z.string().min(1), z.number().finite().min(0)).optional(),
   }).strict().nullable(),
 }).strict();
 

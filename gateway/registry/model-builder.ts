@@ -50,7 +50,11 @@ const routeSchema = z.object({
   routewise_pool: z.string().optional(),
   quota_pool: z.string().optional(),
   concurrency_pool: z.string().optional(),
-  quota_source: z.record(z.string(), z.unknown()).optional(),
+  quota_source: z.object({
+    provider: z.string().min(1).optional(),
+    usage_label: z.string().min(1).optional(),
+    unit: z.enum(['requests', 'tokens', 'prompt_tokens', 'completion_tokens', 'usd']).optional(),
+  }).strict().optional(),
   quota: z.object({ limit: z.number() }).loose().optional(),
   concurrency: z.object({ limit: z.number() }).loose().optional(),
 });

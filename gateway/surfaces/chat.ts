@@ -25,8 +25,8 @@ import { attribute, sendJson, type GatewayContextDeps, type InferenceContext, ty
 import { finishCompletionUsage, type Usage } from './usage';
 
 /** Routes for one request: the pinned route alone, or every usable route in weighted order. */
-export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'rng'>): { routes: Route[]; pinned: boolean } {
-  if (!pin) return { routes: weightedOrder(model.routes, deps.rng), pinned: false };
+export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'rng' | 'routewise'>): { routes: Route[]; pinned: boolean } {
+  if (!pin) return { routes: deps.routewise.applies(model) ? deps.routewise.order(model, deps.rng) : weightedOrder(model.routes, deps.rng), pinned: false };
   const route = model.routes.find((r) => r.endpointId === pin || r.providerLabel === pin);
   if (!route) throw new AppError('invalid_request', `ProviderPinError: X-Route-Pin '${pin}' matches no route of model ${model.id}`, { param: 'X-Route-Pin' });
   return { routes: [route], pinned: true };
@@ -98,7 +98,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     ),
   };
   if (request.stream) {
-    const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
+    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => openStream(deps, route, wire(route), signal)), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts));
     state.pricing = opened.route.pricing;
@@ -107,7 +107,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
-  const done = await runWithFallback(routes, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal), fallbackOptions);
+  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal)), fallbackOptions);
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);

@@ -14,6 +14,7 @@ import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
 import type { Rng } from '../routing/weighted-order';
+import type { Routewise } from '../routing/routewise-runtime';
 import type { UpstreamClient } from '../upstream/client';
 import type { FailedAttempt } from '../upstream/upstream-error';
 import type { Usage } from './usage';
@@ -74,6 +75,8 @@ export interface GatewayContextDeps {
   limits: UserLimits;
   clientAddress: ClientAddressResolver;
   rng: Rng;
+  /** The cost-aware strategy: which models it routes, their order, pool slots around attempts. */
+  routewise: Routewise;
   tiers: TierThresholds;
   maxBodyBytes: number;
 }

@@ -88,15 +88,19 @@ describe('admin offload routes and routewise settings', function () {
     assert.deepEqual((await offloads(gw)).map((o) => [o.active, o.inactive_reason]), [[false, 'offload route m#5 no longer exists']]);
   });
 
-  it('stores routewise settings per model, says they are not applied, and validates them', async () => {
+  it('stores routewise settings per model, says they are applied, and validates them', async () => {
     gw = await start();
     const initial = await admin(gw, 'GET', '/admin/routewise/model-settings');
     assert.deepEqual(initial.body.models, {});
-    assert.equal(initial.body.installed, false);
+    assert.equal(initial.body.installed, true);
     const put = await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { objective: 'cost', max_latency_ms: 3000 } });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.deepEqual(put.body.models, { m: { objective: 'cost', max_latency_ms: 3000 } });
-    assert.equal(put.body.applied, false);
+    assert.equal(put.body.applied, true);
+    const limits = await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { objective: 'cost', max_latency_ms: 3000, concurrency_limits: { gpu: 2 }, quota_limits: { team: 1.5 } } });
+    assert.deepEqual(limits.body.models, { m: { objective: 'cost', max_latency_ms: 3000, concurrency_limits: { gpu: 2 }, quota_limits: { team: 1.5 } } });
+    assertInvalid(await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { concurrency_limits: { gpu: 1.5 } } }), 'settings.concurrency_limits.gpu');
+    assert.equal((await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { objective: 'cost', max_latency_ms: 3000 } })).status, 200);
     await gw.close();
     gw = await start();
     assert.deepEqual((await admin(gw, 'GET', '/admin/routewise/model-settings')).body.models, { m: { objective: 'cost', max_latency_ms: 3000 } });
