@@ -84,8 +84,9 @@ export class RoutewisePools implements PoolView {
   }
 
   /**
-   * Recomputes today's quota use from `api_logs` (answered rows since 00:00 UTC, grouped by
-   * endpoint) for every quota route of `registry`, replacing what memory holds. Off the hot path.
+   * Recomputes today's quota use from `api_logs` (answered rows with a status below 400 since
+   * 00:00 UTC, grouped by endpoint) for every quota route of `registry`, replacing what memory
+   * holds. Run once the database answers at startup; off the hot path.
    */
   async seed(db: Db, registry: Registry): Promise<void> {
     const quotaRoutes = new Map<string, Route>();
@@ -97,7 +98,7 @@ export class RoutewisePools implements PoolView {
         'endpoint_id', db.raw('count(*) as requests'), db.raw('sum(prompt_tokens) as prompt'),
         db.raw('sum(completion_tokens) as completion'), db.raw('sum(cost_usd) as usd'),
       )
-      .whereIn('endpoint_id', [...quotaRoutes.keys()]).andWhere('created_at', '>=', since).groupBy('endpoint_id');
+      .whereIn('endpoint_id', [...quotaRoutes.keys()]).andWhere('created_at', '>=', since).andWhere('status', '<', 400).groupBy('endpoint_id');
     this.rollDay();
     this.used.clear();
     for (const row of rows) {

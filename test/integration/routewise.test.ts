@@ -43,7 +43,8 @@ describe('routewise strategy (gateway)', function () {
 
   function start(): Promise<TestGateway> {
     const yaml = `models:\n${chatModelYaml('rw', [routeA(a.url), routeB(b.url)], '    router: routewise\n')}`
-      + chatModelYaml('f', [routeB(b.url), routeA(a.url)]);
+      + chatModelYaml('f', [routeB(b.url), routeA(a.url)])
+      + chatModelYaml('q', [`{ kind: generic_compat, base_url: "${a.url}", provider: quota-a, provider_type: quota, quota_pool: team, quota: { limit: 2 } }`, routeB(b.url)], '    router: routewise\n');
     // rng () => 0: a weighted draw puts the first listed route first (model f: B under fixed).
     return startTestGateway({ modelsYaml: yaml, db: t.db, rng: () => 0, env: { ADMIN_TOKEN, REQUEST_LOG_FLUSH_INTERVAL_MS: '20' } });
   }
@@ -97,6 +98,23 @@ describe('routewise strategy (gateway)', function () {
     const spilledRow = await rowOf(spilled);
     assert.equal(spilledRow.provider, 'demand-b');
     assert.equal(Number(spilledRow.cost_usd), (12 * 2 + 5 * 4) / 1e6, 'route B: base price before its effective_at');
+  });
+
+  it('spends a quota pool by finished requests, then spills to on-demand, and remembers the day across a restart', async () => {
+    gw = await start();
+    const ids = [nextId('q1'), nextId('q2')];
+    for (const id of ids) assert.equal((await chat('q', id)).status, 200);
+    assert.deepEqual([a.requests.length, b.requests.length], [2, 0], 'both within the quota of 2 requests');
+    // Charged when each response closes: wait for both (the source is the route's label, its pool, unit requests).
+    const source = { provider: 'quota-a', usage_label: 'team', unit: 'requests' as const };
+    for (let i = 0; i < 100 && gw.deps.routewise.pools.quotaUsed(source) < 2; i += 1) await new Promise((r) => setTimeout(r, 10));
+    assert.equal((await chat('q', nextId('q3'))).status, 200);
+    assert.deepEqual([a.requests.length, b.requests.length], [2, 1], 'quota spent: on-demand');
+    for (const id of ids) assert.equal((await rowOf(id)).provider, 'quota-a');
+    await gw.close();
+    gw = await start();
+    assert.equal((await chat('q', nextId('q4'))).status, 200);
+    assert.deepEqual([a.requests.length, b.requests.length], [2, 2], 'after a restart the day\'s use is read back from api_logs');
   });
 
   it('switches a model to routewise live through the admin strategy endpoint', async () => {
