@@ -100,6 +100,40 @@ describe('routewise strategy (gateway)', function () {
     assert.equal(Number(spilledRow.cost_usd), (12 * 2 + 5 * 4) / 1e6, 'route B: base price before its effective_at');
   });
 
+  it('holds the slot while a stream is open and releases it when the client leaves or an attempt fails', async () => {
+    gw = await start();
+    const inFlight = () => gw!.deps.routewise.pools.inFlight('gpu');
+    const settle = async () => {
+      for (let i = 0; i < 200 && inFlight() > 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+    };
+    a.enqueue({ kind: 'stall_after_first_chunk' });
+    const controller = new AbortController();
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal: controller.signal,
+      body: JSON.stringify({ model: 'rw', stream: true, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    assert.ok(!(await reader.read()).done, 'the first chunk arrived');
+    assert.equal(inFlight(), 1, 'the open stream holds the pool slot');
+    controller.abort();
+    await reader.closed.catch(() => undefined);
+    await settle();
+    assert.equal(inFlight(), 0, 'released when the client left');
+
+    a.enqueue({ kind: 'status', status: 500 });
+    b.enqueue({ kind: 'sse' });
+    const failedOver = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'rw', stream: true, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    assert.equal(failedOver.status, 200);
+    await failedOver.text();
+    assert.deepEqual([a.requests.length, b.requests.length], [2, 1], 'A failed, B served');
+    await settle();
+    assert.equal(inFlight(), 0, 'the failed attempt gave its slot back');
+  });
+
   it('spends a quota pool by finished requests, then spills to on-demand, and remembers the day across a restart', async () => {
     gw = await start();
     const ids = [nextId('q1'), nextId('q2')];
