@@ -51,9 +51,12 @@ export const PRICE_PROFILE = { prompt_tokens: 1000, completion_tokens: 250 } as 
 
 const BALANCED_BAND = 1.25;
 
-function limitOf(value: unknown): number | undefined {
-  const limit = (value as { limit?: unknown } | undefined)?.limit;
+function usableLimit(limit: unknown): number | undefined {
   return typeof limit === 'number' && Number.isFinite(limit) && limit >= 0 ? limit : undefined;
+}
+
+function limitOf(value: unknown): number | undefined {
+  return usableLimit((value as { limit?: unknown } | undefined)?.limit);
 }
 
 function text(value: unknown): string | undefined {
@@ -84,12 +87,12 @@ export function sourceKey(source: QuotaSource): string {
 
 /** The concurrency limit of a route's pool (settings win), or undefined when unknown. */
 export function concurrencyLimit(route: Route, settings: RoutewiseSettings): number | undefined {
-  return settings.concurrency_limits?.[concurrencyPool(route)] ?? limitOf(route.costMetadata.concurrency);
+  return usableLimit(settings.concurrency_limits?.[concurrencyPool(route)]) ?? limitOf(route.costMetadata.concurrency);
 }
 
 /** The quota limit of a route's pool (settings win), or undefined when unknown. */
 export function quotaLimit(route: Route, settings: RoutewiseSettings): number | undefined {
-  return settings.quota_limits?.[quotaPool(route)] ?? limitOf(route.costMetadata.quota);
+  return usableLimit(settings.quota_limits?.[quotaPool(route)]) ?? limitOf(route.costMetadata.quota);
 }
 
 type Tier = 'concurrency' | 'quota' | 'on_demand' | 'exhausted';

@@ -128,6 +128,8 @@ describe('routewise ordering', () => {
   it('lets settings override pool limits and the objective', () => {
     const pools = new RoutewisePools(() => NOON);
     assert.deepEqual(order(m, pools, { concurrency_limits: { gpu: 0 }, quota_limits: { team: 0 } }), ['r3', 'r0', 'r2', 'r1']);
+    const junk = { concurrency_limits: { gpu: '0' }, quota_limits: { team: -1 } } as unknown as RoutewiseSettings;
+    assert.deepEqual(order(m, pools, junk), ['r2', 'r1', 'r3', 'r0'], 'unusable stored limits fall back to the routes\' limits');
     const near = model([{ pricing: { prompt: '1.1' }, weight: 1000 }, { pricing: { prompt: '1' }, weight: 0.001 }]);
     assert.deepEqual(order(near, pools, { objective: 'cost' }), ['r1', 'r0']);
     assert.deepEqual(order(near, pools, { objective: 'balanced' }), ['r0', 'r1'], 'within 25 %: the weights decide');
