@@ -74,9 +74,16 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const onReady: ReadyStep[] = [
     () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(),
     async () => { if (db) await context.limits.seed(db); },
-    async () => { if (db) await context.routewise.pools.seed(db, context.registry.current); },
+    async () => {
+      if (db) {
+        await context.routewise.start({
+          db, registry: () => context.registry.current, refreshMs: settings.ROUTEWISE_QUOTA_REFRESH_SECONDS * 1000,
+          onError: (err) => log.warn({ err, event: 'routewise_quota_refresh_failed' }, 'routewise quota use could not be read from api_logs; keeping the counts in memory'),
+        });
+      }
+    },
   ];
-  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop()];
+  const onStop: StopStep[] = [() => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => context.routewise.stop()];
   if (requestLog) {
     onReady.push(() => requestLog.start());
     onStop.push(() => requestLog.stop());

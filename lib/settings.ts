@@ -113,6 +113,8 @@ export const settingsShape = {
   ROUTING_ELEPHANT_PROMPT_TOKENS: z.coerce.number().int().positive().default(32768),
   /** Deprecated (spec 9): `true` makes `routewise` the router of models naming none while `default_router` is `fixed`. Default false. */
   ENABLE_ROUTEWISE: flag(false),
+  /** Seconds between re-reads of today's routewise quota use from `api_logs` (picks up other gateway processes' use). Default 30. */
+  ROUTEWISE_QUOTA_REFRESH_SECONDS: z.coerce.number().positive().default(30),
 
   // ---- request log ----
   /** `false`: no `api_logs` rows are written even with a database (docs/request-log.md). Default true. */

@@ -2,8 +2,9 @@
  * Live state of the routewise pools in this process: requests in flight per concurrency pool
  * (acquired before an attempt, released when it fails or when the response closes) and quota used
  * today (UTC) per quota source, from finished requests. Memory only on the hot path. So a restart
- * does not forget the day's quota use, {@link RoutewisePools.seed} recomputes it from today's
- * `api_logs` rows at startup (the request log is the durable record; no extra table or write).
+ * does not forget the day's quota use, and so other gateway processes' use is seen,
+ * {@link RoutewisePools.seed} reads today's totals back from `api_logs` (the request log is the
+ * durable record; no extra table or write) at startup and then periodically.
  */
 import type { Db } from '../../lib/db';
 import type { Registry, Route } from '../registry';
@@ -84,9 +85,10 @@ export class RoutewisePools implements PoolView {
   }
 
   /**
-   * Recomputes today's quota use from `api_logs` (answered rows with a status below 400 since
-   * 00:00 UTC, grouped by endpoint) for every quota route of `registry`, replacing what memory
-   * holds. Run once the database answers at startup; off the hot path.
+   * Reads today's quota use from `api_logs` (answered rows with a status below 400 since 00:00 UTC,
+   * grouped by endpoint) for every quota route of `registry`. Each source keeps the larger of what
+   * memory holds and what the log says: the log includes every process's flushed rows, memory this
+   * process's requests not yet flushed. Off the hot path (startup, then a timer).
    */
   async seed(db: Db, registry: Registry): Promise<void> {
     const quotaRoutes = new Map<string, Route>();
@@ -99,8 +101,7 @@ export class RoutewisePools implements PoolView {
         db.raw('sum(completion_tokens) as completion'), db.raw('sum(cost_usd) as usd'),
       )
       .whereIn('endpoint_id', [...quotaRoutes.keys()]).andWhere('created_at', '>=', since).andWhere('status', '<', 400).groupBy('endpoint_id');
-    this.rollDay();
-    this.used.clear();
+    const logged = new Map<string, { source: QuotaSource; amount: number }>();
     for (const row of rows) {
       const source = quotaSource(quotaRoutes.get(row.endpoint_id)!);
       const prompt = Number(row.prompt ?? 0);
@@ -108,7 +109,10 @@ export class RoutewisePools implements PoolView {
       const amounts: Record<QuotaSource['unit'], number> = {
         requests: Number(row.requests), prompt_tokens: prompt, completion_tokens: completion, tokens: prompt + completion, usd: Number(row.usd ?? 0),
       };
-      this.add(source, amounts[source.unit]);
+      const key = sourceKey(source);
+      logged.set(key, { source, amount: (logged.get(key)?.amount ?? 0) + amounts[source.unit] });
     }
+    this.rollDay();
+    for (const [key, { amount }] of logged) this.used.set(key, Math.max(this.used.get(key) ?? 0, amount));
   }
 }

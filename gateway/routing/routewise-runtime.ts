@@ -5,7 +5,8 @@
  * to its quota pool when the response closes.
  */
 import type { ServerResponse } from 'node:http';
-import type { Model, Route } from '../registry';
+import type { Db } from '../../lib/db';
+import type { Model, Registry, Route } from '../registry';
 import type { Usage } from '../surfaces/usage';
 import { routewiseOrder, type RoutewiseSettings } from './routewise';
 import { RoutewisePools } from './routewise-pools';
@@ -30,6 +31,7 @@ function onClose(res: ServerResponse, done: () => void): void {
 
 export class Routewise {
   readonly pools: RoutewisePools;
+  private timer: NodeJS.Timeout | undefined;
   /** `routewise_model_settings` as stored (model id → settings); read per request, memory only. Set by the assembly. */
   storedSettings: () => unknown = () => undefined;
   private readonly now: () => number;
@@ -37,6 +39,23 @@ export class Routewise {
   constructor(private readonly options: RoutewiseOptions = {}) {
     this.now = options.now ?? Date.now;
     this.pools = new RoutewisePools(this.now);
+  }
+
+  /**
+   * Reads today's quota use from the request log now, then every `refreshMs` (failures are
+   * logged by `onError` and retried at the next tick). Off the hot path.
+   */
+  async start(options: { db: Db; registry: () => Registry; refreshMs: number; onError: (err: unknown) => void }): Promise<void> {
+    if (this.timer) return;
+    const refresh = () => this.pools.seed(options.db, options.registry());
+    this.timer = setInterval(() => void refresh().catch(options.onError), options.refreshMs);
+    this.timer.unref();
+    await refresh().catch(options.onError);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   /** Whether `model` is routed by routewise (named, or by default). */

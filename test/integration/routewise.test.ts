@@ -41,12 +41,12 @@ describe('routewise strategy (gateway)', function () {
   const routeB = (url: string) => `{ kind: engine_a, base_url: "${url}", provider: demand-b, provider_type: on_demand,`
     + ` pricing: { prompt: "2", completion: "4" }, pricing_schedule: { effective_at: "2999-01-01T00:00:00Z", default: { prompt: "100" } } }`;
 
-  function start(): Promise<TestGateway> {
+  function start(env: Record<string, string> = {}): Promise<TestGateway> {
     const yaml = `models:\n${chatModelYaml('rw', [routeA(a.url), routeB(b.url)], '    router: routewise\n')}`
       + chatModelYaml('f', [routeB(b.url), routeA(a.url)])
       + chatModelYaml('q', [`{ kind: generic_compat, base_url: "${a.url}", provider: quota-a, provider_type: quota, quota_pool: team, quota: { limit: 2 } }`, routeB(b.url)], '    router: routewise\n');
     // rng () => 0: a weighted draw puts the first listed route first (model f: B under fixed).
-    return startTestGateway({ modelsYaml: yaml, db: t.db, rng: () => 0, env: { ADMIN_TOKEN, REQUEST_LOG_FLUSH_INTERVAL_MS: '20' } });
+    return startTestGateway({ modelsYaml: yaml, db: t.db, rng: () => 0, env: { ADMIN_TOKEN, REQUEST_LOG_FLUSH_INTERVAL_MS: '20', ...env } });
   }
 
   function chat(model: string, id: string): Promise<Response> {
@@ -149,6 +149,25 @@ describe('routewise strategy (gateway)', function () {
     gw = await start();
     assert.equal((await chat('q', nextId('q4'))).status, 200);
     assert.deepEqual([a.requests.length, b.requests.length], [2, 2], 'after a restart the day\'s use is read back from api_logs');
+  });
+
+  it('sees the quota another gateway process spent (periodic re-read of api_logs)', async () => {
+    const fastRefresh = { ROUTEWISE_QUOTA_REFRESH_SECONDS: '0.05' };
+    gw = await start(fastRefresh);
+    const other = await start(fastRefresh);
+    try {
+      for (const id of [nextId('w1-q1'), nextId('w1-q2')]) assert.equal((await chat('q', id)).status, 200);
+      assert.deepEqual([a.requests.length, b.requests.length], [2, 0]);
+      const source = { provider: 'quota-a', usage_label: 'team', unit: 'requests' as const };
+      for (let i = 0; i < 500 && other.deps.routewise.pools.quotaUsed(source) < 2; i += 1) await new Promise((r) => setTimeout(r, 10));
+      const res = await fetch(`${other.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'q', messages: [{ role: 'user', content: 'Hi' }] }),
+      });
+      assert.equal(res.status, 200);
+      assert.deepEqual([a.requests.length, b.requests.length], [2, 1], 'the second process routes to on-demand');
+    } finally {
+      await other.close();
+    }
   });
 
   it('switches a model to routewise live through the admin strategy endpoint', async () => {
