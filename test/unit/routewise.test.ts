@@ -10,7 +10,7 @@ import type { Model, Route } from '../../gateway/registry/types';
 import { effectiveDefaultRouter, quotaSource, routewiseOrder, type RoutewiseSettings } from '../../gateway/routing/routewise';
 import { RoutewisePools } from '../../gateway/routing/routewise-pools';
 import { Routewise } from '../../gateway/routing/routewise-runtime';
-import { seededRng } from '../../gateway/routing/weighted-order';
+import { seededRng, weightedOrder } from '../../gateway/routing/weighted-order';
 
 const ctx = { ...registryBuildContext({}), file: 'models.yaml', warn: () => undefined };
 const NOON = Date.parse('2026-12-02T12:00:00Z');
@@ -141,6 +141,28 @@ describe('routewise ordering', () => {
     assert.equal(rw.settingsFor(withParams).objective, 'latency');
     rw.storedSettings = () => ({ m: { objective: 'cost', quota_limits: { team: 5 } } });
     assert.deepEqual(rw.settingsFor(withParams), { objective: 'cost', concurrency_limits: undefined, quota_limits: { team: 5 } });
+  });
+
+  it('keeps the strategy contract shared with fixed: a permutation of the usable routes, seeded, weight 0 never', () => {
+    const mixed = model([
+      { provider_type: 'concurrency', concurrency: { limit: 1 }, weight: 2 },
+      { provider_type: 'quota', quota: { limit: 1 }, weight: 0 },
+      { provider_type: 'on_demand', pricing: { prompt: '1' }, weight: 0.5 },
+      { pricing: { prompt: '1' } },
+      { provider_type: 'quota', quota: { limit: 1 } },
+    ]);
+    const strategies: Array<[string, (seed: number) => string[]]> = [
+      ['fixed', (seed) => labels(weightedOrder(mixed.routes, seededRng(seed)))],
+      ['routewise', (seed) => order(mixed, new RoutewisePools(() => NOON), {}, NOON, seed)],
+    ];
+    const usable = ['r0', 'r2', 'r3', 'r4'];
+    for (const [name, run] of strategies) {
+      for (let seed = 0; seed < 50; seed += 1) {
+        const o = run(seed);
+        assert.deepEqual([...o].sort(), usable, `${name} seed ${seed}: every usable route once, weight 0 never`);
+        assert.deepEqual(run(seed), o, `${name} seed ${seed}: deterministic for a seed`);
+      }
+    }
   });
 
   it('ENABLE_ROUTEWISE makes routewise the default only over fixed', () => {
