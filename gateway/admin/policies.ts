@@ -43,8 +43,10 @@ function isHybrid(model: Model): boolean {
 }
 
 /** Why an offload policy cannot be set for `model` (400), if it cannot. */
-function offloadRefusal(model: Model): string | undefined {
-  if ((model.router ?? 'fixed') !== 'fixed') return `model ${model.id} uses the ${model.router} strategy; offload applies to router fixed only`;
+function offloadRefusal(deps: GatewayDeps, model: Model): string | undefined {
+  // A model naming no router is routewise too when ENABLE_ROUTEWISE makes it the default.
+  const router = deps.routewise.applies(model) ? 'routewise' : model.router ?? 'fixed';
+  if (router !== 'fixed') return `model ${model.id} uses the ${router} strategy; offload applies to router fixed only`;
   if (isHybrid(model)) return `model ${model.id} declares hybrid_composition: true; offload is refused for hybrid models`;
   if (model.modelType !== 'chat') return `model ${model.id} is an embedding model`;
   return undefined;
@@ -55,7 +57,7 @@ function inactiveReason(deps: GatewayDeps, modelId: string, policy: OffloadPolic
   const model = deps.runtimeConfig.effective.registry.byName.get(modelId);
   if (!model || model.id !== modelId) return 'model not found';
   if (!model.routes.some((r) => r.routeId === policy.route_id)) return `offload route ${policy.route_id} no longer exists`;
-  return offloadRefusal(model) ?? NOT_EXECUTED;
+  return offloadRefusal(deps, model) ?? NOT_EXECUTED;
 }
 
 function offloadView(deps: GatewayDeps, modelId: string, policy: OffloadPolicy): Record<string, unknown> {
@@ -74,7 +76,7 @@ function offloadRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
   router.put('/admin/routing/offload-routes/:model_id', async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const body = await adminBody(ctx, offloadBody);
-    const refusal = offloadRefusal(model);
+    const refusal = offloadRefusal(deps, model);
     if (refusal) throw new AppError('invalid_request', refusal, { param: 'model_id' });
     routeOr404(model, body.route_id);
     if (model.routes.length < 2) throw invalid('route_id', `model ${model.id} has no other route to offload from`);

@@ -28,6 +28,7 @@ describe('routewise strategy (gateway)', function () {
   });
   beforeEach(async () => {
     [a, b] = await startUpstreamPair();
+    await t.db('site_settings').delete();
   });
   afterEach(async () => {
     await closeAll(gw, a, b);
@@ -184,5 +185,11 @@ describe('routewise strategy (gateway)', function () {
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.equal((await chat('f', nextId('limited'))).status, 200);
     assert.deepEqual([a.requests.length, b.requests.length], [1, 2]);
+  });
+
+  it('routes a model naming no router by routewise under ENABLE_ROUTEWISE=true (deprecated)', async () => {
+    gw = await start({ ENABLE_ROUTEWISE: 'true' });
+    assert.equal((await chat('f', nextId('flag'))).status, 200);
+    assert.deepEqual([a.requests.length, b.requests.length], [1, 0], 'the concurrency route, not the weighted draw');
   });
 });
