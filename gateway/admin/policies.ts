@@ -105,6 +105,8 @@ function routewiseView(deps: GatewayDeps): Record<string, unknown> {
   return {
     installed, applied: installed, ...(installed ? {} : { reason: ROUTEWISE_MISSING }),
     models: (deps.runtimeConfig.state.settings.get(SETTING.routewise)) ?? {},
+    // Live pool state of the process that answered (each gateway process counts its own in-flight requests).
+    live: deps.routewise.pools.snapshot(),
   };
 }
 

@@ -47,6 +47,18 @@ export class RoutewisePools implements PoolView {
     return this.used.get(sourceKey(source)) ?? 0;
   }
 
+  /** What this process holds now: in-flight requests per concurrency pool, today's use per quota source. */
+  snapshot(): { in_flight: Record<string, number>; quota_used: Array<QuotaSource & { used: number }> } {
+    this.rollDay();
+    return {
+      in_flight: Object.fromEntries(this.inFlightByPool),
+      quota_used: [...this.used].map(([key, used]) => {
+        const [provider = '', usage_label = '', unit = 'requests'] = key.split('\u0000');
+        return { provider, usage_label, unit: unit as QuotaSource['unit'], used };
+      }),
+    };
+  }
+
   /** Takes a slot of the route's concurrency pool; the returned release is idempotent. */
   acquire(route: Route): () => void {
     const pool = concurrencyPool(route);

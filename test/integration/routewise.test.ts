@@ -145,6 +145,8 @@ describe('routewise strategy (gateway)', function () {
     for (let i = 0; i < 100 && gw.deps.routewise.pools.quotaUsed(source) < 2; i += 1) await new Promise((r) => setTimeout(r, 10));
     assert.equal((await chat('q', nextId('q3'))).status, 200);
     assert.deepEqual([a.requests.length, b.requests.length], [2, 1], 'quota spent: on-demand');
+    const live = (await admin(gw, 'GET', '/admin/routewise/model-settings')).body.live as { quota_used: unknown[] };
+    assert.deepEqual(live.quota_used, [{ ...source, used: 2 }], 'the admin view shows the pool state of this process');
     for (const id of ids) assert.equal((await rowOf(id)).provider, 'quota-a');
     await gw.close();
     gw = await start();
