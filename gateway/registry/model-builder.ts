@@ -35,7 +35,9 @@ const inheritable = {
   extra_body: z.record(z.string(), z.unknown()).optional(),
   priority_scheduling: z.boolean().optional(),
   route_metadata: z.record(z.string(), z.unknown()).optional(),
-  pricing: z.record(z.string(), z.union([z.string(), z.number()]).transform(String)).optional(),
+  // `schedule` is where the compiled pricing_schedule lives on a route's pricing: never a price key.
+  pricing: z.record(z.string(), z.union([z.string(), z.number()]).transform(String))
+    .refine((p) => !('schedule' in p), "'schedule' is not a price; time-dependent prices go under pricing_schedule").optional(),
   pricing_schedule: pricingScheduleSchema.optional(),
 };
 

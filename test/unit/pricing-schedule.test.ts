@@ -91,6 +91,7 @@ describe('pricing schedule', () => {
       [{ effective_at: '2026-12-01T00:00:00Z', default: { prompt: 'cheap' } }, /pricing_schedule.default.prompt/],
       [{ effective_at: '2026-12-01T00:00:00Z', window: [] }, /pricing_schedule/],
     ];
+    assert.throws(() => model({ pricing: { prompt: '1', schedule: 'x' } }), /invalid 'pricing'.*pricing_schedule/);
     for (const [schedule, message] of cases) {
       assert.throws(() => model({ pricing_schedule: schedule }), (err: unknown) => err instanceof RegistryConfigError && message.test(err.message), JSON.stringify(schedule));
       assert.throws(() => model({ route: [{ pricing_schedule: schedule }] }), RegistryConfigError, `route-level ${JSON.stringify(schedule)}`);
