@@ -18,6 +18,7 @@ import { RegistryHolder } from './registry/holder';
 import { prepareRoutingFile } from './routing-file';
 import type { Rng } from './routing/weighted-order';
 import { RuntimeConfig } from './runtime-config/runtime-state';
+import { SETTING } from './runtime-config/types';
 import { createGatewayListener } from './server';
 import { DatabaseState } from './store/database-state';
 import { SiteSettings } from './store/site-settings';
@@ -72,6 +73,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const siteSettings = new SiteSettings(db, log);
   const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
   context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);
+  context.routewise.storedSettings = () => runtimeConfig.state.settings.get(SETTING.routewise);
   const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
   const deps: GatewayDeps = {
     ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
@@ -80,9 +82,18 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const onReady: ReadyStep[] = [
     () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(),
     async () => { if (db) await context.limits.seed(db); },
+    async () => {
+      if (db) {
+        await context.routewise.start({
+          db, registry: () => context.registry.current, refreshMs: settings.ROUTEWISE_QUOTA_REFRESH_SECONDS * 1000,
+          onError: (err) => log.warn({ err, event: 'routewise_quota_refresh_failed' }, 'routewise quota use could not be read from api_logs; keeping the counts in memory'),
+        });
+      }
+    },
   ];
   const onStop: StopStep[] = [
     () => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => routingFile.probe.stop(),
+    () => context.routewise.stop(),
   ];
   if (requestLog) {
     onReady.push(() => requestLog.start());

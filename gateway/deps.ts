@@ -14,7 +14,9 @@ import { AffinityTable } from './routing/affinity';
 import { CircuitBreakers } from './routing/breaker';
 import { ConcurrencyLimiter, CONCURRENCY_EXEMPT_HOSTS } from './routing/concurrency';
 import { PrefillTracker } from './routing/prefill';
-import { logCircuitChanges, RoutingCore } from './routing/selector';
+import { effectiveDefaultRouter } from './routing/routewise';
+import { Routewise } from './routing/routewise-runtime';
+import { fixedStrategy, logCircuitChanges, RoutingCore } from './routing/selector';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
 
@@ -34,7 +36,7 @@ export interface ContextOptions {
 }
 
 /** The routing core (breaker, affinity, prefill) from settings. */
-export function routingCoreFrom(settings: Settings, options: { rng: () => number; now: () => number; log: Logger }): RoutingCore {
+export function routingCoreFrom(settings: Settings, options: { rng: () => number; now: () => number; log: Logger; routewise: Routewise }): RoutingCore {
   const { now } = options;
   const breakers = new CircuitBreakers({
     failureThreshold: settings.CIRCUIT_FAILURE_THRESHOLD,
@@ -57,6 +59,8 @@ export function routingCoreFrom(settings: Settings, options: { rng: () => number
     }),
     rng: options.rng,
     affinityCeilingTokens: settings.ROUTING_PREFILL_AFFINITY_CEILING,
+    strategies: new Map([['fixed', fixedStrategy], ['routewise', options.routewise.strategy()]]),
+    defaultRouter: effectiveDefaultRouter('fixed', settings.ENABLE_ROUTEWISE),
   });
 }
 
@@ -69,6 +73,7 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
     exempt: settings.AUTH_FAILURE_BLOCK_EXEMPT_IPS,
   });
   const rng = options.rng ?? Math.random;
+  const routewise = new Routewise({ defaultRouter: effectiveDefaultRouter('fixed', settings.ENABLE_ROUTEWISE) });
   const now = options.now ?? Date.now;
   const concurrency = new ConcurrencyLimiter({
     enabled: settings.UPSTREAM_CONCURRENCY_ENABLED,
@@ -86,13 +91,14 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
       firstByteMs: settings.UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS * 1000,
       idleMs: settings.UPSTREAM_IDLE_TIMEOUT_SECONDS * 1000,
     }, undefined, concurrency),
-    routing: routingCoreFrom(settings, { rng, now, log: options.log }),
+    routing: routingCoreFrom(settings, { rng, now, log: options.log, routewise }),
     concurrency,
     authenticator,
     gate: new AuthGate(authenticator, blocklist, options.log, { identifyCaller: settings.AUTH_FAILURE_IDENTIFY_CALLER }),
     limits: new UserLimits({ concurrency: settings.USER_CONCURRENCY_LIMIT, dailyQuotaUsd: settings.USER_DAILY_QUOTA_USD }),
     clientAddress: clientAddressResolverFrom(settings),
     rng,
+    routewise,
     tiers: { largeTokens: settings.ROUTING_LARGE_PROMPT_TOKENS, elephantTokens: settings.ROUTING_ELEPHANT_PROMPT_TOKENS },
     maxBodyBytes: Math.round(settings.GATEWAY_MAX_BODY_MIB * 1024 * 1024),
   };

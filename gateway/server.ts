@@ -54,7 +54,7 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     sendError(thrown, res, state.log);
   } finally {
     // The response has ended (or the client left): charge the quota, queue one request-log row.
-    if (state.usage !== undefined) deps.limits.charge(state.caller?.userId, state.pricing, state.usage);
+    if (state.usage !== undefined) deps.limits.charge(state.caller?.userId, state);
     deps.requestLog?.finish(req, res, state, path);
   }
 }

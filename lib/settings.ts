@@ -111,6 +111,10 @@ export const settingsShape = {
   ROUTING_LARGE_PROMPT_TOKENS: z.coerce.number().int().positive().default(8192),
   /** Estimated prompt tokens from which a request is an elephant (upstream priority 0). Default 32768. */
   ROUTING_ELEPHANT_PROMPT_TOKENS: z.coerce.number().int().positive().default(32768),
+  /** Deprecated (spec 9): `true` makes `routewise` the router of models naming none while `default_router` is `fixed`. Default false. */
+  ENABLE_ROUTEWISE: flag(false),
+  /** Seconds between re-reads of today's routewise quota use from `api_logs` (picks up other gateway processes' use). Default 30. */
+  ROUTEWISE_QUOTA_REFRESH_SECONDS: z.coerce.number().positive().default(30),
 
   // ---- request log ----
   /** `false`: no `api_logs` rows are written even with a database (docs/request-log.md). Default true. */
@@ -163,10 +167,6 @@ export const settingsShape = {
   UPSTREAM_CONCURRENCY_PROBE_SUCCESS_INTERVAL: z.coerce.number().int().min(1).default(20),
   /** Seconds a request waits for a permit before failing over to the next route (not a breaker failure). Default 30. */
   UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC: z.coerce.number().positive().default(30),
-
-  // ---- routing file ----
-  /** Deprecated (spec 9): `true` makes `routewise` the default router when the routing file's `default_router` is `fixed`; stops startup while the cost-aware strategy is not installed. Default false. */
-  ENABLE_ROUTEWISE: flag(false),
 
   // ---- database ----
   /** PostgreSQL URL. Optional for the gateway (no-database mode); required by api and workers. */

@@ -7,6 +7,7 @@ import * as initial from './20261121000000_initial';
 import * as identity from './20261121010000_identity';
 import * as requestLog from './20261121020000_request_log';
 import * as runtimeConfig from './20261121030000_runtime_config';
+import * as routewise from './20261121040000_routewise';
 
 export interface Migration {
   name: string;
@@ -21,4 +22,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261121010000_identity', ...identity },
   { name: '20261121020000_request_log', ...requestLog },
   { name: '20261121030000_runtime_config', ...runtimeConfig },
+  { name: '20261121040000_routewise', ...routewise },
 ];

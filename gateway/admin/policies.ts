@@ -1,8 +1,9 @@
 /**
  * Per-model routing policies stored in `site_settings` (spec 4.3, 2.9): offload routes
  * (`model_offload_route:<model_id>`) and the cost-aware (routewise) strategy settings. Both are
- * validated and stored; neither is executed by this gateway yet, and the listings say so
- * (`active: false` with `inactive_reason`; `applied: false` with `reason`).
+ * validated and stored. Routewise settings feed the strategy of routewise models at once
+ * (docs/routewise.md); offload is not executed by this gateway yet, and its listing says so
+ * (`active: false` with `inactive_reason`).
  */
 import Router from '@koa/router';
 import { z } from 'zod';
@@ -28,6 +29,9 @@ const routewiseBody = z.object({
     objective: z.enum(['cost', 'latency', 'balanced']).optional(),
     probe_interval_seconds: z.number().finite().positive().optional(),
     max_latency_ms: z.number().int().positive().optional(),
+    /** Pool name → limit, overriding the routes' `concurrency: {limit}` / `quota: {limit}`. */
+    concurrency_limits: z.record(z.string().min(1), z.number().int().min(0)).optional(),
+    quota_limits: z.record(z.string().min(1), z.number().finite().min(0)).optional(),
   }).strict().nullable(),
 }).strict();
 
@@ -39,8 +43,10 @@ function isHybrid(model: Model): boolean {
 }
 
 /** Why an offload policy cannot be set for `model` (400), if it cannot. */
-function offloadRefusal(model: Model): string | undefined {
-  if ((model.router ?? 'fixed') !== 'fixed') return `model ${model.id} uses the ${model.router} strategy; offload applies to router fixed only`;
+function offloadRefusal(deps: GatewayDeps, model: Model): string | undefined {
+  // A model naming no router is routewise too when ENABLE_ROUTEWISE makes it the default.
+  const router = deps.routewise.applies(model) ? 'routewise' : model.router ?? 'fixed';
+  if (router !== 'fixed') return `model ${model.id} uses the ${router} strategy; offload applies to router fixed only`;
   if (isHybrid(model)) return `model ${model.id} declares hybrid_composition: true; offload is refused for hybrid models`;
   if (model.modelType !== 'chat') return `model ${model.id} is an embedding model`;
   return undefined;
@@ -51,7 +57,7 @@ function inactiveReason(deps: GatewayDeps, modelId: string, policy: OffloadPolic
   const model = deps.runtimeConfig.effective.registry.byName.get(modelId);
   if (!model || model.id !== modelId) return 'model not found';
   if (!model.routes.some((r) => r.routeId === policy.route_id)) return `offload route ${policy.route_id} no longer exists`;
-  return offloadRefusal(model) ?? NOT_EXECUTED;
+  return offloadRefusal(deps, model) ?? NOT_EXECUTED;
 }
 
 function offloadView(deps: GatewayDeps, modelId: string, policy: OffloadPolicy): Record<string, unknown> {
@@ -70,7 +76,7 @@ function offloadRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
   router.put('/admin/routing/offload-routes/:model_id', async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const body = await adminBody(ctx, offloadBody);
-    const refusal = offloadRefusal(model);
+    const refusal = offloadRefusal(deps, model);
     if (refusal) throw new AppError('invalid_request', refusal, { param: 'model_id' });
     routeOr404(model, body.route_id);
     if (model.routes.length < 2) throw invalid('route_id', `model ${model.id} has no other route to offload from`);
@@ -99,6 +105,8 @@ function routewiseView(deps: GatewayDeps): Record<string, unknown> {
   return {
     installed, applied: installed, ...(installed ? {} : { reason: ROUTEWISE_MISSING }),
     models: (deps.runtimeConfig.state.settings.get(SETTING.routewise)) ?? {},
+    // Live pool state of the process that answered (each gateway process counts its own in-flight requests).
+    live: deps.routewise.pools.snapshot(),
   };
 }
 

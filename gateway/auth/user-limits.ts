@@ -79,11 +79,12 @@ export class UserLimits {
 
   /**
    * Charges a finished request to its user (only while a quota is set): the cost of its usage at
-   * the answering route's pricing. Synthetic probes are charged too (spec 5.9).
+   * the answering route's pricing in force now (its `pricing_schedule`), images included.
+   * Synthetic probes are charged too (spec 5.9).
    */
-  charge(userId: number | undefined, pricing: Pricing | undefined, usage: Usage | undefined): void {
-    if (userId === undefined || this.options.dailyQuotaUsd === 0 || !pricing) return;
-    const usd = costOf(pricing, usage);
+  charge(userId: number | undefined, request: { pricing?: Pricing | undefined; usage?: Usage | undefined; numImages?: number | undefined }): void {
+    if (userId === undefined || this.options.dailyQuotaUsd === 0 || !request.pricing) return;
+    const usd = costOf(request.pricing, request.usage, { at: this.now(), images: request.numImages });
     if (usd !== null) this.spend(userId, usd);
   }
 

@@ -15,14 +15,15 @@ export { RegistryConfigError } from './errors';
 
 /**
  * Routing strategies and the `router_params` keys each accepts. `fixed` accepts
- * `local_fraction` without effect (spec 2.6). `routewise` (cost-aware) is known but its
- * implementation is not installed yet: selecting it stops startup saying so (spec 2.4 rule 10).
+ * `local_fraction` without effect (spec 2.6). `routewise` is the cost-aware strategy
+ * (`gateway/routing/routewise.ts`, docs/routewise.md). A strategy known but missing from
+ * {@link AVAILABLE_STRATEGIES} stops startup saying its package is not installed (spec 2.4 rule 10).
  */
 export const STRATEGIES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ['fixed', new Set(['local_fraction'])],
   ['routewise', new Set(['objective', 'probe_interval_seconds', 'max_latency_ms'])],
 ]);
-export const AVAILABLE_STRATEGIES: ReadonlySet<string> = new Set(['fixed']);
+export const AVAILABLE_STRATEGIES: ReadonlySet<string> = new Set(['fixed', 'routewise']);
 
 /** What the model builder needs besides the file: env for `${NAME}`, kinds, labels, strategies. */
 export function registryBuildContext(

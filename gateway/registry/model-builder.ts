@@ -10,6 +10,7 @@ import { PROCESSOR_NAMES, type ProcessorName } from '../processors';
 import { validateEmbeddingsPath } from './embeddings-path';
 import { RegistryConfigError, RegistryStopError } from './errors';
 import { expandWhole } from './expand';
+import { compileSchedule, pricingScheduleSchema } from './pricing-schedule';
 import { ROLES, type Model, type Route } from './types';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -34,8 +35,10 @@ const inheritable = {
   extra_body: z.record(z.string(), z.unknown()).optional(),
   priority_scheduling: z.boolean().optional(),
   route_metadata: z.record(z.string(), z.unknown()).optional(),
-  pricing: z.record(z.string(), z.union([z.string(), z.number()]).transform(String)).optional(),
-  pricing_schedule: z.record(z.string(), z.unknown()).optional(),
+  // `schedule` is where the compiled pricing_schedule lives on a route's pricing: never a price key.
+  pricing: z.record(z.string(), z.union([z.string(), z.number()]).transform(String))
+    .refine((p) => !('schedule' in p), "'schedule' is not a price; time-dependent prices go under pricing_schedule").optional(),
+  pricing_schedule: pricingScheduleSchema.optional(),
 };
 
 const routeSchema = z.object({
@@ -49,7 +52,11 @@ const routeSchema = z.object({
   routewise_pool: z.string().optional(),
   quota_pool: z.string().optional(),
   concurrency_pool: z.string().optional(),
-  quota_source: z.record(z.string(), z.unknown()).optional(),
+  quota_source: z.object({
+    provider: z.string().min(1).optional(),
+    usage_label: z.string().min(1).optional(),
+    unit: z.enum(['requests', 'tokens', 'prompt_tokens', 'completion_tokens', 'usd']).optional(),
+  }).strict().optional(),
   quota: z.object({ limit: z.number() }).loose().optional(),
   concurrency: z.object({ limit: z.number() }).loose().optional(),
 });
@@ -203,7 +210,7 @@ function buildRoute(model: z.infer<typeof modelSchema>, rawRoute: Record<string,
       inputModalities: merged.input_modalities ?? ['text'],
       outputModalities: merged.output_modalities ?? ['text'],
       routeMetadata: merged.route_metadata ?? {},
-      pricing: merged.pricing,
+      pricing: merged.pricing_schedule ? { ...merged.pricing, schedule: compileSchedule(merged.pricing_schedule, merged.pricing) } : merged.pricing,
       costMetadata: Object.fromEntries(
         (['routewise_pool', 'quota_pool', 'concurrency_pool', 'quota_source', 'quota', 'concurrency'] as const)
           .filter((k) => route[k] !== undefined).map((k) => [k, route[k]]),

@@ -4,6 +4,7 @@
  */
 
 import type { ProcessorName } from '../processors';
+import type { PricingSchedule } from './pricing-schedule';
 
 export type ModelType = 'chat' | 'embedding';
 export type Role = 'free' | 'pro' | 'internal' | 'admin';
@@ -17,6 +18,8 @@ export interface Pricing {
   input_cache_writes?: string;
   request?: string;
   image?: string;
+  /** `pricing_schedule` compiled over these base fields (resolve with `pricingAt`). */
+  schedule?: PricingSchedule;
 }
 
 /** One way to serve a model (spec 2.2), with every inherited model field resolved. */

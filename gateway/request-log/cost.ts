@@ -1,12 +1,23 @@
 /**
  * The price of one request from its route's `pricing` (spec 2.1: USD per 1M tokens for `prompt`,
- * `completion` and `input_cache_reads`; `request` USD per request; values are strings) and the
- * usage the upstream reported. Used by the request log at flush time and by the daily quota.
+ * `completion`, `input_cache_reads` and `input_cache_writes`; `request` USD per request; `image`
+ * USD per image; values are strings), resolved for the request's time through the route's
+ * `pricing_schedule`, and the usage the upstream reported. Used by the request log at flush time,
+ * by the daily quota and by the routewise quota ledger. Pure; allocates nothing.
  */
+import { pricingAt } from '../registry/pricing-schedule';
 import type { Pricing } from '../registry/types';
 import type { Usage } from '../surfaces/usage';
 
 const PER_TOKEN = 1 / 1_000_000;
+
+/** When the request happened and what it carried besides tokens. */
+export interface PricedRequest {
+  /** Epoch milliseconds the schedule is read at (the request log uses the response's close). */
+  readonly at: number;
+  /** Images sent in the request (counted from `image_url` content parts); absent: 0. */
+  readonly images?: number | undefined;
+}
 
 /** A configured price as a number; absent, empty or non-numeric values count as not configured. */
 function price(value: string | undefined): number | undefined {
@@ -27,28 +38,36 @@ export function cachedPromptTokens(usage: Usage | undefined): number {
   return count(usage.prompt_tokens_details?.cached_tokens);
 }
 
+/** Prompt tokens written to the provider's cache (`cache_write_tokens` or `cache_creation_input_tokens`). */
+export function cacheWriteTokens(usage: Usage | undefined): number {
+  if (!usage) return 0;
+  return count(usage.cache_write_tokens ?? usage.cache_creation_input_tokens);
+}
+
 /**
- * USD cost of a request, or null when the route has no usable price. `prompt_tokens` includes
- * the cached ones (OpenAI usage); when `input_cache_reads` is priced, cached tokens are charged at
- * that rate and only the rest at `prompt`, otherwise every prompt token is charged at `prompt`.
- * `request` is added once per request, even without usage (a failed request costs nothing: the
- * caller only prices requests that reached an upstream answer).
+ * USD cost of a request, or null when the route has no usable price at `request.at`.
+ * `prompt_tokens` includes cached reads and cache writes (OpenAI usage); each is charged at its own
+ * rate when that rate is priced, the rest of the prompt at `prompt`. `request` is added once and
+ * `image` once per image, even without usage (the caller only prices requests that reached an
+ * upstream answer).
  */
-export function costOf(pricing: Pricing | undefined, usage: Usage | undefined): number | null {
-  if (!pricing) return null;
-  const prompt = price(pricing.prompt);
-  const completion = price(pricing.completion);
-  const cacheReads = price(pricing.input_cache_reads);
-  const perRequest = price(pricing.request);
-  if (prompt === undefined && completion === undefined && cacheReads === undefined && perRequest === undefined) return null;
+export function costOf(pricing: Pricing | undefined, usage: Usage | undefined, request: PricedRequest): number | null {
+  const p = pricingAt(pricing, request.at);
+  if (!p) return null;
+  const prompt = price(p.prompt);
+  const completion = price(p.completion);
+  const cacheReads = price(p.input_cache_reads);
+  const cacheWrites = price(p.input_cache_writes);
+  const perRequest = price(p.request);
+  const perImage = price(p.image);
+  if (prompt === undefined && completion === undefined && cacheReads === undefined && cacheWrites === undefined
+    && perRequest === undefined && perImage === undefined) return null;
   const promptTokens = count(usage?.prompt_tokens);
-  const cached = Math.min(cachedPromptTokens(usage), promptTokens);
-  let usd = perRequest ?? 0;
-  if (cacheReads !== undefined) {
-    usd += (promptTokens - cached) * (prompt ?? 0) * PER_TOKEN + cached * cacheReads * PER_TOKEN;
-  } else {
-    usd += promptTokens * (prompt ?? 0) * PER_TOKEN;
-  }
+  const cached = cacheReads === undefined ? 0 : Math.min(cachedPromptTokens(usage), promptTokens);
+  const written = cacheWrites === undefined ? 0 : Math.min(cacheWriteTokens(usage), promptTokens - cached);
+  let usd = (perRequest ?? 0) + count(request.images) * (perImage ?? 0);
+  usd += (promptTokens - cached - written) * (prompt ?? 0) * PER_TOKEN;
+  usd += cached * (cacheReads ?? 0) * PER_TOKEN + written * (cacheWrites ?? 0) * PER_TOKEN;
   usd += count(usage?.completion_tokens) * (completion ?? 0) * PER_TOKEN;
   return Math.round(usd * 1e9) / 1e9;
 }

@@ -39,6 +39,8 @@ export interface LogEntry {
   client: ClientIpInfo | undefined;
   numUserTurns: number | undefined;
   numToolCalls: number | undefined;
+  /** Images sent in the request (`image_url` content parts), priced by `pricing.image`. */
+  images?: number | undefined;
   /** The newest user message's content: a string, or the content-parts array as sent. */
   lastUserMessage: unknown;
   userAgent: string | undefined;

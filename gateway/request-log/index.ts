@@ -88,6 +88,7 @@ export class RequestLog {
       client: state.client,
       numUserTurns: state.numUserTurns,
       numToolCalls: state.numToolCalls,
+      images: state.numImages,
       lastUserMessage: state.lastUserMessage,
       userAgent: header(req, 'user-agent'),
       sessionId: header(req, 'x-session-id'),
@@ -107,7 +108,7 @@ export class RequestLog {
       at: Date.now(), requestId: input.requestId, path: input.path, surface: undefined, status: input.status, latencyMs: 0,
       firstTokenMs: undefined, errorCode: input.rejection.reason, caller: undefined, model: undefined, stream: false,
       routing: undefined, usage: undefined, pricing: undefined, client: input.client, numUserTurns: undefined,
-      numToolCalls: undefined, lastUserMessage: undefined, userAgent: header(input.req, 'user-agent'),
+      numToolCalls: undefined, images: undefined, lastUserMessage: undefined, userAgent: header(input.req, 'user-agent'),
       sessionId: header(input.req, 'x-session-id'), synthetic: false, rejection: input.rejection,
     };
     this.writer.push(entry);

@@ -105,7 +105,7 @@ export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID): 
     cache_read_tokens: reportedCache ? tokens(cached) : null,
     num_user_turns: entry.numUserTurns ?? null,
     num_tool_calls: entry.numToolCalls ?? null,
-    cost_usd: answered ? costOf(entry.pricing, usage) : null,
+    cost_usd: answered ? costOf(entry.pricing, usage, entry) : null,
     error_code: entry.errorCode ?? null,
     synthetic: entry.synthetic,
     user_message_chars: shape?.chars ?? null,

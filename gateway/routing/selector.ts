@@ -16,6 +16,8 @@ import { weightedOrder, type Rng } from './weighted-order';
 
 /** What a strategy knows about the request. */
 export interface StrategyContext {
+  /** The model being routed (strategies read its settings, never mutate it). */
+  model: Model;
   rng: Rng;
   prefill: PrefillTracker;
   /** Estimated prompt tokens of the request. */
@@ -41,6 +43,8 @@ export interface RoutingCoreOptions {
   affinityCeilingTokens: number;
   /** Strategies by router name; `fixed` is the default. */
   strategies?: ReadonlyMap<string, RoutingStrategy>;
+  /** Router of models that name none (the routing file's `default_router`, `ENABLE_ROUTEWISE`). Default `fixed`. */
+  defaultRouter?: string;
 }
 
 /** What the surface knows about the request when asking for a route order. */
@@ -66,7 +70,7 @@ export class RoutingCore {
   }
 
   private strategyFor(model: Model): RoutingStrategy {
-    return (model.router && this.strategies.get(model.router)) || this.strategies.get('fixed') || fixedStrategy;
+    return this.strategies.get(model.router ?? this.options.defaultRouter ?? 'fixed') ?? this.strategies.get('fixed') ?? fixedStrategy;
   }
 
   /** The try order for a request and the ticket that hears its attempts. */
@@ -74,7 +78,7 @@ export class RoutingCore {
     const callerModel = request.callerKey !== undefined ? AffinityTable.key(request.callerKey, model.id) : undefined;
     const pinKey = this.affinity.enabled ? callerModel : undefined;
     const elephant = this.prefill.isElephant(request.promptTokens);
-    const context: StrategyContext = { rng: this.options.rng, prefill: this.prefill, promptTokens: request.promptTokens, elephant };
+    const context: StrategyContext = { model, rng: this.options.rng, prefill: this.prefill, promptTokens: request.promptTokens, elephant };
     const strategy = this.strategyFor(model);
     let order: Route[] | undefined;
     const pinnedId = pinKey !== undefined ? this.affinity.lookup(pinKey) : undefined;

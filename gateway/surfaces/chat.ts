@@ -114,7 +114,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     ),
   };
   if (request.stream) {
-    const opened = await runWithFallback(routes, (route) => openStream(deps, route, wire(route), signal), fallbackOptions);
+    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => openStream(deps, route, wire(route), signal)), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts));
     state.pricing = opened.route.pricing;
@@ -123,7 +123,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
-  const done = await runWithFallback(routes, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal), fallbackOptions);
+  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal)), fallbackOptions);
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);

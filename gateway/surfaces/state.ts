@@ -16,6 +16,7 @@ import type { TierThresholds } from '../routing/prompt-estimate';
 import type { ConcurrencyLimiter } from '../routing/concurrency';
 import type { RoutingCore } from '../routing/selector';
 import type { Rng } from '../routing/weighted-order';
+import type { Routewise } from '../routing/routewise-runtime';
 import type { UpstreamClient } from '../upstream/client';
 import type { FailedAttempt } from '../upstream/upstream-error';
 import type { Usage } from './usage';
@@ -54,6 +55,8 @@ export interface GatewayState extends RequestState {
   numToolCalls?: number;
   /** The newest user message's content as sent (string or parts array); measured at flush time. */
   lastUserMessage?: unknown;
+  /** Images (`image_url` parts) in the request's user messages. */
+  numImages?: number;
   /** The pricing of the route that answered. */
   pricing?: Pricing | undefined;
   /** The error code of the response, when it failed. */
@@ -78,6 +81,8 @@ export interface GatewayContextDeps {
   /** Adaptive outbound concurrency per (provider label, API key). */
   concurrency: ConcurrencyLimiter;
   rng: Rng;
+  /** The cost-aware strategy: which models it routes, their order, pool slots around attempts. */
+  routewise: Routewise;
   tiers: TierThresholds;
   maxBodyBytes: number;
 }

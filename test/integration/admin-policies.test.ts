@@ -4,7 +4,7 @@
  * reason, the refusal to delete a runtime route that is the offload route, restart persistence.
  */
 import assert from 'node:assert/strict';
-import { admin, ADMIN_TOKEN, assertInvalid, type EndpointCase, assertGuarded } from '../support/admin';
+import { admin, ADMIN_TOKEN, assertInvalid, errorOf, type EndpointCase, assertGuarded } from '../support/admin';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
@@ -20,7 +20,7 @@ describe('admin offload routes and routewise settings', function () {
   const yaml = () => `models:\n${chatModelYaml('m', [`{ kind: engine_a, base_url: "${up.url}" }`, `{ kind: generic_compat, base_url: "${up.url}", provider: remote }`])}`
     + chatModelYaml('hybrid', [`{ kind: engine_a, base_url: "${up.url}" }`, `{ kind: generic_compat, base_url: "${up.url}", route_metadata: { hybrid_composition: true } }`])
     + chatModelYaml('single', [`{ kind: engine_a, base_url: "${up.url}" }`]);
-  const start = () => startTestGateway({ modelsYaml: yaml(), db: t.db, env: { ADMIN_TOKEN } });
+  const start = (env: Record<string, string> = {}) => startTestGateway({ modelsYaml: yaml(), db: t.db, env: { ADMIN_TOKEN, ...env } });
   const offloads = async (g: TestGateway) => (await admin<{ offload_routes: Offload[] }>(g, 'GET', '/admin/routing/offload-routes')).body.offload_routes;
 
   before(async () => {
@@ -53,6 +53,22 @@ describe('admin offload routes and routewise settings', function () {
     assert.deepEqual((await admin(gw, 'DELETE', '/admin/routing/offload-routes/m')).body, { model_id: 'm', deleted: true });
     assert.deepEqual(await offloads(gw), []);
     assert.equal((await admin(gw, 'DELETE', '/admin/routing/offload-routes/m')).status, 404);
+  });
+
+  it('refuses offload for a routewise model: switched by the admin, or by default under ENABLE_ROUTEWISE', async () => {
+    gw = await start();
+    assert.equal((await admin(gw, 'PATCH', '/admin/routing/provider-route-strategies/m', { router: 'routewise' })).status, 200);
+    const switched = await admin(gw, 'PUT', '/admin/routing/offload-routes/m', { route_id: 'm#1', wait_seconds: 1 });
+    assert.equal(switched.status, 400);
+    assert.match(errorOf(switched).message, /uses the routewise strategy; offload applies to router fixed only/);
+    await gw.close();
+    await t.db('site_settings').delete();
+    gw = await start({ ENABLE_ROUTEWISE: 'true' });
+    const byDefault = await admin(gw, 'PUT', '/admin/routing/offload-routes/m', { route_id: 'm#1', wait_seconds: 1 });
+    assert.match(errorOf(byDefault).message, /uses the routewise strategy/);
+    await gw.close();
+    gw = await start();
+    assert.equal((await admin(gw, 'PUT', '/admin/routing/offload-routes/m', { route_id: 'm#1', wait_seconds: 1 })).status, 200, 'fixed without the flag');
   });
 
   it('refuses hybrid models, a route that does not exist, a model with one route, and invalid fields', async () => {
@@ -88,15 +104,19 @@ describe('admin offload routes and routewise settings', function () {
     assert.deepEqual((await offloads(gw)).map((o) => [o.active, o.inactive_reason]), [[false, 'offload route m#5 no longer exists']]);
   });
 
-  it('stores routewise settings per model, says they are not applied, and validates them', async () => {
+  it('stores routewise settings per model, says they are applied, and validates them', async () => {
     gw = await start();
     const initial = await admin(gw, 'GET', '/admin/routewise/model-settings');
     assert.deepEqual(initial.body.models, {});
-    assert.equal(initial.body.installed, false);
+    assert.equal(initial.body.installed, true);
     const put = await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { objective: 'cost', max_latency_ms: 3000 } });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.deepEqual(put.body.models, { m: { objective: 'cost', max_latency_ms: 3000 } });
-    assert.equal(put.body.applied, false);
+    assert.equal(put.body.applied, true);
+    const limits = await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { objective: 'cost', max_latency_ms: 3000, concurrency_limits: { gpu: 2 }, quota_limits: { team: 1.5 } } });
+    assert.deepEqual(limits.body.models, { m: { objective: 'cost', max_latency_ms: 3000, concurrency_limits: { gpu: 2 }, quota_limits: { team: 1.5 } } });
+    assertInvalid(await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { concurrency_limits: { gpu: 1.5 } } }), 'settings.concurrency_limits.gpu');
+    assert.equal((await admin(gw, 'PUT', '/admin/routewise/model-settings', { model_id: 'm', settings: { objective: 'cost', max_latency_ms: 3000 } })).status, 200);
     await gw.close();
     gw = await start();
     assert.deepEqual((await admin(gw, 'GET', '/admin/routewise/model-settings')).body.models, { m: { objective: 'cost', max_latency_ms: 3000 } });

@@ -150,20 +150,20 @@ describe('admin routing: listing, weights, strategy', function () {
     assert.equal((await admin(gw, 'DELETE', '/admin/routing/weights/m/ep_unknown')).status, 404);
   });
 
-  it('switches the strategy: fixed accepted, unknown or uninstalled refused naming router, unknown model 404', async () => {
+  it('switches the strategy: fixed and routewise accepted, unknown refused naming router, unknown model 404', async () => {
     gw = await start();
     const ok = await admin(gw, 'PATCH', '/admin/routing/provider-route-strategies/m', { router: 'fixed' });
     assert.deepEqual(ok.body, { model_id: 'm', router: 'fixed', override: 'fixed' });
     assertInvalid(await admin(gw, 'PATCH', '/admin/routing/provider-route-strategies/m', { router: 'bogus' }), 'router');
-    assertInvalid(await admin(gw, 'PATCH', '/admin/routing/provider-route-strategies/m', { router: 'routewise' }), 'router');
+    assert.deepEqual((await admin(gw, 'PATCH', '/admin/routing/provider-route-strategies/m', { router: 'routewise' })).body, { model_id: 'm', router: 'routewise', override: 'routewise' });
     assertInvalid(await admin(gw, 'PATCH', '/admin/routing/provider-route-strategies/m', { router: 3 }), 'router');
     assert.equal((await admin(gw, 'PATCH', '/admin/routing/provider-route-strategies/nope', { router: 'fixed' })).status, 404);
   });
 
   it('a stored strategy that cannot be applied is logged and skipped at startup', async () => {
-    await t.db('site_settings').insert({ key: 'model_router:m', value: JSON.stringify('routewise') });
+    await t.db('site_settings').insert({ key: 'model_router:m', value: JSON.stringify('fastest') });
     gw = await start();
-    const count = () => gw!.logs.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('saved setting not applied as stored: strategy "routewise" of model m')).length;
+    const count = () => gw!.logs.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('saved setting not applied as stored: strategy "fastest" of model m')).length;
     assert.equal(count(), 1);
     assert.equal((await admin(gw, 'GET', '/admin/routing')).status, 200);
     const endpoint = (await routes(gw))[0]!.endpoint_id;

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import type { Route } from '../../gateway/registry';
+import type { Model, Route } from '../../gateway/registry';
 import { estimatePromptTokens } from '../../gateway/routing/prompt-estimate';
 import { preferLighter, PrefillTracker } from '../../gateway/routing/prefill';
 import { fixedStrategy } from '../../gateway/routing/selector';
 import { seededRng } from '../../gateway/routing/weighted-order';
 
 const route = (endpointId: string, weight = 1) => ({ endpointId, weight } as unknown as Route);
+const MODEL = { id: 'm', routes: [] } as unknown as Model;
 
 function tracker(options: { intervene?: number; maxElephants?: number; enabled?: boolean } = {}) {
   const clock = { now: 0 };
@@ -71,7 +72,7 @@ describe('prefill-aware selection (spec 8)', () => {
     const { t } = tracker();
     const rng = seededRng(7);
     const counts: Record<string, number> = { a: 0, b: 0 };
-    for (let i = 0; i < 10_000; i += 1) counts[fixedStrategy([route('a', 3), route('b', 1)], { rng, prefill: t, promptTokens: 10, elephant: false })[0]!.endpointId]! += 1;
+    for (let i = 0; i < 10_000; i += 1) counts[fixedStrategy([route('a', 3), route('b', 1)], { model: MODEL, rng, prefill: t, promptTokens: 10, elephant: false })[0]!.endpointId]! += 1;
     assert.ok(counts.a! > 7000 && counts.a! < 8000, JSON.stringify(counts));
   });
 
@@ -80,7 +81,7 @@ describe('prefill-aware selection (spec 8)', () => {
     t.start('a', 50_000, false);
     const rng = seededRng(7);
     let a = 0;
-    for (let i = 0; i < 1000; i += 1) if (fixedStrategy([route('a', 3), route('b', 1)], { rng, prefill: t, promptTokens: 10, elephant: false })[0]!.endpointId === 'a') a += 1;
+    for (let i = 0; i < 1000; i += 1) if (fixedStrategy([route('a', 3), route('b', 1)], { model: MODEL, rng, prefill: t, promptTokens: 10, elephant: false })[0]!.endpointId === 'a') a += 1;
     assert.equal(a, 0, 'two routes: every draw pair contains b, the lighter');
   });
 

@@ -9,6 +9,7 @@ import { loadRegistry } from '../../gateway/registry/loader';
 import { RegistryConfigError } from '../../gateway/registry/errors';
 import { resolveConfigPath, BUNDLED_CONFIG_DIR, packageRoot } from '../../gateway/registry/paths';
 import { registryBuildContext } from '../../gateway/registry';
+import { buildModel } from '../../gateway/registry/model-builder';
 import type { Registry } from '../../gateway/registry/types';
 import { captureLogs } from '../support/logs';
 
@@ -219,7 +220,6 @@ models:
   it('stops startup on unknown router, unknown router_params key, removed resource keys, and api_key with api_keys', () => {
     const cases: Array<[string, RegExp]> = [
       ['router: fastest', /unknown router 'fastest'; known strategies: fixed, routewise/],
-      ['router: routewise', /router 'routewise' \(cost-aware\) is selected but its package is not installed/],
       ['router_params: { nonsense: 1 }', /unknown router_params key 'nonsense'/],
       ['router_params: { quota: 5 }', /router_params.quota is no longer supported; use route-level 'quota: \{limit: N\}' instead/],
       ['router_params: { concurrency_limit: 5 }', /use route-level 'concurrency: \{limit: N\}'/],
@@ -242,6 +242,14 @@ models:
     name: M
     route: [{ kind: engine_a, base_url: http://h, api_key: a, api_keys: [b] }]
 `), RegistryConfigError);
+  });
+
+  it('loads router routewise (installed); a known strategy whose package is missing stops startup saying so', () => {
+    const yaml = { id: 'm', name: 'M', provider: 'generic_compat', base_url: 'http://h/v1', router: 'routewise', router_params: { objective: 'cost' } };
+    const ctx = { ...registryBuildContext({}), file: 'models.yaml', warn: () => undefined };
+    const built = buildModel(yaml, 0, ctx);
+    assert.ok('model' in built && built.model.router === 'routewise');
+    assert.throws(() => buildModel(yaml, 0, { ...ctx, availableStrategies: new Set(['fixed']) }), /router 'routewise' \(cost-aware\) is selected but its package is not installed/);
   });
 
   it('resolves alias collisions to the model loaded last, with a warning', async () => {

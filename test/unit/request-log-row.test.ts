@@ -23,23 +23,25 @@ function entry(overrides: Partial<LogEntry> = {}): LogEntry {
   };
 }
 
+const AT = { at: Date.parse('2026-11-21T12:00:00Z') };
+
 describe('request log: cost', () => {
   it('prices prompt, cached reads, completion and the per-request fee (USD per 1M tokens)', () => {
     // 600 uncached × 3 + 400 cached × 0.3 + 200 × 15 (per 1M) + 0.001
     const expected = (600 * 3 + 400 * 0.3 + 200 * 15) / 1e6 + 0.001;
     assert.equal(costOf({ prompt: '3', completion: '15', input_cache_reads: '0.3', request: '0.001' },
-      { prompt_tokens: 1000, completion_tokens: 200, cache_read_tokens: 400 }), Math.round(expected * 1e9) / 1e9);
+      { prompt_tokens: 1000, completion_tokens: 200, cache_read_tokens: 400 }, AT), Math.round(expected * 1e9) / 1e9);
   });
 
   it('charges cached tokens at the prompt rate when cache reads are not priced, reading any usage spelling', () => {
-    assert.equal(costOf({ prompt: '2' }, { prompt_tokens: 1_000_000, cached_tokens: 500_000 }), 2);
-    assert.equal(costOf({ prompt: '2', input_cache_reads: '0' }, { prompt_tokens: 1_000_000, prompt_tokens_details: { cached_tokens: 500_000 } }), 1);
+    assert.equal(costOf({ prompt: '2' }, { prompt_tokens: 1_000_000, cached_tokens: 500_000 }, AT), 2);
+    assert.equal(costOf({ prompt: '2', input_cache_reads: '0' }, { prompt_tokens: 1_000_000, prompt_tokens_details: { cached_tokens: 500_000 } }, AT), 1);
   });
 
   it('is null without pricing or without any usable price; a request fee alone needs no usage', () => {
-    assert.equal(costOf(undefined, { prompt_tokens: 10 }), null);
-    assert.equal(costOf({ prompt: 'free' }, { prompt_tokens: 10 }), null);
-    assert.equal(costOf({ request: '0.5' }, undefined), 0.5);
+    assert.equal(costOf(undefined, { prompt_tokens: 10 }, AT), null);
+    assert.equal(costOf({ prompt: 'free' }, { prompt_tokens: 10 }, AT), null);
+    assert.equal(costOf({ request: '0.5' }, undefined, AT), 0.5);
   });
 });
 
@@ -83,6 +85,13 @@ describe('request log: user-message shape and agent', () => {
     assert.equal(state.numUserTurns, 2);
     assert.equal(state.numToolCalls, 2);
     assert.equal(state.lastUserMessage, 'second');
+    assert.equal(state.numImages, 0);
+    noteChatFacts(state, [
+      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'x' } }] },
+      { role: 'assistant', content: [{ type: 'image_url', image_url: { url: 'not counted' } }] },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: 'y' } }, null] },
+    ]);
+    assert.equal(state.numImages, 2, 'image_url parts of user messages');
   });
 });
 
