@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { closeAll, startFakeUpstream, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
+import { waitFor } from '../support/wait';
 
 interface Completion {
   choices: Array<{ message: { content: string | null; reasoning_content?: string }; finish_reason: string }>;
@@ -185,8 +186,7 @@ describe('chat completions', function () {
     assert.equal(res.status, 502);
     assert.match(((await res.json()) as { error: { message: string } }).error.message, /primary boom/);
     assert.equal(b.requests.length, 0, 'weight 0 is not even a fallback');
-    await new Promise((r) => setTimeout(r, 20));
-    const failed = gw!.logs.lines.find((l) => l.event === 'all_routes_failed');
+    const failed = await waitFor(() => gw!.logs.lines.find((l) => l.event === 'all_routes_failed'), 'the all_routes_failed line');
     assert.equal((failed?.attempts as unknown[]).length, 1);
     assert.deepEqual(gw!.logs.lines.filter((l) => l.level === 'error'), [], 'an upstream failure is not a gateway fault');
     assert.ok(gw!.logs.lines.some((l) => l.level === 'warn' && l.code === 'upstream_error'));
@@ -363,8 +363,7 @@ describe('chat completions', function () {
     assert.equal(res.headers.get('x-request-id'), 'req-fast-1');
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
     await res.json();
-    await new Promise((r) => setTimeout(r, 20));
-    const line = gw!.logs.lines.find((l) => l.event === 'http_request' && l.request_id === 'req-fast-1');
+    const line = await waitFor(() => gw!.logs.lines.find((l) => l.event === 'http_request' && l.request_id === 'req-fast-1'), 'the http_request line');
     assert.deepEqual({ method: line?.method, path: line?.path, status: line?.status, completed: line?.completed }, { method: 'POST', path: '/v1/chat/completions', status: 200, completed: true });
   });
 });

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { closeAll, startFakeUpstream, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { waitFor } from '../support/wait';
 
 describe('embeddings and model list', function () {
   this.timeout(20_000);
@@ -54,8 +55,7 @@ describe('embeddings and model list', function () {
     a.enqueue({ kind: 'status', status: 401 });
     const res = await embed({ model: 'e', input: ['x'] });
     assert.equal(res.status, 401);
-    await new Promise((r) => setTimeout(r, 20));
-    assert.ok(gw.logs.lines.some((l) => String(l.msg).startsWith('Embedding request failed for model=e')));
+    await waitFor(() => gw!.logs.lines.some((l) => String(l.msg).startsWith('Embedding request failed for model=e')), 'the embedding failure line');
   });
 
   it('rejects bad embeddings input and chat models with 400', async () => {

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { waitFor } from '../support/wait';
 
 describe('gateway client addresses', function () {
   this.timeout(20_000);
@@ -25,10 +26,7 @@ describe('gateway client addresses', function () {
   const chat = (headers: Record<string, string>) => fetch(`${gw!.url}/v1/chat/completions`, {
     method: 'POST', headers, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
   }).then(async (r) => { await r.text(); return r; });
-  const line = async (requestId: string) => {
-    await new Promise((r) => setTimeout(r, 30));
-    return gw!.logs.lines.find((l) => l.event === 'http_request' && l.request_id === requestId);
-  };
+  const line = (requestId: string) => waitFor(() => gw!.logs.lines.find((l) => l.event === 'http_request' && l.request_id === requestId), `the http_request line of ${requestId}`);
 
   it('takes the client from X-Forwarded-For when the peer is a trusted proxy, with the 6.4 fields', async () => {
     gw = await startTestGateway({ modelsYaml: models(), env: { TRUST_PROXY_HEADERS: '1', TRUSTED_PROXIES: '127.0.0.1/32' } });
@@ -65,8 +63,7 @@ describe('gateway client addresses', function () {
   it('logs every header at DEBUG, cut to 256 characters, credentials masked', async () => {
     gw = await startTestGateway({ modelsYaml: models() });
     await chat({ 'x-request-id': 'dbg-1', authorization: 'Bearer sk-secret-1', 'x-api-key': 'k-secret-2', 'x-long': 'y'.repeat(400) });
-    await new Promise((r) => setTimeout(r, 30));
-    const headers = gw.logs.lines.find((l) => l.event === 'http_request_headers' && l.request_id === 'dbg-1')?.headers as Record<string, string>;
+    const headers = (await waitFor(() => gw!.logs.lines.find((l) => l.event === 'http_request_headers' && l.request_id === 'dbg-1'), 'the headers line')).headers as Record<string, string>;
     assert.equal(headers.authorization, '***');
     assert.equal(headers['x-api-key'], '***');
     assert.equal(headers['x-long']?.length, 256);

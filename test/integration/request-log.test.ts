@@ -10,6 +10,7 @@ import type { GatewayState } from '../../gateway/surfaces/state';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { waitFor } from '../support/wait';
 
 interface LogRow {
   request_id: string;
@@ -77,12 +78,7 @@ describe('request log (api_logs)', function () {
 
   /** Waits for the row of a request (rows are written in the background). */
   async function rowOf(requestId: string): Promise<LogRow> {
-    for (let i = 0; i < 300; i += 1) {
-      const row = await t.db('api_logs').where({ request_id: requestId }).first<LogRow | undefined>();
-      if (row) return row;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return assert.fail(`no api_logs row for ${requestId}`);
+    return waitFor(() => t.db('api_logs').where({ request_id: requestId }).first<LogRow | undefined>(), `the api_logs row of ${requestId}`);
   }
 
   const conversation = [

@@ -9,6 +9,7 @@ import { admin, ADMIN_TOKEN } from '../support/admin';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
+import { waitFor } from '../support/wait';
 
 interface LogRow { endpoint_id: string; provider: string; cost_usd: string | number | null }
 
@@ -58,12 +59,7 @@ describe('routewise strategy (gateway)', function () {
   }
 
   async function rowOf(requestId: string): Promise<LogRow> {
-    for (let i = 0; i < 300; i += 1) {
-      const row = await t.db('api_logs').where({ request_id: requestId }).first<LogRow | undefined>('endpoint_id', 'provider', 'cost_usd');
-      if (row) return row;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return assert.fail(`no api_logs row for ${requestId}`);
+    return waitFor(() => t.db('api_logs').where({ request_id: requestId }).first<LogRow | undefined>('endpoint_id', 'provider', 'cost_usd'), `the api_logs row of ${requestId}`);
   }
 
   const nextId = (label: string) => `rw-${label}-${++counter}`;

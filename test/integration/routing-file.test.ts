@@ -8,6 +8,7 @@ import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 import { seededRng } from '../../gateway/routing/weighted-order';
 import type { RoutingStatusBody } from '../../gateway/surfaces/routing-status';
+import { waitFor } from '../support/wait';
 
 const N = 200;
 
@@ -30,11 +31,7 @@ async function routing(gw: TestGateway): Promise<RoutingStatusBody> {
 
 /** Waits (without asserting on time) until `check` holds; fails after a generous deadline. */
 async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i += 1) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail(`gave up waiting for ${what}`);
+  await waitFor(check, what);
 }
 
 describe('routing file (gateway)', function () {

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import type { Db } from '../../lib/db';
+import { waitFor } from './wait';
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -51,10 +52,5 @@ export async function createKey(gatewayUrl: string, session: Session, name = 'te
 
 /** Polls `check` until it returns true (for changes other processes make); fails after `timeoutMs`. */
 export async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`timed out waiting for ${what}`);
+  await waitFor(check, what, timeoutMs);
 }
