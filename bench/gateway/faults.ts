@@ -70,7 +70,7 @@ async function run(faults: Array<BenchUpstreamOptions['fault']>, requests = PLAN
     }
   };
   const started = process.hrtime.bigint();
-  let elapsedS = 0;
+  let elapsedS: number;
   try {
     await Promise.all(Array.from({ length: PLAN.connections }, () => worker()));
     elapsedS = Number(process.hrtime.bigint() - started) / 1e9;
