@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
-import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
+import { abortOnClientClose, ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { callerOf } from '../auth/caller';
@@ -17,6 +17,7 @@ import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
 import { runWithFallback } from '../routing/fallback';
+import { mayOffload, OffloadNow, offloadStatus, OffloadRun, routerOf, type OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
@@ -58,14 +59,60 @@ function tierFor(model: Model, promptTokens: number, deps: GatewayContextDeps): 
   return priorityTier(promptTokens, deps.tiers);
 }
 
-function attribution(route: Route, failed: readonly FailedAttempt[]): RoutingAttribution {
+function attribution(route: Route, failed: readonly FailedAttempt[], offload: OffloadAttribution | undefined): RoutingAttribution {
   return {
     provider: route.providerLabel, base_url: route.baseUrl, endpoint_id: route.endpointId,
     ...(failed.length > 0 ? { fallback: true, failed_attempts: [...failed] } : {}),
+    ...(offload ? { offload } : {}),
   };
 }
 
-async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
+/**
+ * The offload state of a request whose model has a policy in force (spec 2.9), and its try order:
+ * the local routes (the offload route taken out of rotation), then the offload route unless the
+ * prompt is estimated above `max_input_tokens`. Undefined: the policy is not in force.
+ */
+function offloadPlan(deps: GatewayContextDeps, model: Model, ticket: RoutingTicket, request: ChatRequest, promptTokens: number, state: GatewayState): { routes: Route[]; run: OffloadRun } | undefined {
+  const policy = deps.offload.policyFor(model.id);
+  if (!policy) return undefined;
+  const status = offloadStatus(model, policy, routerOf(model, deps.routewise));
+  if (!status.active) return undefined;
+  const tokens = policy.max_input_tokens === undefined ? 0 : promptTokens || estimatePromptTokens(request.messages);
+  const eligible = mayOffload(policy, tokens);
+  const run = new OffloadRun(model.id, status.route, policy, request.stream, eligible, state.log);
+  ticket.unpinned = status.route.endpointId;
+  const routes = ticket.routes.filter((r) => r.routeId !== policy.route_id);
+  if (eligible) routes.push(status.route);
+  return { routes, run };
+}
+
+/**
+ * {@link openStreamOn} under the offload engine wait: when no first chunk arrived within
+ * `waitMs`, only this upstream request is aborted (an attempt-scoped signal the client's abort
+ * also reaches) and the attempt throws {@link OffloadNow}.
+ */
+async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, waitMs: number | undefined): Promise<OpenedStream> {
+  if (waitMs === undefined) return openStreamOn(deps, route, body, signal);
+  const attempt = new ClientAbort();
+  const forward = () => attempt.abort(signal.reason);
+  signal.once('abort', forward);
+  let expired = false;
+  const timer = setTimeout(() => {
+    expired = true;
+    attempt.abort(new Error('offload engine wait expired'));
+  }, waitMs);
+  try {
+    return await openStreamOn(deps, route, body, attempt);
+  } catch (err) {
+    signal.off('abort', forward);
+    if (expired && !signal.aborted) throw new OffloadNow('first_byte_wait_expired');
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function openStreamOn(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
   const response = await deps.upstream.post(route, 'chat', body, signal);
   const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const destroy = () => response.body.destroy();
@@ -102,21 +149,24 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   deps.limits.enter(callerOf(state), model.id, ctx.res);
   const promptTokens = deps.routing.prefill.enabled || model.routes.some((r) => r.priorityScheduling) ? estimatePromptTokens(request.messages) : 0;
   const { ticket, pinned } = candidatesFor(model, routePin(ctx, role), deps, { state, promptTokens });
-  const routes = ticket.routes;
+  // Models without an offload policy pay one map lookup here; a pinned request is never offloaded.
+  const offload = pinned ? undefined : offloadPlan(deps, model, ticket, request, promptTokens, state);
+  const routes = offload?.routes ?? ticket.routes;
+  const run = offload?.run;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
   const fallbackOptions = {
-    modelId: model.id, state: ctx.state, pinned, observer: ticket,
+    modelId: model.id, state: ctx.state, pinned, observer: ticket, offload: run,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
       { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
     ),
   };
   if (request.stream) {
-    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => openStream(deps, route, wire(route), signal)), fallbackOptions);
+    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => openStream(deps, route, wire(route), signal, route === run?.route ? undefined : run?.engineWaitMs)), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
-    attribute(ctx, attribution(opened.route, opened.failedAttempts));
+    attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;
     const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
     state.usage = outcome.usage;
@@ -127,7 +177,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);
-  attribute(ctx, attribution(done.route, done.failedAttempts));
+  attribute(ctx, attribution(done.route, done.failedAttempts, run?.attribution));
   state.pricing = done.route.pricing;
   state.usage = completion.usage;
   sendJson(ctx, shape ? shape.completion(completion) : completion);

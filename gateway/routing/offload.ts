@@ -1,0 +1,178 @@
+/**
+ * Offload (spec 2.9, 8): a model on router `fixed` may name one of its routes (by route id) as
+ * its offload route. That route is kept out of normal rotation and takes a request only when
+ *
+ * - `engine_wait`: a streaming request's local route has not produced its first upstream chunk
+ *   within `wait_seconds` (the local attempt is aborted, never the client);
+ * - `queue_wait`: the local engine's queue (streaming requests admitted to it that have not yet
+ *   returned a first token) is at `engine_queue_limit`, and no room appeared within `wait_seconds`;
+ * - `last_resort`: every local route failed (retryably).
+ *
+ * A request is offloaded at most once; prompts estimated above `max_input_tokens` never are.
+ * The decisions are pure functions here; {@link OffloadRun} carries one request's state for the
+ * fallback driver, and {@link OffloadPolicies} compiles the stored policies once per stored
+ * state so a model without a policy costs one map lookup.
+ */
+import type { Logger } from '../../lib/logger';
+import type { Model, Route } from '../registry';
+import type { OffloadPolicy } from '../runtime-config/types';
+
+export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
+
+/** `_routing.offload` (spec 2.10): the reason flag, and the offload endpoint when it failed. */
+export interface OffloadAttribution {
+  queue_wait?: true;
+  engine_wait?: true;
+  last_resort?: true;
+  /** The offload route's endpoint, set only when the offload attempt failed. */
+  offload_endpoint_id?: string;
+}
+
+/** Whether a stored policy is applied to `model` now, and its offload route when it is. */
+export type OffloadStatus = { active: true; route: Route } | { active: false; reason: string };
+
+/** The model's effective strategy name (`routewise` when that strategy applies to it, named or by default). */
+export function routerOf(model: Model, routewise: { applies(model: Model): boolean }): string {
+  return routewise.applies(model) ? 'routewise' : model.router ?? 'fixed';
+}
+
+/** Whether the model declares `hybrid_composition: true` (offload is refused for it). */
+export function isHybrid(model: Model): boolean {
+  return model.routerParams.hybrid_composition === true || model.routes.some((r) => r.routeMetadata.hybrid_composition === true);
+}
+
+/**
+ * Why an offload policy cannot apply to `model` (router `fixed` chat models that are not hybrid),
+ * if it cannot. `router` is the model's effective strategy name.
+ */
+export function offloadRefusal(model: Model, router: string): string | undefined {
+  if (router !== 'fixed') return `model ${model.id} uses the ${router} strategy; offload applies to router fixed only`;
+  if (isHybrid(model)) return `model ${model.id} declares hybrid_composition: true; offload is refused for hybrid models`;
+  if (model.modelType !== 'chat') return `model ${model.id} is an embedding model`;
+  return undefined;
+}
+
+/** Pure: whether `policy` is in force for `model` (the effective model, or undefined when gone). */
+export function offloadStatus(model: Model | undefined, policy: OffloadPolicy, router: string): OffloadStatus {
+  if (!model) return { active: false, reason: 'model not found' };
+  const route = model.routes.find((r) => r.routeId === policy.route_id);
+  if (!route) return { active: false, reason: `offload route ${policy.route_id} no longer exists` };
+  const refusal = offloadRefusal(model, router);
+  if (refusal) return { active: false, reason: refusal };
+  if (route.weight <= 0) return { active: false, reason: `offload route ${policy.route_id} has effective weight 0 (excluded by the runtime configuration)` };
+  if (!model.routes.some((r) => r !== route && r.weight > 0)) return { active: false, reason: `model ${model.id} has no other route to offload from` };
+  return { active: true, route };
+}
+
+/** Pure: whether a prompt of `promptTokens` (estimated) may be offloaded under `policy`. */
+export function mayOffload(policy: Pick<OffloadPolicy, 'max_input_tokens'>, promptTokens: number): boolean {
+  return policy.max_input_tokens === undefined || promptTokens <= policy.max_input_tokens;
+}
+
+/** What happened to the local attempt that may call for an offload. */
+export type OffloadTrigger = 'first_byte_wait_expired' | 'queue_wait_expired' | 'local_routes_exhausted';
+
+/**
+ * Pure: the offload reason for `trigger`, or undefined when the request may not be offloaded
+ * (already offloaded once, prompt above `max_input_tokens`, engine wait of a non-streaming request).
+ */
+export function offloadReason(trigger: OffloadTrigger, request: { stream: boolean; alreadyOffloaded: boolean; eligible: boolean }): OffloadReason | undefined {
+  if (request.alreadyOffloaded || !request.eligible) return undefined;
+  if (trigger === 'first_byte_wait_expired') return request.stream ? 'engine_wait' : undefined;
+  if (trigger === 'queue_wait_expired') return 'queue_wait';
+  return 'last_resort';
+}
+
+/**
+ * Thrown by an attempt whose wait expired (engine or queue): the fallback driver abandons the
+ * local attempt (no verdict on its endpoint) and tries the offload route next.
+ */
+export class OffloadNow extends Error {
+  constructor(readonly trigger: Exclude<OffloadTrigger, 'local_routes_exhausted'>) {
+    super(trigger === 'first_byte_wait_expired' ? 'no first token within the offload wait' : 'engine queue full for the offload wait');
+    this.name = 'OffloadNow';
+  }
+}
+
+/** One request's offload state, created only for models whose policy is in force. */
+export class OffloadRun {
+  /** Set once the request was offloaded (whatever the outcome). */
+  attribution: OffloadAttribution | undefined;
+  /** The reason an expired wait asked for (consumed when the offload route is tried). */
+  private pending: OffloadReason | undefined;
+  private from: Route | undefined;
+
+  constructor(
+    readonly modelId: string,
+    readonly route: Route,
+    readonly policy: OffloadPolicy,
+    readonly stream: boolean,
+    /** The prompt is at most `max_input_tokens` (or no limit). */
+    readonly eligible: boolean,
+    private readonly log: Logger,
+  ) {}
+
+  /** Milliseconds a local attempt may wait for its first chunk before offloading (undefined: no engine wait). */
+  get engineWaitMs(): number | undefined {
+    return offloadReason('first_byte_wait_expired', this.facts()) ? this.policy.wait_seconds * 1000 : undefined;
+  }
+
+  /** Whether the queue wait applies to a local attempt now. */
+  get queueWaits(): boolean {
+    return this.policy.engine_queue_limit !== undefined && offloadReason('queue_wait_expired', this.facts()) !== undefined;
+  }
+
+  private facts(): { stream: boolean; alreadyOffloaded: boolean; eligible: boolean } {
+    return { stream: this.stream, alreadyOffloaded: this.attribution !== undefined || this.pending !== undefined, eligible: this.eligible };
+  }
+
+  /** An expired wait on `local`: the offload route goes next (false: no offload allowed). */
+  request(trigger: OffloadNow['trigger'], local: Route): boolean {
+    const reason = offloadReason(trigger, this.facts());
+    if (!reason) return false;
+    this.pending = reason;
+    this.from = local;
+    return true;
+  }
+
+  /** The offload route is about to be tried after `previous` (the last local route tried, if any). */
+  begin(previous: Route | undefined): void {
+    const reason = this.pending ?? 'last_resort';
+    const from = this.from ?? previous;
+    this.pending = undefined;
+    this.attribution = { [reason]: true };
+    this.log.info(
+      { event: 'route_offload', model: this.modelId, reason, from_endpoint_id: from?.endpointId ?? null, to_endpoint_id: this.route.endpointId },
+      `route_offload: ${this.modelId} ${reason} from ${from?.endpointId ?? 'none'} to ${this.route.endpointId}`,
+    );
+  }
+
+  /** The offload attempt failed: recorded, and the remaining local routes carry on. */
+  failed(): void {
+    if (this.attribution) this.attribution.offload_endpoint_id = this.route.endpointId;
+  }
+}
+
+/** The stored policies by model id, compiled once per stored state (memory only; hot-path safe). */
+export class OffloadPolicies {
+  /** The stored `site_settings` map (set by the assembly); its identity changes on every reload. */
+  source: () => ReadonlyMap<string, unknown> = () => new Map();
+  private compiledFrom: ReadonlyMap<string, unknown> | undefined;
+  private byModel = new Map<string, OffloadPolicy>();
+
+  constructor(private readonly prefix: string) {}
+
+  /** The stored policy of a model, if any. */
+  policyFor(modelId: string): OffloadPolicy | undefined {
+    const settings = this.source();
+    if (settings !== this.compiledFrom) this.compile(settings);
+    return this.byModel.get(modelId);
+  }
+
+  private compile(settings: ReadonlyMap<string, unknown>): void {
+    const byModel = new Map<string, OffloadPolicy>();
+    for (const [key, value] of settings) if (key.startsWith(this.prefix)) byModel.set(key.slice(this.prefix.length), value as OffloadPolicy);
+    this.byModel = byModel;
+    this.compiledFrom = settings;
+  }
+}
