@@ -153,12 +153,93 @@ export class OffloadRun {
   }
 }
 
+interface QueueWaiter {
+  /** The waiting request is a stream (it takes a place in the queue once admitted). */
+  counts: boolean;
+  admit: () => void;
+}
+
+class EngineQueue {
+  pending = 0;
+  readonly waiters: QueueWaiter[] = [];
+}
+
+/**
+ * Per local engine (endpoint): streaming requests of offload-policy models admitted to it that
+ * have not yet returned a first token (spec 2.9 `engine_queue_limit`), and the requests waiting
+ * for room. Per process, memory only.
+ */
+export class EngineQueues {
+  private readonly queues = new Map<string, EngineQueue>();
+
+  private queue(endpointId: string): EngineQueue {
+    let queue = this.queues.get(endpointId);
+    if (!queue) {
+      queue = new EngineQueue();
+      this.queues.set(endpointId, queue);
+    }
+    return queue;
+  }
+
+  /** Streams admitted to the endpoint and not yet past their first token. */
+  pending(endpointId: string): number {
+    return this.queues.get(endpointId)?.pending ?? 0;
+  }
+
+  /**
+   * Admission to the engine's queue: at once when it has room (or `limit` is undefined), else
+   * after waiting up to `waitMs` for room. Resolves true when admitted (a stream then holds a
+   * place until {@link leave}), false when the wait expired; rejects when `signal` aborts.
+   */
+  enter(endpointId: string, options: { stream: boolean; limit: number | undefined; waitMs: number; signal: { aborted: boolean; reason?: Error | undefined; once(e: 'abort', f: () => void): unknown; off(e: 'abort', f: () => void): unknown } }): Promise<boolean> {
+    const queue = this.queue(endpointId);
+    const { limit } = options;
+    if (limit === undefined || (queue.pending < limit && queue.waiters.length === 0)) {
+      if (options.stream) queue.pending += 1;
+      return Promise.resolve(true);
+    }
+    return new Promise<boolean>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        options.signal.off('abort', aborted);
+        const index = queue.waiters.indexOf(waiter);
+        if (index >= 0) queue.waiters.splice(index, 1);
+      };
+      const waiter: QueueWaiter = { counts: options.stream, admit: () => { done(); resolve(true); } };
+      const aborted = () => {
+        done();
+        reject(options.signal.reason ?? new Error('client closed the connection'));
+      };
+      const timer = setTimeout(() => {
+        done();
+        resolve(false);
+      }, options.waitMs);
+      options.signal.once('abort', aborted);
+      queue.waiters.push(waiter);
+    });
+  }
+
+  /** A stream admitted by {@link enter} returned its first token (or ended): room for the next. */
+  leave(endpointId: string, limit: number | undefined): void {
+    const queue = this.queues.get(endpointId);
+    if (!queue) return;
+    queue.pending = Math.max(0, queue.pending - 1);
+    while (queue.waiters.length > 0 && (limit === undefined || queue.pending < limit)) {
+      const waiter = queue.waiters[0]!;
+      if (waiter.counts) queue.pending += 1;
+      waiter.admit();
+    }
+  }
+}
+
 /** The stored policies by model id, compiled once per stored state (memory only; hot-path safe). */
 export class OffloadPolicies {
   /** The stored `site_settings` map (set by the assembly); its identity changes on every reload. */
   source: () => ReadonlyMap<string, unknown> = () => new Map();
   private compiledFrom: ReadonlyMap<string, unknown> | undefined;
   private byModel = new Map<string, OffloadPolicy>();
+  /** The local engines' queues (`engine_queue_limit`). */
+  readonly queues = new EngineQueues();
 
   constructor(private readonly prefix: string) {}
 

@@ -16,7 +16,7 @@ import { noteChatFacts } from '../request-log/chat-facts';
 import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
-import { runWithFallback } from '../routing/fallback';
+import { runWithFallback, type FallbackOptions } from '../routing/fallback';
 import { mayOffload, OffloadNow, offloadStatus, OffloadRun, routerOf, type OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
@@ -112,6 +112,30 @@ async function openStream(deps: GatewayContextDeps, route: Route, body: string, 
   }
 }
 
+/**
+ * Queue wait (spec 2.9): with `engine_queue_limit`, a request to a local engine whose queue is
+ * full waits up to `wait_seconds` for room, then throws {@link OffloadNow}. A stream holds a
+ * place from admission to its first chunk; returns whether this request holds one.
+ */
+async function enterEngineQueue(deps: GatewayContextDeps, run: OffloadRun, route: Route, signal: ClientAbort): Promise<boolean> {
+  const limit = run.policy.engine_queue_limit;
+  if (limit === undefined) return false;
+  // Once the request may no longer be offloaded it does not wait; a stream still takes its place.
+  const admitted = await deps.offload.queues.enter(route.endpointId, { stream: run.stream, limit: run.queueWaits ? limit : undefined, waitMs: run.policy.wait_seconds * 1000, signal });
+  if (!admitted) throw new OffloadNow('queue_wait_expired');
+  return run.stream;
+}
+
+/** A stream to a local route of a model whose offload policy is in force: queue wait, then engine wait. */
+async function localStream(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
+  const holds = await enterEngineQueue(deps, run, route, signal);
+  try {
+    return await openStream(deps, route, body, signal, run.engineWaitMs);
+  } finally {
+    if (holds) deps.offload.queues.leave(route.endpointId, run.policy.engine_queue_limit);
+  }
+}
+
 async function openStreamOn(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
   const response = await deps.upstream.post(route, 'chat', body, signal);
   const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
@@ -156,15 +180,22 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
-  const fallbackOptions = {
+  const fallbackOptions: FallbackOptions = {
     modelId: model.id, state: ctx.state, pinned, observer: ticket, offload: run,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
       { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
     ),
   };
+  if (run) {
+    // A request that was offloaded and still failed keeps its offload attribution for the request
+    // log (the offload route named, `offload_endpoint_id` set): the offloads report counts it.
+    fallbackOptions.onFailure = () => {
+      if (run.attribution) state.routing = attribution(run.route, [], run.attribution);
+    };
+  }
   if (request.stream) {
-    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => openStream(deps, route, wire(route), signal, route === run?.route ? undefined : run?.engineWaitMs)), fallbackOptions);
+    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route ? localStream(deps, run, route, wire(route), signal) : openStream(deps, route, wire(route), signal, undefined))), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;
@@ -173,7 +204,9 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
-  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal)), fallbackOptions);
+  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
+    ? enterEngineQueue(deps, run, route, signal).then(() => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal))
+    : deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal))), fallbackOptions);
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);

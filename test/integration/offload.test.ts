@@ -111,7 +111,7 @@ describe('offload execution', function () {
     assert.deepEqual(report.body.offloads, [{ model: 'm', route: endpointOf(1), reason: 'engine_wait', requests: 1, failures: 0, share: 1 }]);
   });
 
-  it('a failed offload is recorded and the request goes back to no other route: the primary error surfaces', async () => {
+  it('a failed offload is recorded (offload_endpoint_id, counted as a failure); with no other local route the primary error surfaces', async () => {
     await policy({});
     local.enqueue({ kind: 'slow_first_byte', delayMs: 3000, then: { kind: 'sse' } });
     remote.enqueue({ kind: 'status', status: 500, message: 'offload down' });
@@ -120,6 +120,11 @@ describe('offload execution', function () {
     assert.equal(remote.requests.length, 1);
     assert.equal(local.requests.length, 1, 'the abandoned local attempt is not tried again');
     assert.equal(offloadLines().length, 1);
+    const row = await rowOf(res.id);
+    assert.equal(row.status, 502);
+    assert.deepEqual(row.metadata.routing?.offload, { engine_wait: true, offload_endpoint_id: endpointOf(1) });
+    const report = await admin<{ offloads: Array<Record<string, unknown>> }>(gw!, 'GET', '/admin/recent-requests/offloads');
+    assert.deepEqual(report.body.offloads, [{ model: 'm', route: endpointOf(1), reason: 'engine_wait', requests: 1, failures: 1, share: 1 }]);
   });
 
   it('a non-streaming request is not engine-waited', async () => {
@@ -168,6 +173,24 @@ describe('offload execution', function () {
     remote.enqueue({ kind: 'json', content: 'offload answer' });
     assert.equal((await chat({ stream: false })).status, 200);
     assert.equal(remote.requests.length, 1);
+  });
+
+  it('queue wait: with the local engine queue full (engine_queue_limit), a request waits for room, then is offloaded', async () => {
+    // The first stream is above max_input_tokens: it is never offloaded (so never engine-waited) and holds the only place.
+    await policy({ engine_queue_limit: 1, max_input_tokens: 10 });
+    local.enqueue({ kind: 'slow_first_byte', delayMs: 1500, then: { kind: 'sse', pieces: ['big local'] } });
+    const first = chat({ stream: true, content: 'x'.repeat(200) });
+    await local.waitForRequests(1);
+    const second = await chat({ stream: true });
+    assert.equal(second.status, 200);
+    assert.match(second.text, /offloaded/);
+    assert.equal(local.requests.length, 1, 'the queued request never reached the local engine');
+    assert.deepEqual(offloadLines().map((l) => [l.reason, l.from_endpoint_id, l.to_endpoint_id]), [['queue_wait', endpointOf(0), endpointOf(1)]]);
+    assert.deepEqual((await rowOf(second.id)).metadata.routing?.offload, { queue_wait: true });
+    const big = await first;
+    assert.equal(big.status, 200);
+    assert.match(big.text, /big local/);
+    assert.equal(gw!.deps.offload.queues.pending(endpointOf(0)), 0, 'the place is given back at the first chunk');
   });
 
   it('the listing reports why a policy is not in force, and such a policy is not executed', async () => {

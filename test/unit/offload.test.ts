@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import type { AppError } from '../../lib/errors';
 import type { Model, Route } from '../../gateway/registry';
 import { runWithFallback } from '../../gateway/routing/fallback';
-import { mayOffload, OffloadNow, offloadReason, OffloadRun, offloadStatus, OffloadPolicies } from '../../gateway/routing/offload';
+import { ClientAbort } from '../../lib/http/client-abort';
+import { EngineQueues, mayOffload, OffloadNow, offloadReason, OffloadRun, offloadStatus, OffloadPolicies } from '../../gateway/routing/offload';
 import type { OffloadPolicy } from '../../gateway/runtime-config/types';
 import { UpstreamError } from '../../gateway/upstream/upstream-error';
 import { captureLogs } from '../support/logs';
@@ -135,5 +136,33 @@ describe('offload through the fallback driver', () => {
     });
     assert.equal(offload.attribution, undefined);
     assert.equal(offload.engineWaitMs, undefined, 'no engine wait for it either');
+  });
+});
+
+describe('engine queues (engine_queue_limit)', () => {
+  const signal = () => new ClientAbort();
+
+  it('admits up to the limit at once, then a waiter is admitted when a stream returns its first token', async () => {
+    const queues = new EngineQueues();
+    assert.equal(await queues.enter('ep', { stream: true, limit: 1, waitMs: 5000, signal: signal() }), true);
+    assert.equal(queues.pending('ep'), 1);
+    const waiting = queues.enter('ep', { stream: true, limit: 1, waitMs: 5000, signal: signal() });
+    queues.leave('ep', 1);
+    assert.equal(await waiting, true);
+    assert.equal(queues.pending('ep'), 1, 'the admitted stream took the place');
+  });
+
+  it('a wait with no room ends false (offload); non-streaming requests take no place; a client abort rejects', async () => {
+    const queues = new EngineQueues();
+    await queues.enter('ep', { stream: true, limit: 1, waitMs: 5000, signal: signal() });
+    assert.equal(await queues.enter('ep', { stream: false, limit: 1, waitMs: 20, signal: signal() }), false);
+    const gone = signal();
+    const waiting = queues.enter('ep', { stream: true, limit: 1, waitMs: 5000, signal: gone });
+    gone.abort();
+    await assert.rejects(waiting, /client closed/);
+    assert.equal(await queues.enter('ep', { stream: true, limit: undefined, waitMs: 20, signal: signal() }), true, 'no limit: admitted, counted');
+    assert.equal(queues.pending('ep'), 2);
+    assert.equal(await queues.enter('other', { stream: false, limit: 1, waitMs: 20, signal: signal() }), true);
+    assert.equal(queues.pending('other'), 0);
   });
 });
