@@ -117,9 +117,19 @@ export class OffloadRun {
     return offloadReason('first_byte_wait_expired', this.facts()) ? this.policy.wait_seconds * 1000 : undefined;
   }
 
-  /** Whether the queue wait applies to a local attempt now. */
+  /** Whether the engine queue wait (`engine_queue_limit`) applies to a local attempt now. */
   get queueWaits(): boolean {
     return this.policy.engine_queue_limit !== undefined && offloadReason('queue_wait_expired', this.facts()) !== undefined;
+  }
+
+  /**
+   * Without `engine_queue_limit`, the queue wait is the wait for an outbound concurrency permit
+   * of the local route (hosts the limit applies to): up to `wait_seconds` instead of the acquire
+   * timeout, then offload. Undefined: the ordinary permit wait.
+   */
+  get permitWaitMs(): number | undefined {
+    if (this.policy.engine_queue_limit !== undefined) return undefined;
+    return offloadReason('queue_wait_expired', this.facts()) ? this.policy.wait_seconds * 1000 : undefined;
   }
 
   private facts(): { stream: boolean; alreadyOffloaded: boolean; eligible: boolean } {

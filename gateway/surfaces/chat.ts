@@ -20,6 +20,7 @@ import { runWithFallback, type FallbackOptions } from '../routing/fallback';
 import { mayOffload, OffloadNow, offloadStatus, OffloadRun, routerOf, type OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
+import { isPermitTimeout, type Admission } from '../upstream/client';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
 import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
@@ -86,26 +87,44 @@ function offloadPlan(deps: GatewayContextDeps, model: Model, ticket: RoutingTick
   return { routes, run };
 }
 
+/** The offload waits of one local attempt (spec 2.9). */
+interface AttemptWaits {
+  /** Engine wait: longest wait for the first chunk once the request is sent (streams). */
+  engineMs: number | undefined;
+  /** Queue wait on the outbound concurrency permit (policies without `engine_queue_limit`). */
+  permitMs: number | undefined;
+}
+
 /**
- * {@link openStreamOn} under the offload engine wait: when no first chunk arrived within
- * `waitMs`, only this upstream request is aborted (an attempt-scoped signal the client's abort
- * also reaches) and the attempt throws {@link OffloadNow}.
+ * {@link openStreamOn} under the offload waits: when no first chunk arrived within the engine
+ * wait (counted from the moment the request is sent), only this upstream request is aborted (an
+ * attempt-scoped signal the client's abort also reaches) and the attempt throws
+ * {@link OffloadNow}; so does a permit wait that expired.
  */
-async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, waitMs: number | undefined): Promise<OpenedStream> {
-  if (waitMs === undefined) return openStreamOn(deps, route, body, signal);
+async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, waits: AttemptWaits | undefined): Promise<OpenedStream> {
+  if (!waits) return openStreamOn(deps, route, body, signal, undefined);
   const attempt = new ClientAbort();
   const forward = () => attempt.abort(signal.reason);
   signal.once('abort', forward);
   let expired = false;
-  const timer = setTimeout(() => {
-    expired = true;
-    attempt.abort(new Error('offload engine wait expired'));
-  }, waitMs);
+  let timer: NodeJS.Timeout | undefined;
+  const { engineMs, permitMs } = waits;
+  const admission: Admission = {
+    ...(permitMs !== undefined ? { acquireTimeoutMs: permitMs } : {}),
+    admitted: () => {
+      if (engineMs === undefined) return;
+      timer = setTimeout(() => {
+        expired = true;
+        attempt.abort(new Error('offload engine wait expired'));
+      }, engineMs);
+    },
+  };
   try {
-    return await openStreamOn(deps, route, body, attempt);
+    return await openStreamOn(deps, route, body, attempt, admission);
   } catch (err) {
     signal.off('abort', forward);
     if (expired && !signal.aborted) throw new OffloadNow('first_byte_wait_expired');
+    if (permitMs !== undefined && isPermitTimeout(err)) throw new OffloadNow('queue_wait_expired');
     throw err;
   } finally {
     clearTimeout(timer);
@@ -130,14 +149,26 @@ async function enterEngineQueue(deps: GatewayContextDeps, run: OffloadRun, route
 async function localStream(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
   const holds = await enterEngineQueue(deps, run, route, signal);
   try {
-    return await openStream(deps, route, body, signal, run.engineWaitMs);
+    return await openStream(deps, route, body, signal, { engineMs: run.engineWaitMs, permitMs: run.permitWaitMs });
   } finally {
     if (holds) deps.offload.queues.leave(route.endpointId, run.policy.engine_queue_limit);
   }
 }
 
-async function openStreamOn(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
-  const response = await deps.upstream.post(route, 'chat', body, signal);
+/** A non-streaming call to a local route of a model whose offload policy is in force: queue wait (engine queue or permit). */
+async function localCompletion(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort): Promise<ChatCompletion> {
+  await enterEngineQueue(deps, run, route, signal);
+  const permitMs = run.permitWaitMs;
+  try {
+    return await deps.upstream.postJson<ChatCompletion>(route, 'chat', body, signal, permitMs === undefined ? undefined : { acquireTimeoutMs: permitMs });
+  } catch (err) {
+    if (permitMs !== undefined && isPermitTimeout(err)) throw new OffloadNow('queue_wait_expired');
+    throw err;
+  }
+}
+
+async function openStreamOn(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, admission: Admission | undefined): Promise<OpenedStream> {
+  const response = await deps.upstream.post(route, 'chat', body, signal, admission);
   const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const destroy = () => response.body.destroy();
   let first: IteratorResult<Buffer>;
@@ -205,7 +236,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     return;
   }
   const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
-    ? enterEngineQueue(deps, run, route, signal).then(() => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal))
+    ? localCompletion(deps, run, route, wire(route), signal)
     : deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal))), fallbackOptions);
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;

@@ -27,16 +27,20 @@ describe('offload execution', function () {
   after(async () => {
     await t.drop();
   });
+  const startGateway = async (env: Record<string, string> = {}, extra: { concurrencyExemptHosts?: string[] } = {}) => {
+    gw = await startTestGateway({
+      modelsYaml: `models:\n${chatModelYaml('m', [`{ kind: engine_a, base_url: "${local.url}", provider: local-engine }`, `{ kind: generic_compat, base_url: "${remote.url}", provider: remote }`])}`,
+      db: t.db, env: { ADMIN_TOKEN, REQUEST_LOG_FLUSH_INTERVAL_MS: '20', ...env }, ...extra,
+    });
+  };
+
   beforeEach(async () => {
     [local, remote] = await startUpstreamPair();
     await t.db('site_settings').delete();
     await t.db('api_logs').delete();
     local.setDefault({ kind: 'sse', pieces: ['local'] });
     remote.setDefault({ kind: 'sse', pieces: ['offloaded'] });
-    gw = await startTestGateway({
-      modelsYaml: `models:\n${chatModelYaml('m', [`{ kind: engine_a, base_url: "${local.url}", provider: local-engine }`, `{ kind: generic_compat, base_url: "${remote.url}", provider: remote }`])}`,
-      db: t.db, env: { ADMIN_TOKEN, REQUEST_LOG_FLUSH_INTERVAL_MS: '20' },
-    });
+    await startGateway();
   });
   afterEach(async () => {
     await closeAll(gw, local, remote);
@@ -191,6 +195,32 @@ describe('offload execution', function () {
     assert.equal(big.status, 200);
     assert.match(big.text, /big local/);
     assert.equal(gw!.deps.offload.queues.pending(endpointOf(0)), 0, 'the place is given back at the first chunk');
+  });
+
+  it('queue wait without engine_queue_limit: the wait for the local route\'s outbound concurrency permit, longer than the acquire timeout, then offload', async () => {
+    await gw!.close();
+    // 127.0.0.1 is limited here (one permit per lane); the policy's wait (0.4 s) exceeds the acquire timeout (0.1 s).
+    await startGateway({ UPSTREAM_CONCURRENCY_INITIAL_LIMIT: '1', UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC: '0.1' }, { concurrencyExemptHosts: [] });
+    await policy({ wait_seconds: 0.4, max_input_tokens: 10 });
+    local.enqueue({ kind: 'slow_first_byte', delayMs: 700, then: { kind: 'json', content: 'big local' } });
+    // The big prompt (never offloaded) holds the local lane's only permit for a while.
+    const first = chat({ stream: false, content: 'x'.repeat(200) });
+    await local.waitForRequests(1);
+    remote.enqueue({ kind: 'json', content: 'offload answer' });
+    const second = await chat({ stream: false });
+    assert.equal(second.status, 200, second.text);
+    assert.match(second.text, /offload answer/);
+    assert.deepEqual(offloadLines().map((l) => l.reason), ['queue_wait']);
+    assert.equal(local.requests.length, 1);
+    assert.match((await first).text, /big local/);
+    // A big prompt meeting a full lane keeps the ordinary acquire timeout: it fails over without offloading (503).
+    local.enqueue({ kind: 'slow_first_byte', delayMs: 700, then: { kind: 'json', content: 'big local' } });
+    const holder = chat({ stream: false, content: 'x'.repeat(200) });
+    await local.waitForRequests(2);
+    const refused = await chat({ stream: false, content: 'y'.repeat(200) });
+    assert.equal(refused.status, 503, refused.text);
+    assert.equal(remote.requests.length, 1);
+    assert.equal((await holder).status, 200);
   });
 
   it('the listing reports why a policy is not in force, and such a policy is not executed', async () => {
