@@ -110,16 +110,26 @@ export class OffloadRun {
     /** The prompt is at most `max_input_tokens` (or no limit). */
     readonly eligible: boolean,
     private readonly log: Logger,
+    /** Whether the offload route can take a request now (its circuit is not open). */
+    private readonly reachable: () => boolean = () => true,
   ) {}
+
+  /**
+   * Whether an expired wait should give up on the local engine now: the request may still be
+   * offloaded and the offload route's circuit is not open (else the request keeps waiting locally).
+   */
+  get canOffloadNow(): boolean {
+    return offloadReason('queue_wait_expired', this.facts()) !== undefined && this.reachable();
+  }
 
   /** Milliseconds a local attempt may wait for its first chunk before offloading (undefined: no engine wait). */
   get engineWaitMs(): number | undefined {
     return offloadReason('first_byte_wait_expired', this.facts()) ? this.policy.wait_seconds * 1000 : undefined;
   }
 
-  /** Whether the engine queue wait (`engine_queue_limit`) applies to a local attempt now. */
+  /** Whether the engine queue wait (`engine_queue_limit`) applies to a local attempt now (nowhere to go: no wait). */
   get queueWaits(): boolean {
-    return this.policy.engine_queue_limit !== undefined && offloadReason('queue_wait_expired', this.facts()) !== undefined;
+    return this.policy.engine_queue_limit !== undefined && this.canOffloadNow;
   }
 
   /**
@@ -129,7 +139,7 @@ export class OffloadRun {
    */
   get permitWaitMs(): number | undefined {
     if (this.policy.engine_queue_limit !== undefined) return undefined;
-    return offloadReason('queue_wait_expired', this.facts()) ? this.policy.wait_seconds * 1000 : undefined;
+    return this.canOffloadNow ? this.policy.wait_seconds * 1000 : undefined;
   }
 
   private facts(): { stream: boolean; alreadyOffloaded: boolean; eligible: boolean } {

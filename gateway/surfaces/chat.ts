@@ -80,7 +80,8 @@ function offloadPlan(deps: GatewayContextDeps, model: Model, ticket: RoutingTick
   if (!status.active) return undefined;
   const tokens = policy.max_input_tokens === undefined ? 0 : promptTokens || estimatePromptTokens(request.messages);
   const eligible = mayOffload(policy, tokens);
-  const run = new OffloadRun(model.id, status.route, policy, request.stream, eligible, state.log);
+  const offloadEndpoint = status.route.endpointId;
+  const run = new OffloadRun(model.id, status.route, policy, request.stream, eligible, state.log, () => !deps.routing.breakers.isOpen(offloadEndpoint));
   ticket.unpinned = status.route.endpointId;
   const routes = ticket.routes.filter((r) => r.routeId !== policy.route_id);
   if (eligible) routes.push(status.route);
@@ -91,6 +92,8 @@ function offloadPlan(deps: GatewayContextDeps, model: Model, ticket: RoutingTick
 interface AttemptWaits {
   /** Engine wait: longest wait for the first chunk once the request is sent (streams). */
   engineMs: number | undefined;
+  /** Whether the offload route can take the request when the engine wait expires (else the local attempt carries on). */
+  canOffload: () => boolean;
   /** Queue wait on the outbound concurrency permit (policies without `engine_queue_limit`). */
   permitMs: number | undefined;
 }
@@ -108,12 +111,13 @@ async function openStream(deps: GatewayContextDeps, route: Route, body: string, 
   signal.once('abort', forward);
   let expired = false;
   let timer: NodeJS.Timeout | undefined;
-  const { engineMs, permitMs } = waits;
+  const { engineMs, permitMs, canOffload } = waits;
   const admission: Admission = {
     ...(permitMs !== undefined ? { acquireTimeoutMs: permitMs } : {}),
     admitted: () => {
       if (engineMs === undefined) return;
       timer = setTimeout(() => {
+        if (!canOffload()) return;
         expired = true;
         attempt.abort(new Error('offload engine wait expired'));
       }, engineMs);
@@ -149,7 +153,7 @@ async function enterEngineQueue(deps: GatewayContextDeps, run: OffloadRun, route
 async function localStream(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
   const holds = await enterEngineQueue(deps, run, route, signal);
   try {
-    return await openStream(deps, route, body, signal, { engineMs: run.engineWaitMs, permitMs: run.permitWaitMs });
+    return await openStream(deps, route, body, signal, { engineMs: run.engineWaitMs, permitMs: run.permitWaitMs, canOffload: () => run.canOffloadNow });
   } finally {
     if (holds) deps.offload.queues.leave(route.endpointId, run.policy.engine_queue_limit);
   }

@@ -58,6 +58,26 @@ describe('offload decisions', () => {
     assert.match((offloadStatus(model([route('m#0', 0), off]), POLICY, 'fixed') as { reason: string }).reason, /no other route/);
   });
 
+  it('waits only while the request may still go to the offload route (eligible, not yet offloaded, its circuit not open)', () => {
+    const logs = captureLogs();
+    const queued = { ...POLICY, engine_queue_limit: 2 };
+    let reachable = true;
+    const stream = new OffloadRun('m', route('m#1'), queued, true, true, logs.log, () => reachable);
+    assert.deepEqual([stream.engineWaitMs, stream.queueWaits, stream.canOffloadNow], [200, true, true]);
+    reachable = false;
+    assert.deepEqual([stream.queueWaits, stream.canOffloadNow], [false, false], 'offload circuit open: no queue wait, the engine wait keeps waiting');
+    const plain = new OffloadRun('m', route('m#1'), POLICY, false, true, logs.log);
+    assert.deepEqual([plain.engineWaitMs, plain.queueWaits, plain.permitWaitMs], [undefined, false, 200], 'without engine_queue_limit the permit wait is the queue wait');
+    assert.equal(new OffloadRun('m', route('m#1'), POLICY, false, true, logs.log, () => false).permitWaitMs, undefined);
+    const big = new OffloadRun('m', route('m#1'), queued, true, false, logs.log);
+    assert.deepEqual([big.engineWaitMs, big.queueWaits, big.canOffloadNow], [undefined, false, false]);
+    assert.equal(stream.request('queue_wait_expired', route('m#0')), true);
+    stream.begin(undefined);
+    assert.deepEqual(stream.attribution, { queue_wait: true });
+    reachable = true;
+    assert.deepEqual([stream.engineWaitMs, stream.queueWaits, stream.canOffloadNow], [undefined, false, false], 'offloaded once: no more waits');
+  });
+
   it('compiles the stored policies once per stored state', () => {
     const policies = new OffloadPolicies('model_offload_route:');
     let settings = new Map<string, unknown>([['model_offload_route:m', POLICY], ['other', 1]]);
