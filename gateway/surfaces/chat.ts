@@ -2,11 +2,13 @@
  * `POST /v1/chat/completions` (spec 4.1), streaming and not: resolve the model, order its routes
  * (weighted, or the `X-Route-Pin` route alone), and try them through the fallback driver. A stream
  * commits to a route only when its first upstream chunk arrives, so failures before that still
- * fall back. `_routing` attribution is kept in request state for logs, never sent.
+ * fall back. A model with an offload policy in force keeps its offload route out of rotation and
+ * waits on its local routes as `chat-offload.ts` says. `_routing` attribution is kept in request
+ * state for logs, never sent.
  */
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
-import { abortOnClientClose, ClientAbort } from '../../lib/http/client-abort';
+import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { callerOf } from '../auth/caller';
@@ -17,11 +19,12 @@ import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
 import { runWithFallback, type FallbackOptions } from '../routing/fallback';
-import { mayOffload, OffloadNow, offloadStatus, OffloadRun, routerOf, type OffloadAttribution } from '../routing/offload';
+import type { OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
-import { isPermitTimeout, type Admission } from '../upstream/client';
+import type { Admission } from '../upstream/client';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
+import { localCompletion, localStream, offloadPlan } from './chat-offload';
 import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
@@ -68,110 +71,7 @@ function attribution(route: Route, failed: readonly FailedAttempt[], offload: Of
   };
 }
 
-/**
- * The offload state of a request whose model has a policy in force (spec 2.9), and its try order:
- * the local routes (the offload route taken out of rotation), then the offload route unless the
- * prompt is estimated above `max_input_tokens`. Undefined: the policy is not in force.
- */
-function offloadPlan(deps: GatewayContextDeps, model: Model, ticket: RoutingTicket, request: ChatRequest, promptTokens: number, state: GatewayState): { routes: Route[]; run: OffloadRun } | undefined {
-  const policy = deps.offload.policyFor(model.id);
-  if (!policy) return undefined;
-  const status = offloadStatus(model, policy, routerOf(model, deps.routewise));
-  if (!status.active) return undefined;
-  const tokens = policy.max_input_tokens === undefined ? 0 : promptTokens || estimatePromptTokens(request.messages);
-  const eligible = mayOffload(policy, tokens);
-  const offloadEndpoint = status.route.endpointId;
-  const run = new OffloadRun(model.id, status.route, policy, request.stream, eligible, state.log, () => !deps.routing.breakers.isOpen(offloadEndpoint));
-  ticket.unpinned = status.route.endpointId;
-  const routes = ticket.routes.filter((r) => r.routeId !== policy.route_id);
-  if (eligible) routes.push(status.route);
-  return { routes, run };
-}
-
-/** The offload waits of one local attempt (spec 2.9). */
-interface AttemptWaits {
-  /** Engine wait: longest wait for the first chunk once the request is sent (streams). */
-  engineMs: number | undefined;
-  /** Whether the offload route can take the request when the engine wait expires (else the local attempt carries on). */
-  canOffload: () => boolean;
-  /** Queue wait on the outbound concurrency permit (policies without `engine_queue_limit`). */
-  permitMs: number | undefined;
-}
-
-/**
- * {@link openStreamOn} under the offload waits: when no first chunk arrived within the engine
- * wait (counted from the moment the request is sent), only this upstream request is aborted (an
- * attempt-scoped signal the client's abort also reaches) and the attempt throws
- * {@link OffloadNow}; so does a permit wait that expired.
- */
-async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, waits: AttemptWaits | undefined): Promise<OpenedStream> {
-  if (!waits) return openStreamOn(deps, route, body, signal, undefined);
-  const attempt = new ClientAbort();
-  const forward = () => attempt.abort(signal.reason);
-  signal.once('abort', forward);
-  let expired = false;
-  let timer: NodeJS.Timeout | undefined;
-  const { engineMs, permitMs, canOffload } = waits;
-  const admission: Admission = {
-    ...(permitMs !== undefined ? { acquireTimeoutMs: permitMs } : {}),
-    admitted: () => {
-      if (engineMs === undefined) return;
-      timer = setTimeout(() => {
-        if (!canOffload()) return;
-        expired = true;
-        attempt.abort(new Error('offload engine wait expired'));
-      }, engineMs);
-    },
-  };
-  try {
-    return await openStreamOn(deps, route, body, attempt, admission);
-  } catch (err) {
-    signal.off('abort', forward);
-    if (expired && !signal.aborted) throw new OffloadNow('first_byte_wait_expired');
-    if (permitMs !== undefined && isPermitTimeout(err)) throw new OffloadNow('queue_wait_expired');
-    throw err;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * Queue wait (spec 2.9): with `engine_queue_limit`, a request to a local engine whose queue is
- * full waits up to `wait_seconds` for room, then throws {@link OffloadNow}. A stream holds a
- * place from admission to its first chunk; returns whether this request holds one.
- */
-async function enterEngineQueue(deps: GatewayContextDeps, run: OffloadRun, route: Route, signal: ClientAbort): Promise<boolean> {
-  const limit = run.policy.engine_queue_limit;
-  if (limit === undefined) return false;
-  // Once the request may no longer be offloaded it does not wait; a stream still takes its place.
-  const admitted = await deps.offload.queues.enter(route.endpointId, { stream: run.stream, limit: run.queueWaits ? limit : undefined, waitMs: run.policy.wait_seconds * 1000, signal });
-  if (!admitted) throw new OffloadNow('queue_wait_expired');
-  return run.stream;
-}
-
-/** A stream to a local route of a model whose offload policy is in force: queue wait, then engine wait. */
-async function localStream(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
-  const holds = await enterEngineQueue(deps, run, route, signal);
-  try {
-    return await openStream(deps, route, body, signal, { engineMs: run.engineWaitMs, permitMs: run.permitWaitMs, canOffload: () => run.canOffloadNow });
-  } finally {
-    if (holds) deps.offload.queues.leave(route.endpointId, run.policy.engine_queue_limit);
-  }
-}
-
-/** A non-streaming call to a local route of a model whose offload policy is in force: queue wait (engine queue or permit). */
-async function localCompletion(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort): Promise<ChatCompletion> {
-  await enterEngineQueue(deps, run, route, signal);
-  const permitMs = run.permitWaitMs;
-  try {
-    return await deps.upstream.postJson<ChatCompletion>(route, 'chat', body, signal, permitMs === undefined ? undefined : { acquireTimeoutMs: permitMs });
-  } catch (err) {
-    if (permitMs !== undefined && isPermitTimeout(err)) throw new OffloadNow('queue_wait_expired');
-    throw err;
-  }
-}
-
-async function openStreamOn(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, admission: Admission | undefined): Promise<OpenedStream> {
+async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, admission: Admission | undefined): Promise<OpenedStream> {
   const response = await deps.upstream.post(route, 'chat', body, signal, admission);
   const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const destroy = () => response.body.destroy();
@@ -230,7 +130,9 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     };
   }
   if (request.stream) {
-    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route ? localStream(deps, run, route, wire(route), signal) : openStream(deps, route, wire(route), signal, undefined))), fallbackOptions);
+    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
+      ? localStream(deps, run, route, signal, (attempt, admission) => openStream(deps, route, wire(route), attempt, admission))
+      : openStream(deps, route, wire(route), signal, undefined))), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;
