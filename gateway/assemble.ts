@@ -74,6 +74,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
   context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);
   context.routewise.storedSettings = () => runtimeConfig.state.settings.get(SETTING.routewise);
+  context.offload.source = () => runtimeConfig.state.settings;
   const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
   const deps: GatewayDeps = {
     ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,

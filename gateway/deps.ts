@@ -13,10 +13,12 @@ import type { RegistryHolder } from './registry/holder';
 import { AffinityTable } from './routing/affinity';
 import { CircuitBreakers } from './routing/breaker';
 import { ConcurrencyLimiter, CONCURRENCY_EXEMPT_HOSTS } from './routing/concurrency';
+import { OffloadPolicies } from './routing/offload';
 import { PrefillTracker } from './routing/prefill';
 import { effectiveDefaultRouter } from './routing/routewise';
 import { Routewise } from './routing/routewise-runtime';
 import { fixedStrategy, logCircuitChanges, RoutingCore } from './routing/selector';
+import { SETTING } from './runtime-config/types';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
 
@@ -99,6 +101,7 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
     clientAddress: clientAddressResolverFrom(settings),
     rng,
     routewise,
+    offload: new OffloadPolicies(SETTING.offload),
     tiers: { largeTokens: settings.ROUTING_LARGE_PROMPT_TOKENS, elephantTokens: settings.ROUTING_ELEPHANT_PROMPT_TOKENS },
     maxBodyBytes: Math.round(settings.GATEWAY_MAX_BODY_MIB * 1024 * 1024),
   };

@@ -2,8 +2,9 @@
  * Per-model routing policies stored in `site_settings` (spec 4.3, 2.9): offload routes
  * (`model_offload_route:<model_id>`) and the cost-aware (routewise) strategy settings. Both are
  * validated and stored. Routewise settings feed the strategy of routewise models at once
- * (docs/routewise.md); offload is not executed by this gateway yet, and its listing says so
- * (`active: false` with `inactive_reason`).
+ * (docs/routewise.md); an offload policy is executed by the chat path while it is in force
+ * (`gateway/routing/offload.ts`), and its listing says whether it is (`active`, else
+ * `inactive_reason`).
  */
 import Router from '@koa/router';
 import { z } from 'zod';
@@ -11,6 +12,7 @@ import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
 import { AVAILABLE_STRATEGIES } from '../registry';
 import type { Model } from '../registry/types';
+import { offloadRefusal as refusalFor, offloadStatus, routerOf } from '../routing/offload';
 import { writeSetting } from '../runtime-config/store';
 import { SETTING, type OffloadPolicy } from '../runtime-config/types';
 import type { GatewayState } from '../surfaces/state';
@@ -35,36 +37,22 @@ const routewiseBody = z.object({
   }).strict().nullable(),
 }).strict();
 
-const NOT_EXECUTED = 'offload execution is not implemented in this gateway yet (policy stored only)';
 const ROUTEWISE_MISSING = 'the routewise (cost-aware) strategy is not installed in this gateway; settings are stored only';
-
-function isHybrid(model: Model): boolean {
-  return model.routerParams.hybrid_composition === true || model.routes.some((r) => r.routeMetadata.hybrid_composition === true);
-}
 
 /** Why an offload policy cannot be set for `model` (400), if it cannot. */
 function offloadRefusal(deps: GatewayDeps, model: Model): string | undefined {
   // A model naming no router is routewise too when ENABLE_ROUTEWISE makes it the default.
-  const router = deps.routewise.applies(model) ? 'routewise' : model.router ?? 'fixed';
-  if (router !== 'fixed') return `model ${model.id} uses the ${router} strategy; offload applies to router fixed only`;
-  if (isHybrid(model)) return `model ${model.id} declares hybrid_composition: true; offload is refused for hybrid models`;
-  if (model.modelType !== 'chat') return `model ${model.id} is an embedding model`;
-  return undefined;
-}
-
-/** Why a stored policy is not in force. */
-function inactiveReason(deps: GatewayDeps, modelId: string, policy: OffloadPolicy): string {
-  const model = deps.runtimeConfig.effective.registry.byName.get(modelId);
-  if (!model || model.id !== modelId) return 'model not found';
-  if (!model.routes.some((r) => r.routeId === policy.route_id)) return `offload route ${policy.route_id} no longer exists`;
-  return offloadRefusal(deps, model) ?? NOT_EXECUTED;
+  return refusalFor(model, routerOf(model, deps.routewise));
 }
 
 function offloadView(deps: GatewayDeps, modelId: string, policy: OffloadPolicy): Record<string, unknown> {
+  const found = deps.runtimeConfig.effective.registry.byName.get(modelId);
+  const model = found?.id === modelId ? found : undefined;
+  const status = offloadStatus(model, policy, model ? routerOf(model, deps.routewise) : 'fixed');
   return {
     model_id: modelId, route_id: policy.route_id, wait_seconds: policy.wait_seconds,
     engine_queue_limit: policy.engine_queue_limit ?? null, max_input_tokens: policy.max_input_tokens ?? null,
-    active: false, inactive_reason: inactiveReason(deps, modelId, policy),
+    active: status.active, inactive_reason: status.active ? null : status.reason,
   };
 }
 

@@ -98,10 +98,11 @@ export class ConcurrencyLimiter {
   }
 
   /**
-   * Takes a permit, waiting up to the acquire timeout; rejects with {@link PermitRefusedError}
-   * at once when the lane is paused by `Retry-After`, or when the wait times out.
+   * Takes a permit, waiting up to `timeoutMs` (default the acquire timeout; an offload policy's
+   * queue wait may be longer); rejects with {@link PermitRefusedError} at once when the lane is
+   * paused by `Retry-After`, or when the wait times out.
    */
-  acquire(lane: Lane): Promise<void> {
+  acquire(lane: Lane, timeoutMs = this.options.acquireTimeoutMs): Promise<void> {
     const paused = this.pausedFor(lane);
     if (paused > 0) return Promise.reject(new PermitRefusedError('retry_after', paused));
     if (this.tryAcquire(lane)) return Promise.resolve();
@@ -111,7 +112,7 @@ export class ConcurrencyLimiter {
         const index = lane.waiters.indexOf(waiter);
         if (index >= 0) lane.waiters.splice(index, 1);
         reject(new PermitRefusedError('timeout'));
-      }, this.options.acquireTimeoutMs);
+      }, timeoutMs);
       lane.waiters.push(waiter);
     });
   }

@@ -15,6 +15,7 @@ import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
 import type { Route } from '../registry';
 import { failedAttempt, UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
+import { OffloadNow, type OffloadRun } from './offload';
 
 export interface FallbackResult<T> {
   value: T;
@@ -32,6 +33,15 @@ export interface FallbackOptions {
   onUpstreamAuthFailure: (route: Route, err: UpstreamError) => void;
   /** Breaker admission and outcome reports; absent: every route is admitted, nothing recorded. */
   observer?: AttemptObserver | undefined;
+  /**
+   * Offload state of a model whose policy is in force: `candidates` are then the local routes
+   * followed by the offload route (absent when the prompt may not be offloaded). An attempt that
+   * throws {@link OffloadNow} is abandoned and the offload route goes next; reached in order it is
+   * the last resort. A failed offload is recorded and the remaining local routes carry on.
+   */
+  offload?: OffloadRun | undefined;
+  /** Called once before the request's error is raised (every route failed or none could serve it). */
+  onFailure?: (() => void) | undefined;
 }
 
 /** What the fallback driver tells the routing core about each attempt. */
@@ -52,16 +62,30 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
   let contextLimit = 0;
   let refused: Route[] | undefined;
   const observer = options.observer;
-  for (const route of candidates) {
+  const offload = options.offload;
+  // Only an offload run reorders (the offload route moves up after an expired wait): copy then.
+  const order = offload ? [...candidates] : candidates;
+  let previous: Route | undefined;
+  let stopped = false;
+  for (let i = 0; i < order.length; i += 1) {
+    const route = order[i]!;
     if (contextLimit > 0 && route.contextLength <= contextLimit) continue;
     if (observer && !observer.admit(route)) {
       (refused ??= []).push(route);
       continue;
     }
+    const offloading = offload !== undefined && route === offload.route;
+    if (offloading) offload.begin(previous);
+    previous = route;
     let value: T;
     try {
       value = await attempt(route);
     } catch (err) {
+      if (err instanceof OffloadNow && offload && offload.request(err.trigger, route)) {
+        observer?.abandoned(route);
+        moveNext(order as Route[], offload.route, i);
+        continue;
+      }
       if (!(err instanceof UpstreamError)) {
         observer?.abandoned(route);
         throw err;
@@ -69,13 +93,25 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
       observer?.failed(route, err);
       failed.push(failedAttempt(route, err));
       primary ??= err;
+      if (offloading) offload.failed();
       if (err.options.upstreamStatus === 401) options.onUpstreamAuthFailure(route, err);
       if (err.options.contextLength) contextLimit = Math.max(contextLimit, route.contextLength);
-      if (!err.retryable || options.pinned) break;
+      if (!err.retryable || options.pinned) {
+        stopped = true;
+        break;
+      }
       continue;
     }
     observer?.succeeded(route);
     return { value, route, failedAttempts: failed };
+  }
+  options.onFailure?.();
+  if (offload && !offload.eligible && !stopped) {
+    // The offload route could have taken it but the prompt is above its max_input_tokens (spec 7).
+    const why = primary ? `every other route failed (${primary.message})` : 'no other route can serve it';
+    throw new AppError('no_provider_available',
+      `No provider available for model ${options.modelId}: the prompt is estimated above the offload route's max_input_tokens (${offload.policy.max_input_tokens}) and ${why}`,
+      primary ? { cause: primary } : {});
   }
   if (!primary) {
     const why = refused && observer ? `AllCircuitsOpenError: ${observer.describeRefused(refused)}` : 'no route can serve it';
@@ -83,6 +119,15 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
   }
   options.state.log.warn({ event: 'all_routes_failed', model: options.modelId, attempts: failed }, `Every route of ${options.modelId} failed; returning the primary error`);
   throw clientErrorFor(primary);
+}
+
+/** Moves `route` (if still ahead) to just after position `i`. */
+function moveNext(order: Route[], route: Route, i: number): void {
+  const at = order.indexOf(route, i + 1);
+  if (at > i + 1) {
+    order.splice(at, 1);
+    order.splice(i + 1, 0, route);
+  }
 }
 
 /** The client-facing error for an upstream failure (the upstream's credential is never named). */

@@ -127,6 +127,8 @@ export class RoutingTicket implements AttemptObserver {
   private readonly pinKey: string | undefined;
   /** The caller × model key of the prompt-size memory (kept with affinity off). */
   private readonly memoryKey: string | undefined;
+  /** An endpoint a success never pins the caller to (the model's offload route, kept out of rotation). */
+  unpinned: string | undefined;
 
   constructor(
     private readonly core: RoutingCore,
@@ -161,7 +163,7 @@ export class RoutingTicket implements AttemptObserver {
     this.core.breakers.clearCredentialRejected(route.endpointId);
     if (this.memoryKey !== undefined && this.core.prefill.enabled) this.core.prefill.remember(this.memoryKey, route.endpointId, this.request.promptTokens);
     // A request that needed fallback does not pin: the next request re-picks (spec 3.2).
-    if (this.pinKey !== undefined && !this.failedAny) this.core.affinity.pin(this.pinKey, route.endpointId);
+    if (this.pinKey !== undefined && !this.failedAny && route.endpointId !== this.unpinned) this.core.affinity.pin(this.pinKey, route.endpointId);
   }
 
   failed(route: Route, err: UpstreamError): void {

@@ -2,7 +2,9 @@
  * `POST /v1/chat/completions` (spec 4.1), streaming and not: resolve the model, order its routes
  * (weighted, or the `X-Route-Pin` route alone), and try them through the fallback driver. A stream
  * commits to a route only when its first upstream chunk arrives, so failures before that still
- * fall back. `_routing` attribution is kept in request state for logs, never sent.
+ * fall back. A model with an offload policy in force keeps its offload route out of rotation and
+ * waits on its local routes as `chat-offload.ts` says. `_routing` attribution is kept in request
+ * state for logs, never sent.
  */
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
@@ -16,10 +18,13 @@ import { noteChatFacts } from '../request-log/chat-facts';
 import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
-import { runWithFallback } from '../routing/fallback';
+import { runWithFallback, type FallbackOptions } from '../routing/fallback';
+import type { OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
+import type { Admission } from '../upstream/client';
 import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
+import { localCompletion, localStream, offloadPlan } from './chat-offload';
 import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
@@ -58,15 +63,16 @@ function tierFor(model: Model, promptTokens: number, deps: GatewayContextDeps): 
   return priorityTier(promptTokens, deps.tiers);
 }
 
-function attribution(route: Route, failed: readonly FailedAttempt[]): RoutingAttribution {
+function attribution(route: Route, failed: readonly FailedAttempt[], offload: OffloadAttribution | undefined): RoutingAttribution {
   return {
     provider: route.providerLabel, base_url: route.baseUrl, endpoint_id: route.endpointId,
     ...(failed.length > 0 ? { fallback: true, failed_attempts: [...failed] } : {}),
+    ...(offload ? { offload } : {}),
   };
 }
 
-async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort): Promise<OpenedStream> {
-  const response = await deps.upstream.post(route, 'chat', body, signal);
+async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, admission: Admission | undefined): Promise<OpenedStream> {
+  const response = await deps.upstream.post(route, 'chat', body, signal, admission);
   const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const destroy = () => response.body.destroy();
   let first: IteratorResult<Buffer>;
@@ -102,32 +108,46 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   deps.limits.enter(callerOf(state), model.id, ctx.res);
   const promptTokens = deps.routing.prefill.enabled || model.routes.some((r) => r.priorityScheduling) ? estimatePromptTokens(request.messages) : 0;
   const { ticket, pinned } = candidatesFor(model, routePin(ctx, role), deps, { state, promptTokens });
-  const routes = ticket.routes;
+  // Models without an offload policy pay one map lookup here; a pinned request is never offloaded.
+  const offload = pinned ? undefined : offloadPlan(deps, model, ticket, request, promptTokens, state);
+  const routes = offload?.routes ?? ticket.routes;
+  const run = offload?.run;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
-  const fallbackOptions = {
-    modelId: model.id, state: ctx.state, pinned, observer: ticket,
+  const fallbackOptions: FallbackOptions = {
+    modelId: model.id, state: ctx.state, pinned, observer: ticket, offload: run,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
       { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
     ),
   };
+  if (run) {
+    // A request that was offloaded and still failed keeps its offload attribution for the request
+    // log (the offload route named, `offload_endpoint_id` set): the offloads report counts it.
+    fallbackOptions.onFailure = () => {
+      if (run.attribution) state.routing = attribution(run.route, [], run.attribution);
+    };
+  }
   if (request.stream) {
-    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => openStream(deps, route, wire(route), signal)), fallbackOptions);
+    const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
+      ? localStream(deps, run, route, signal, (attempt, admission) => openStream(deps, route, wire(route), attempt, admission))
+      : openStream(deps, route, wire(route), signal, undefined))), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
-    attribute(ctx, attribution(opened.route, opened.failedAttempts));
+    attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;
     const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
     state.usage = outcome.usage;
     if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
-  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal)), fallbackOptions);
+  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
+    ? localCompletion(deps, run, route, wire(route), signal)
+    : deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal))), fallbackOptions);
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);
-  attribute(ctx, attribution(done.route, done.failedAttempts));
+  attribute(ctx, attribution(done.route, done.failedAttempts, run?.attribution));
   state.pricing = done.route.pricing;
   state.usage = completion.usage;
   sendJson(ctx, shape ? shape.completion(completion) : completion);

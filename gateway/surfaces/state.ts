@@ -14,6 +14,7 @@ import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
 import type { ConcurrencyLimiter } from '../routing/concurrency';
+import type { OffloadAttribution, OffloadPolicies } from '../routing/offload';
 import type { RoutingCore } from '../routing/selector';
 import type { Rng } from '../routing/weighted-order';
 import type { Routewise } from '../routing/routewise-runtime';
@@ -28,6 +29,8 @@ export interface RoutingAttribution {
   endpoint_id: string;
   fallback?: boolean;
   failed_attempts?: FailedAttempt[];
+  /** Set when the request was offloaded (spec 2.9): the reason flag, `offload_endpoint_id` when the offload route failed. */
+  offload?: OffloadAttribution;
 }
 
 export interface GatewayState extends RequestState {
@@ -83,6 +86,8 @@ export interface GatewayContextDeps {
   rng: Rng;
   /** The cost-aware strategy: which models it routes, their order, pool slots around attempts. */
   routewise: Routewise;
+  /** Stored offload policies by model (spec 2.9); one map lookup per request. */
+  offload: OffloadPolicies;
   tiers: TierThresholds;
   maxBodyBytes: number;
 }

@@ -36,6 +36,19 @@ export interface UpstreamResponse {
 
 const ERROR_BODY_LIMIT = 64 * 1024;
 
+/** How one call is admitted (absent: the defaults). */
+export interface Admission {
+  /** Longest wait for an outbound concurrency permit (default the acquire timeout). */
+  acquireTimeoutMs?: number;
+  /** Called once the request is admitted (permit held, or none needed), just before it is sent. */
+  admitted?: () => void;
+}
+
+/** Whether `err` is a concurrency permit wait that timed out (the route was not called). */
+export function isPermitTimeout(err: unknown): boolean {
+  return err instanceof UpstreamError && err.failure === 'concurrency' && err.cause instanceof PermitRefusedError && err.cause.reason === 'timeout';
+}
+
 export class UpstreamClient {
   private readonly pools = new Map<string, Pool>();
   private readonly chatTargets = new WeakMap<Route, Target>();
@@ -75,10 +88,14 @@ export class UpstreamClient {
    * POSTs a JSON body. Resolves with a 2xx response whose body is still unread; rejects with an
    * {@link UpstreamError} for transport failures and non-2xx answers (their body read, bounded).
    */
-  async post(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort): Promise<UpstreamResponse> {
+  async post(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort, admission?: Admission): Promise<UpstreamResponse> {
     const target = this.target(route, surface);
-    if (!target.limited || !this.concurrency) return this.send(target, target.keys.next(), body, signal, undefined);
-    const { key, lane } = await this.permit(route, target);
+    if (!target.limited || !this.concurrency) {
+      admission?.admitted?.();
+      return this.send(target, target.keys.next(), body, signal, undefined);
+    }
+    const { key, lane } = await this.permit(route, target, admission?.acquireTimeoutMs);
+    admission?.admitted?.();
     return this.send(target, key, body, signal, lane);
   }
 
@@ -88,7 +105,7 @@ export class UpstreamClient {
    * paused or the wait times out the route fails over (a `concurrency` failure, ignored by the
    * breaker).
    */
-  private async permit(route: Route, target: Target): Promise<{ key: string | undefined; lane: Lane }> {
+  private async permit(route: Route, target: Target, timeoutMs: number | undefined): Promise<{ key: string | undefined; lane: Lane }> {
     const limiter = this.concurrency!;
     const tries = Math.max(1, target.keys.size);
     let waitOn: { key: string | undefined; lane: Lane } | undefined;
@@ -109,7 +126,7 @@ export class UpstreamClient {
       throw new UpstreamError(`${route.providerLabel} asked to retry later (Retry-After ${seconds}s)`, 'concurrency', 429, true, { retryAfter: seconds });
     }
     try {
-      await limiter.acquire(waitOn.lane);
+      await limiter.acquire(waitOn.lane, timeoutMs);
     } catch (err) {
       if (!(err instanceof PermitRefusedError)) throw err;
       const retryAfter = err.reason === 'retry_after' ? String(Math.ceil(err.retryAfterMs / 1000)) : undefined;
@@ -159,8 +176,8 @@ export class UpstreamClient {
    * {@link post}, then the whole body parsed as JSON. A body that breaks off or is not JSON is a
    * retryable {@link UpstreamError} (nothing has reached the client yet).
    */
-  async postJson<T>(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort): Promise<T> {
-    const response = await this.post(route, surface, body, signal);
+  async postJson<T>(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort, admission?: Admission): Promise<T> {
+    const response = await this.post(route, surface, body, signal, admission);
     let text: string;
     try {
       text = await response.body.text();

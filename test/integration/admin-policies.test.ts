@@ -1,7 +1,7 @@
 /**
  * Offload policies and routewise settings (spec 4.3, 2.9) against real PostgreSQL: validation,
- * refusals (hybrid models, routes that do not exist), the listing's `active: false` with its
- * reason, the refusal to delete a runtime route that is the offload route, restart persistence.
+ * refusals (hybrid models, routes that do not exist), the listing's `active` (or its inactive
+ * reason), the refusal to delete a runtime route that is the offload route, restart persistence.
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN, assertInvalid, errorOf, type EndpointCase, assertGuarded } from '../support/admin';
@@ -9,7 +9,7 @@ import { freshDatabase, type TestDatabase } from '../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 
-interface Offload { model_id: string; route_id: string; wait_seconds: number; engine_queue_limit: number | null; max_input_tokens: number | null; active: boolean; inactive_reason: string }
+interface Offload { model_id: string; route_id: string; wait_seconds: number; engine_queue_limit: number | null; max_input_tokens: number | null; active: boolean; inactive_reason: string | null }
 
 describe('admin offload routes and routewise settings', function () {
   this.timeout(30_000);
@@ -39,13 +39,13 @@ describe('admin offload routes and routewise settings', function () {
     gw = undefined;
   });
 
-  it('stores an offload policy, lists it inactive with an honest reason, re-applies after restart, deletes it', async () => {
+  it('stores an offload policy, lists it active, re-applies after restart, deletes it', async () => {
     gw = await start();
     const put = await admin<Offload>(gw, 'PUT', '/admin/routing/offload-routes/m', { route_id: 'm#1', wait_seconds: 2.5, engine_queue_limit: 4, max_input_tokens: 20000 });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.deepEqual(put.body, {
       model_id: 'm', route_id: 'm#1', wait_seconds: 2.5, engine_queue_limit: 4, max_input_tokens: 20000,
-      active: false, inactive_reason: 'offload execution is not implemented in this gateway yet (policy stored only)',
+      active: true, inactive_reason: null,
     });
     await gw.close();
     gw = await start();

@@ -109,6 +109,22 @@ describe('adaptive outbound concurrency (AIMD, spec 8)', () => {
     assert.equal(lane.inFlight, 0, 'the timed-out waiter took no permit');
   });
 
+  it('a caller may wait longer than the acquire timeout (an offload queue wait), and gets the permit when one is released', async () => {
+    const { l, time } = limiter({ initial: 1 });
+    const lane = l.lane('p', 'k');
+    await l.acquire(lane);
+    const waiting = l.acquire(lane, 45_000);
+    time.advance(30_000);
+    await tick();
+    assert.equal(lane.waiters.length, 1, 'still waiting past the acquire timeout');
+    l.release(lane, 'ok');
+    await waiting;
+    assert.equal(lane.inFlight, 1);
+    const late = l.acquire(lane, 45_000);
+    time.advance(45_000);
+    await assert.rejects(late, (err: unknown) => err instanceof PermitRefusedError && err.reason === 'timeout');
+  });
+
   it('Retry-After pauses the lane until it passes; waiters fail over at once', async () => {
     const { l, time } = limiter({ initial: 2 });
     const lane = l.lane('p', 'k');
