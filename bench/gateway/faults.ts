@@ -22,7 +22,7 @@ import { percentiles, type Percentiles } from './load';
 import { startBenchUpstream, type BenchUpstream, type BenchUpstreamOptions } from './upstream';
 
 const QUICK = process.env.BENCH_QUICK === '1';
-const PLAN = QUICK ? { requests: 600, connections: 8, firstByteTimeoutS: 1 } : { requests: 20_000, connections: 32, firstByteTimeoutS: 2 };
+const PLAN = QUICK ? { requests: 600, connections: 8, firstByteTimeoutS: 1 } : { requests: 100_000, connections: 32, firstByteTimeoutS: 2 };
 const BODY = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16 });
 
 interface Outcome {
