@@ -42,13 +42,13 @@ function positive(value: unknown): number | undefined {
 }
 
 /** `router_params.probe_interval_seconds` in milliseconds; undefined (no probing) unless a positive number. */
-export function probeIntervalMs(routerParams: Readonly<Record<string, unknown>>): number | undefined {
+export function probeIntervalMs(routerParams: ProbeParams): number | undefined {
   const seconds = positive(routerParams.probe_interval_seconds);
   return seconds === undefined ? undefined : seconds * 1000;
 }
 
 /** `router_params.max_latency_ms`; undefined unless a positive number. */
-export function maxLatencyMs(routerParams: Readonly<Record<string, unknown>>): number | undefined {
+export function maxLatencyMs(routerParams: ProbeParams): number | undefined {
   return positive(routerParams.max_latency_ms);
 }
 
@@ -80,12 +80,20 @@ export interface ProbeRound {
 }
 const ROUND_HISTORY = 100;
 
+/** The keys the prober reads (from `router_params`, or the admin's model settings). */
+export interface ProbeParams {
+  probe_interval_seconds?: unknown;
+  max_latency_ms?: unknown;
+}
+
 export interface ProberStartOptions {
   /** The database holding `routewise_probe_leases`; null without a database (probes without a lease). */
   db: Db | null;
   registry: () => Registry;
   /** Whether a model is routed by routewise now (named, or by default). */
   applies: (model: Model) => boolean;
+  /** The model's probe settings in force (`router_params` overlaid by the admin's model settings). */
+  params: (model: Model) => ProbeParams;
   log: Logger;
 }
 
@@ -126,11 +134,11 @@ export class RoutewiseProber {
     return this.results.get(route.endpointId);
   }
 
-  /** Whether `route` of `model` is demoted now by its last probe (see {@link isDemoted}). Memory only. */
-  demoted(model: Pick<Model, 'routerParams'>, route: Route): boolean {
-    const intervalMs = probeIntervalMs(model.routerParams);
+  /** Whether `route` is demoted now by its last probe under the model's `params` (see {@link isDemoted}). Memory only. */
+  demoted(params: ProbeParams, route: Pick<Route, 'endpointId'>): boolean {
+    const intervalMs = probeIntervalMs(params);
     if (intervalMs === undefined) return false;
-    return isDemoted(this.results.get(route.endpointId), { now: this.now(), intervalMs, maxLatencyMs: maxLatencyMs(model.routerParams) });
+    return isDemoted(this.results.get(route.endpointId), { now: this.now(), intervalMs, maxLatencyMs: maxLatencyMs(params) });
   }
 
   private schedule(delayMs: number): void {
@@ -144,8 +152,9 @@ export class RoutewiseProber {
     const now = this.now();
     let next = MAX_TICK_MS;
     for (const model of options.registry().models) {
-      const intervalMs = probeIntervalMs(model.routerParams);
-      if (intervalMs === undefined || !options.applies(model) || probedRoutes(model).length === 0) continue;
+      if (!options.applies(model)) continue;
+      const intervalMs = probeIntervalMs(options.params(model));
+      if (intervalMs === undefined || probedRoutes(model).length === 0) continue;
       const due = this.due.get(model.id) ?? now;
       if (due <= now && !this.inFlight.has(model.id)) {
         this.due.set(model.id, now + intervalMs);

@@ -49,8 +49,8 @@ export class Routewise {
   }
 
   /** Starts the latency prober (with or without a database: see {@link RoutewiseProber}). Off the hot path. */
-  startProber(options: Omit<ProberStartOptions, 'applies'>): void {
-    this.prober.start({ ...options, applies: (model) => this.applies(model) });
+  startProber(options: Omit<ProberStartOptions, 'applies' | 'params'>): void {
+    this.prober.start({ ...options, applies: (model) => this.applies(model), params: (model) => this.settingsFor(model) });
   }
 
   /**
@@ -81,8 +81,11 @@ export class Routewise {
   settingsFor(model: Model): RoutewiseSettings {
     const stored = this.storedSettings() as Record<string, RoutewiseSettings> | undefined;
     const own = stored?.[model.id];
-    const objective = own?.objective ?? (model.routerParams.objective as RoutewiseSettings['objective']);
-    return { objective, concurrency_limits: own?.concurrency_limits, quota_limits: own?.quota_limits };
+    const params = model.routerParams as Pick<RoutewiseSettings, 'objective' | 'probe_interval_seconds' | 'max_latency_ms'>;
+    return {
+      objective: own?.objective ?? params.objective, concurrency_limits: own?.concurrency_limits, quota_limits: own?.quota_limits,
+      probe_interval_seconds: own?.probe_interval_seconds ?? params.probe_interval_seconds, max_latency_ms: own?.max_latency_ms ?? params.max_latency_ms,
+    };
   }
 
   /** The strategy for the routing core: `routes` (the usable ones) in routewise order now. */
@@ -98,7 +101,8 @@ export class Routewise {
   }
 
   private demotedIn(model: Model): (route: Route) => boolean {
-    return (route) => this.prober.demoted(model, route);
+    const settings = this.settingsFor(model);
+    return (route) => this.prober.demoted(settings, route);
   }
 
   /**

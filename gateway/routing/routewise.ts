@@ -36,6 +36,10 @@ export interface RoutewiseSettings {
   concurrency_limits?: Readonly<Record<string, number>> | undefined;
   /** Pool name → quota limit, overriding the routes' `quota: {limit}`. */
   quota_limits?: Readonly<Record<string, number>> | undefined;
+  /** Seconds between latency-probe rounds of the model; absent or 0: not probed. */
+  probe_interval_seconds?: number | undefined;
+  /** A route whose recent probe took longer (or failed) is tried last in its tier. */
+  max_latency_ms?: number | undefined;
 }
 
 /** Live pool state as the strategy reads it. */

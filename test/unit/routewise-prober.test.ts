@@ -108,7 +108,7 @@ describe('routewise prober without a database', function () {
     a.setPathBehaviour('/v1/models', { kind: 'status', status: 503 });
     const registry = { models: [m] } as unknown as Registry;
     prober = new RoutewiseProber(Date.now, 2_000);
-    prober.start({ db: null, registry: () => registry, applies: () => true, log: captureLogs('prober', 'debug').log });
+    prober.start({ db: null, registry: () => registry, applies: () => true, params: (x) => x.routerParams, log: captureLogs('prober', 'debug').log });
     await waitFor(() => prober!.rounds.length >= 3, 'three probe rounds');
     const probesOf = (u: FakeUpstream) => u.requests.filter((r) => r.method === 'GET' && r.path === '/v1/models').length;
     assert.ok(probesOf(a) >= 3);
@@ -117,8 +117,8 @@ describe('routewise prober without a database', function () {
     const rounds = prober.rounds.length;
     assert.ok(probesOf(b) >= rounds - 1 && probesOf(b) <= rounds + 1, `one probe of b per round (${probesOf(b)} probes, ${rounds} rounds)`);
     assert.equal(b.requests.filter((r) => r.path !== '/v1/models').length, 0, 'no chat request is sent by the prober');
-    assert.equal(prober.demoted(m, m.routes[0]!), true, 'route a answered 503');
-    assert.equal(prober.demoted(m, m.routes[1]!), false);
+    assert.equal(prober.demoted(m.routerParams, m.routes[0]!), true, 'route a answered 503');
+    assert.equal(prober.demoted(m.routerParams, m.routes[1]!), false);
     assert.equal(prober.resultOf(m.routes[2]!), undefined, 'the on_demand route has no probe result');
     assert.ok(prober.resultOf(m.routes[1]!)?.ok);
   });
