@@ -106,6 +106,8 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     start: async () => {
       // Report-only probing of local routing-file entries; independent of the database.
       routingFile.probe.start();
+      // The routewise latency prober: leases from the database when there is one (a round is skipped while it is down).
+      context.routewise.startProber({ db, registry: () => context.registry.current, log });
       await database.startup(async () => {
         for (const step of onReady) await step();
       });

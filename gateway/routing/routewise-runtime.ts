@@ -10,6 +10,7 @@ import type { Model, Registry, Route } from '../registry';
 import type { Usage } from '../surfaces/usage';
 import { routewiseOrder, type RoutewiseSettings } from './routewise';
 import { RoutewisePools } from './routewise-pools';
+import { RoutewiseProber, type ProberStartOptions } from './routewise-prober';
 import type { RoutingStrategy } from './selector';
 import type { Rng } from './weighted-order';
 
@@ -17,6 +18,8 @@ export interface RoutewiseOptions {
   /** The router of models that name none (the routing file's `default_router`, after `ENABLE_ROUTEWISE`). */
   defaultRouter?: string;
   now?: () => number;
+  /** Longest wait for a latency probe's answer (default `PROBE_TIMEOUT_MS`). */
+  probeTimeoutMs?: number;
 }
 
 /** Where an attempt's response closes and its usage ends up. */
@@ -32,6 +35,8 @@ function onClose(res: ServerResponse, done: () => void): void {
 
 export class Routewise {
   readonly pools: RoutewisePools;
+  /** The latency prober (`router_params.probe_interval_seconds`); its results demote routes within their tier. */
+  readonly prober: RoutewiseProber;
   private timer: NodeJS.Timeout | undefined;
   /** `routewise_model_settings` as stored (model id → settings); read per request, memory only. Set by the assembly. */
   storedSettings: () => unknown = () => undefined;
@@ -40,6 +45,12 @@ export class Routewise {
   constructor(private readonly options: RoutewiseOptions = {}) {
     this.now = options.now ?? Date.now;
     this.pools = new RoutewisePools(this.now);
+    this.prober = new RoutewiseProber(this.now, options.probeTimeoutMs);
+  }
+
+  /** Starts the latency prober (with or without a database: see {@link RoutewiseProber}). Off the hot path. */
+  startProber(options: Omit<ProberStartOptions, 'applies' | 'params'>): void {
+    this.prober.start({ ...options, applies: (model) => this.applies(model), params: (model) => this.settingsFor(model) });
   }
 
   /**
@@ -54,9 +65,11 @@ export class Routewise {
     await refresh().catch(options.onError);
   }
 
-  stop(): void {
+  /** Stops the quota refresh and the prober (probes in flight are aborted, their leases released). */
+  async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    await this.prober.stop();
   }
 
   /** Whether `model` is routed by routewise (named, or by default). */
@@ -68,18 +81,28 @@ export class Routewise {
   settingsFor(model: Model): RoutewiseSettings {
     const stored = this.storedSettings() as Record<string, RoutewiseSettings> | undefined;
     const own = stored?.[model.id];
-    const objective = own?.objective ?? (model.routerParams.objective as RoutewiseSettings['objective']);
-    return { objective, concurrency_limits: own?.concurrency_limits, quota_limits: own?.quota_limits };
+    const params = model.routerParams as Pick<RoutewiseSettings, 'objective' | 'probe_interval_seconds' | 'max_latency_ms'>;
+    return {
+      objective: own?.objective ?? params.objective, concurrency_limits: own?.concurrency_limits, quota_limits: own?.quota_limits,
+      probe_interval_seconds: own?.probe_interval_seconds ?? params.probe_interval_seconds, max_latency_ms: own?.max_latency_ms ?? params.max_latency_ms,
+    };
   }
 
   /** The strategy for the routing core: `routes` (the usable ones) in routewise order now. */
   strategy(): RoutingStrategy {
-    return (routes, context) => routewiseOrder({ routes }, { pools: this.pools, settings: this.settingsFor(context.model), at: this.now(), rng: context.rng });
+    return (routes, context) => routewiseOrder({ routes }, {
+      pools: this.pools, settings: this.settingsFor(context.model), at: this.now(), rng: context.rng, demoted: this.demotedIn(context.model),
+    });
   }
 
   /** The model's routes in routewise order now. */
   order(model: Model, rng: Rng): Route[] {
-    return routewiseOrder(model, { pools: this.pools, settings: this.settingsFor(model), at: this.now(), rng });
+    return routewiseOrder(model, { pools: this.pools, settings: this.settingsFor(model), at: this.now(), rng, demoted: this.demotedIn(model) });
+  }
+
+  private demotedIn(model: Model): (route: Route) => boolean {
+    const settings = this.settingsFor(model);
+    return (route) => this.prober.demoted(settings, route);
   }
 
   /**

@@ -36,6 +36,10 @@ export interface RoutewiseSettings {
   concurrency_limits?: Readonly<Record<string, number>> | undefined;
   /** Pool name → quota limit, overriding the routes' `quota: {limit}`. */
   quota_limits?: Readonly<Record<string, number>> | undefined;
+  /** Seconds between latency-probe rounds of the model; absent or 0: not probed. */
+  probe_interval_seconds?: number | undefined;
+  /** A route whose recent probe took longer (or failed) is tried last in its tier. */
+  max_latency_ms?: number | undefined;
 }
 
 /** Live pool state as the strategy reads it. */
@@ -133,18 +137,35 @@ function byPrice(routes: Route[], at: number, objective: RoutewiseSettings['obje
   return ordered;
 }
 
-/** The routewise order of `model`'s routes now. */
-export function routewiseOrder(model: Pick<Model, 'routes'>, input: { pools: PoolView; settings: RoutewiseSettings; at: number; rng: Rng }): Route[] {
+/** `ordered` with the demoted routes moved to the end, each part keeping its order. */
+function demote(ordered: Route[], demoted: ((route: Route) => boolean) | undefined): Route[] {
+  if (!demoted) return ordered;
+  const kept: Route[] = [];
+  const last: Route[] = [];
+  for (const route of ordered) (demoted(route) ? last : kept).push(route);
+  return last.length === 0 ? ordered : [...kept, ...last];
+}
+
+/**
+ * The routewise order of `model`'s routes now. `demoted` (the latency prober's verdict: a recent
+ * probe failed or was slower than `max_latency_ms`) moves a route after the others of its tier;
+ * it is never removed.
+ */
+export function routewiseOrder(
+  model: Pick<Model, 'routes'>,
+  input: { pools: PoolView; settings: RoutewiseSettings; at: number; rng: Rng; demoted?: ((route: Route) => boolean) | undefined },
+): Route[] {
   const tiers: Record<Tier, Route[]> = { concurrency: [], quota: [], on_demand: [], exhausted: [] };
   for (const route of model.routes) {
     if (route.weight > 0) tiers[tierOf(route, input.pools, input.settings)].push(route);
   }
+  const d = input.demoted;
   return [
-    ...weightedOrder(tiers.concurrency, input.rng),
-    ...weightedOrder(tiers.quota, input.rng),
-    ...byPrice(tiers.on_demand, input.at, input.settings.objective, input.rng),
-    ...tiers.exhausted.filter((r) => r.providerType === 'concurrency'),
-    ...tiers.exhausted.filter((r) => r.providerType === 'quota'),
+    ...demote(weightedOrder(tiers.concurrency, input.rng), d),
+    ...demote(weightedOrder(tiers.quota, input.rng), d),
+    ...demote(byPrice(tiers.on_demand, input.at, input.settings.objective, input.rng), d),
+    ...demote(tiers.exhausted.filter((r) => r.providerType === 'concurrency'), d),
+    ...demote(tiers.exhausted.filter((r) => r.providerType === 'quota'), d),
   ];
 }
 

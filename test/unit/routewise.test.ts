@@ -137,10 +137,12 @@ describe('routewise ordering', () => {
 
   it('reads router_params and stored settings per model; stored settings win', () => {
     const rw = new Routewise({ now: () => NOON });
-    const withParams = model([{}], { router_params: { objective: 'latency' } });
+    const withParams = model([{}], { router_params: { objective: 'latency', probe_interval_seconds: 30, max_latency_ms: 900 } });
     assert.equal(rw.settingsFor(withParams).objective, 'latency');
-    rw.storedSettings = () => ({ m: { objective: 'cost', quota_limits: { team: 5 } } });
-    assert.deepEqual(rw.settingsFor(withParams), { objective: 'cost', concurrency_limits: undefined, quota_limits: { team: 5 } });
+    rw.storedSettings = () => ({ m: { objective: 'cost', quota_limits: { team: 5 }, max_latency_ms: 400 } });
+    assert.deepEqual(rw.settingsFor(withParams), {
+      objective: 'cost', concurrency_limits: undefined, quota_limits: { team: 5 }, probe_interval_seconds: 30, max_latency_ms: 400,
+    });
   });
 
   it('keeps the strategy contract shared with fixed: a permutation of the usable routes, seeded, weight 0 never', () => {
