@@ -23,7 +23,11 @@ export const PROBE_TIMEOUT_MS = 5_000;
 const MAX_TICK_MS = 1_000;
 /** Lower bound of the timer's period. */
 const MIN_TICK_MS = 20;
-/** A result older than this many probe intervals no longer demotes a route. */
+/**
+ * A result older than this many probe periods no longer demotes a route. The period is the
+ * interval, but at least the probe timeout: with several processes taking turns under the lease,
+ * a process's own latest result can be a few rounds old.
+ */
 const FRESH_INTERVALS = 3;
 
 /** The last probe of one route. */
@@ -64,11 +68,11 @@ export function probeUrl(route: Pick<Route, 'kind' | 'baseUrl'>): string {
 }
 
 /**
- * Whether a probe result demotes the route: recent (within {@link FRESH_INTERVALS} intervals) and
- * either failed or slower than `maxLatency` (when set).
+ * Whether a probe result demotes the route: recent (within {@link FRESH_INTERVALS} periods of
+ * `max(interval, probe timeout)`) and either failed or slower than `maxLatency` (when set).
  */
 export function isDemoted(result: ProbeResult | undefined, input: { now: number; intervalMs: number; maxLatencyMs: number | undefined }): boolean {
-  if (!result || input.now - result.at > FRESH_INTERVALS * input.intervalMs) return false;
+  if (!result || input.now - result.at > FRESH_INTERVALS * Math.max(input.intervalMs, PROBE_TIMEOUT_MS)) return false;
   return !result.ok || (input.maxLatencyMs !== undefined && result.latencyMs > input.maxLatencyMs);
 }
 

@@ -61,7 +61,11 @@ describe('routewise prober: parsing and selection', () => {
     assert.equal(isDemoted({ ok: false, latencyMs: 5, at: 9_500 }, base), true);
     assert.equal(isDemoted({ ok: false, latencyMs: 5, at: 9_500 }, { ...base, maxLatencyMs: undefined }), true, 'a failure demotes without a threshold');
     assert.equal(isDemoted({ ok: true, latencyMs: 250, at: 9_500 }, { ...base, maxLatencyMs: undefined }), false);
-    assert.equal(isDemoted({ ok: false, latencyMs: 5, at: 6_000 }, base), false, 'older than three intervals');
+    assert.equal(isDemoted({ ok: false, latencyMs: 5, at: 6_000 }, base), true, 'an interval below the probe timeout counts as the timeout (5 s): 4 s old is recent');
+    assert.equal(isDemoted({ ok: false, latencyMs: 5, at: -6_000 }, base), false, 'older than three periods of max(interval, timeout)');
+    const long = { now: 100_000, intervalMs: 20_000, maxLatencyMs: 200 };
+    assert.equal(isDemoted({ ok: false, latencyMs: 5, at: 45_000 }, long), true, 'within three 20 s intervals');
+    assert.equal(isDemoted({ ok: false, latencyMs: 5, at: 39_000 }, long), false, 'older than three 20 s intervals');
   });
 });
 
