@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN, assertInvalid, type EndpointCase, assertGuarded } from '../support/admin';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -20,11 +20,8 @@ describe('admin model visibility and concurrency exemptions', function () {
   const yaml = () => `models:\n${chatModelYaml('open', [`{ kind: generic_compat, base_url: "${up.url}" }`])}${chatModelYaml('pro-only', [`{ kind: generic_compat, base_url: "${up.url}" }`], '    required_role: pro\n')}`;
   const start = (env: Record<string, string> = {}) => startTestGateway({ modelsYaml: yaml(), db: t.db, env: { ADMIN_TOKEN, ...env } });
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   beforeEach(async () => {
     up = await startFakeUpstream();

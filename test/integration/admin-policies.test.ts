@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN, assertInvalid, errorOf, type EndpointCase, assertGuarded } from '../support/admin';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -23,11 +23,8 @@ describe('admin offload routes and routewise settings', function () {
   const start = (env: Record<string, string> = {}) => startTestGateway({ modelsYaml: yaml(), db: t.db, env: { ADMIN_TOKEN, ...env } });
   const offloads = async (g: TestGateway) => (await admin<{ offload_routes: Offload[] }>(g, 'GET', '/admin/routing/offload-routes')).body.offload_routes;
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   beforeEach(async () => {
     up = await startFakeUpstream();

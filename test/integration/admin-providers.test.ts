@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN, assertInvalid, type EndpointCase, assertGuarded } from '../support/admin';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 import { keyFingerprint } from '../../gateway/runtime-config/secrets';
@@ -28,11 +28,8 @@ describe('admin providers and provider keys', function () {
   const start = () => startTestGateway({ modelsYaml: yaml(), db: t.db, env: { ADMIN_TOKEN }, rng: () => 0 });
   const chat = (g: TestGateway, model = 'm') => fetch(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   beforeEach(async () => {
     [a, b] = await startUpstreamPair();

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN, assertInvalid, type EndpointCase, assertGuarded } from '../support/admin';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -24,11 +24,8 @@ describe('admin runtime models, runtime routes and retargets', function () {
   const yaml = () => `models:\n${chatModelYaml('m', [`{ kind: generic_compat, base_url: "${a.url}", api_key: key-a, provider: route-a }`])}`;
   const start = () => startTestGateway({ modelsYaml: yaml(), db: t.db, env: { ADMIN_TOKEN }, rng: () => 0 });
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   beforeEach(async () => {
     [a, b] = await startUpstreamPair();

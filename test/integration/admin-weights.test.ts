@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN, assertInvalid, type EndpointCase, assertGuarded } from '../support/admin';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 import { seededRng } from '../../gateway/routing/weighted-order';
@@ -25,11 +25,8 @@ describe('admin routing: listing, weights, strategy', function () {
   ])}`;
   const start = (env: Record<string, string> = {}) => startTestGateway({ modelsYaml: yaml(), db: t.db, env: { ADMIN_TOKEN, ...env }, rng: seededRng(7) });
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   beforeEach(async () => {
     [a, b] = await startUpstreamPair();

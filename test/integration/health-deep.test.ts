@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { createKey, eventually, signUpAndLogIn } from '../support/accounts';
 import { admin, ADMIN_TOKEN } from '../support/admin';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 import type { DeepHealthBody } from '../../gateway/surfaces/health-deep';
@@ -21,11 +21,8 @@ describe('GET /health/deep', function () {
   let c: FakeUpstream;
   let gw: TestGateway | undefined;
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   afterEach(async () => {
     await closeAll(gw, a, b, c);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { postgresSink } from '../../gateway/request-log/postgres-sink';
 import type { GatewayState } from '../../gateway/surfaces/state';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { waitFor } from '../support/wait';
@@ -47,11 +47,8 @@ describe('request log (api_logs)', function () {
   let gw: TestGateway | undefined;
   let counter = 0;
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   beforeEach(async () => {
     [a, b] = await startUpstreamPair();

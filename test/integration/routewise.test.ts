@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN } from '../support/admin';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 import { waitFor } from '../support/wait';
@@ -21,11 +21,8 @@ describe('routewise strategy (gateway)', function () {
   let gw: TestGateway | undefined;
   let counter = 0;
 
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
   beforeEach(async () => {
     [a, b] = await startUpstreamPair();

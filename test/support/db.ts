@@ -124,6 +124,21 @@ export async function freshDatabase(): Promise<TestDatabase> {
   return createTestDatabase(await templatePromise);
 }
 
+/**
+ * Mocha hooks for a describe block: one fresh database before its tests, dropped after them.
+ * `use` receives it (e.g. `freshDatabaseForBlock((db) => { t = db; })`).
+ */
+export function freshDatabaseForBlock(use: (t: TestDatabase) => void): void {
+  let current: TestDatabase | undefined;
+  before(async () => {
+    current = await freshDatabase();
+    use(current);
+  });
+  after(async () => {
+    await current?.drop();
+  });
+}
+
 /** An empty (unmigrated) database, for migration tests. */
 export function emptyDatabase(): Promise<TestDatabase> {
   return createTestDatabase(undefined);

@@ -4,15 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { acquireProbeLease, releaseProbeLease, renewProbeLease, withProbeLease } from '../../gateway/routing/routewise-leases';
-import { freshDatabase, type TestDatabase } from '../support/db';
+import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 
 describe('routewise probe leases (PostgreSQL)', () => {
   let t: TestDatabase;
-  before(async () => {
-    t = await freshDatabase();
-  });
-  after(async () => {
-    await t.drop();
+  freshDatabaseForBlock((db) => {
+    t = db;
   });
 
   const lease = (modelId: string, holder: string) => ({ modelId, holder, ttlMs: 60_000 });
