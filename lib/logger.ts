@@ -34,6 +34,22 @@ export function redactSecrets(obj: Record<string, unknown>, depth = REDACT_DEPTH
   return copy ?? obj;
 }
 
+let lastMs = -1;
+let lastTime = '';
+
+/**
+ * pino's ISO `time` field, formatted once per millisecond: a busy gateway writes several lines
+ * per millisecond, and `toISOString` showed in its profile.
+ */
+export function isoTimeCached(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastTime = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return lastTime;
+}
+
 export interface LoggerOptions {
   /** Process name written on every line (`gateway`, `api`, `control-worker`, `host-runner`). */
   name: string;
@@ -68,7 +84,7 @@ export function createLogger(options: LoggerOptions): Logger {
       level: options.level,
       base: { service: options.name },
       messageKey: 'msg',
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTimeCached,
       formatters: {
         level: (label) => ({ level: label }),
         log: (obj) => redactSecrets(obj),
