@@ -4,9 +4,7 @@
  * a database probing a fake upstream's `/models` and demoting the route that failed.
  */
 import assert from 'node:assert/strict';
-import { registryBuildContext } from '../../gateway/registry';
-import { buildModel } from '../../gateway/registry/model-builder';
-import type { Model, Registry, Route } from '../../gateway/registry/types';
+import type { Registry } from '../../gateway/registry/types';
 import { routewiseOrder } from '../../gateway/routing/routewise';
 import { RoutewisePools } from '../../gateway/routing/routewise-pools';
 import { isDemoted, maxLatencyMs, probedRoutes, probeIntervalMs, probeUrl, RoutewiseProber } from '../../gateway/routing/routewise-prober';
@@ -14,19 +12,10 @@ import { seededRng } from '../../gateway/routing/weighted-order';
 import { captureLogs } from '../support/logs';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { waitFor } from '../support/wait';
+import { labels, routewiseModel } from '../support/routewise';
 
-const ctx = { ...registryBuildContext({}), file: 'models.yaml', warn: () => undefined };
 
-function model(routes: Array<Record<string, unknown>>, extra: Record<string, unknown> = {}): Model {
-  const outcome = buildModel({
-    id: 'm', name: 'M', provider: 'generic_compat', router: 'routewise',
-    route: routes.map((r, i) => ({ base_url: `http://h${i}/v1`, provider: `r${i}`, ...r })), ...extra,
-  }, 0, ctx);
-  assert.ok('model' in outcome);
-  return outcome.model;
-}
-
-const labels = (routes: readonly Route[]) => routes.map((r) => r.providerLabel);
+const model = routewiseModel;
 
 describe('routewise prober: parsing and selection', () => {
   it('reads probe_interval_seconds and max_latency_ms only as positive numbers', () => {

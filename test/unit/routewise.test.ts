@@ -4,27 +4,16 @@
  * force; exact `quota_source` matching; weights breaking ties; the ENABLE_ROUTEWISE rule.
  */
 import assert from 'node:assert/strict';
-import { registryBuildContext } from '../../gateway/registry';
-import { buildModel } from '../../gateway/registry/model-builder';
-import type { Model, Route } from '../../gateway/registry/types';
+import type { Model } from '../../gateway/registry/types';
 import { effectiveDefaultRouter, quotaSource, routewiseOrder, type RoutewiseSettings } from '../../gateway/routing/routewise';
 import { RoutewisePools } from '../../gateway/routing/routewise-pools';
 import { Routewise } from '../../gateway/routing/routewise-runtime';
 import { seededRng, weightedOrder } from '../../gateway/routing/weighted-order';
+import { labels, routewiseModel } from '../support/routewise';
 
-const ctx = { ...registryBuildContext({}), file: 'models.yaml', warn: () => undefined };
 const NOON = Date.parse('2026-12-02T12:00:00Z');
 
-function model(routes: Array<Record<string, unknown>>, extra: Record<string, unknown> = {}): Model {
-  const outcome = buildModel({
-    id: 'm', name: 'M', provider: 'generic_compat', router: 'routewise',
-    route: routes.map((r, i) => ({ base_url: `http://h${i}/v1`, provider: `r${i}`, ...r })), ...extra,
-  }, 0, ctx);
-  assert.ok('model' in outcome);
-  return outcome.model;
-}
-
-const labels = (routes: readonly Route[]) => routes.map((r) => r.providerLabel);
+const model = routewiseModel;
 
 function order(m: Model, pools: RoutewisePools, settings: RoutewiseSettings = {}, at = NOON, seed = 1): string[] {
   return labels(routewiseOrder(m, { pools, settings, at, rng: seededRng(seed) }));
