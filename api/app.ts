@@ -2,16 +2,23 @@
  * Builds the control-plane API's Koa application from its dependencies.
  */
 import Koa from 'koa';
+import type { Client } from '@temporalio/client';
 import type { Db } from '../lib/db';
 import type { Logger } from '../lib/logger';
+import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext, type RequestState } from '../lib/http/request-context';
-import { apiHealthRouter } from './routes/health';
-import { hostsRouter } from './routes/hosts';
+import type { AccessTokens } from '../gateway/identity/access-tokens';
+import { apiRouters } from './routes';
 
 export interface ApiDeps {
   log: Logger;
   db: Db;
+  settings: Settings;
+  /** Verifies owners' and operators' access tokens (same `AUTH_JWT_SECRET` as the gateway). */
+  tokens: AccessTokens;
+  /** Temporal client (workflow starts, updates, signals). */
+  temporal: Client;
   temporalReachable: (timeoutMs: number) => Promise<boolean>;
 }
 
@@ -21,7 +28,7 @@ export function createApiApp(deps: ApiDeps): Koa<RequestState> {
   app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
-  for (const router of [apiHealthRouter(deps), hostsRouter(deps.db)]) {
+  for (const router of apiRouters(deps)) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

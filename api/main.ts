@@ -8,6 +8,7 @@ import { serve } from '../lib/http/serve';
 import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
+import { accessTokensFrom } from '../gateway/identity/access-tokens';
 import { createApiApp } from './app';
 
 async function main(): Promise<void> {
@@ -15,8 +16,9 @@ async function main(): Promise<void> {
   const log = createLogger({ name: 'api', level: settings.LOG_LEVEL });
   if (!settings.DATABASE_URL) throw new Error('DATABASE_URL is required by the control-plane API');
   const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'api' });
-  const { connection } = createTemporalClient(settings);
-  const app = createApiApp({ log, db, temporalReachable: (ms) => temporalReachable(connection, ms) });
+  const { connection, client } = createTemporalClient(settings);
+  const tokens = accessTokensFrom(settings, log);
+  const app = createApiApp({ log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms) });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });

@@ -205,6 +205,32 @@ export const settingsShape = {
   DOCKER_SOCKET_PATH: z.string().default('/var/run/docker.sock'),
   /** Image sandboxes start from. Default `agent-sandbox:base` (built by the dev bootstrap). */
   AGENT_SANDBOX_IMAGE: z.string().default('agent-sandbox:base'),
+  /** Memory cap of a sandbox container, in bytes (spec 8: 4g). */
+  AGENT_SANDBOX_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(4 * 1024 ** 3),
+  /** CPU cap of a sandbox container (spec 8: 2). */
+  AGENT_SANDBOX_CPUS: z.coerce.number().positive().max(64).default(2),
+  /** The runner's execution timeout: the overall limit of one turn, in seconds. Default 1800. */
+  AGENT_TURN_TIME_LIMIT_SECONDS: z.coerce.number().int().positive().default(1800),
+  /** A turn's host activity is presumed lost when it misses heartbeats this long. Default 30. */
+  AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).default(30),
+  /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
+  AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
+  /** Base URL of the gateway that agent drivers call with their inference grant. Default `http://127.0.0.1:8080`. */
+  AGENT_GATEWAY_URL: z.string().url().default('http://127.0.0.1:8080'),
+  /** Token the control plane presents to the gateway to issue, renew and revoke grants (>= 32 bytes). A secret. */
+  GATEWAY_GRANT_DISPATCH_TOKEN: optionalString(),
+  /** Lifetime of a turn's inference grant between renewals, in seconds. Default 300. */
+  AGENT_GRANT_TTL_SECONDS: z.coerce.number().int().min(10).default(300),
+  /** Seconds between grant renewals. Default 60. */
+  AGENT_GRANT_RENEW_SECONDS: z.coerce.number().int().min(1).default(60),
+  /** Deployment repository allowlist (comma-separated `owner/name` or URL prefixes); empty allows no repository. */
+  AGENT_REPO_ALLOWLIST: z.string().default(''),
+  /** Agent driver of new jobs: `builtin` (tool loop against the gateway) or `cli` (a coding CLI in the container). */
+  AGENT_DRIVER: z.enum(['builtin', 'cli']).default('builtin'),
+  /** Command line of the coding CLI the `cli` driver runs inside the container (JSON-lines on stdout). */
+  AGENT_CLI_COMMAND: z.string().default('agent-cli --json'),
+  /** Largest workspace archive download before compression, MiB (spec 8: 1024). */
+  WORKSPACE_DOWNLOAD_MAX_MIB: z.coerce.number().int().positive().default(1024),
 
   // ---- object storage (sandbox archives) ----
   /** `fs` (embedded default: a directory) or `s3` (any S3-compatible service). */
@@ -233,6 +259,9 @@ const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
   if (s.UPSTREAM_CONCURRENCY_MAX_LIMIT < s.UPSTREAM_CONCURRENCY_INITIAL_LIMIT) {
     ctx.addIssue({ code: 'custom', path: ['UPSTREAM_CONCURRENCY_MAX_LIMIT'], message: 'must be at least UPSTREAM_CONCURRENCY_INITIAL_LIMIT' });
   }
+  if (s.GATEWAY_GRANT_DISPATCH_TOKEN !== undefined && Buffer.byteLength(s.GATEWAY_GRANT_DISPATCH_TOKEN) < 32) {
+    ctx.addIssue({ code: 'custom', path: ['GATEWAY_GRANT_DISPATCH_TOKEN'], message: 'must be at least 32 bytes' });
+  }
   if (s.OBJECT_STORE_BACKEND === 's3') {
     for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {
       if (!s[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required when OBJECT_STORE_BACKEND=s3` });
@@ -247,7 +276,7 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 
 /** Variables whose values are secrets: never echoed in errors or logs. */
 export const secretVariableNames: ReadonlySet<string> = new Set([
-  'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
+  'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */

@@ -8,6 +8,7 @@ import * as identity from './20261121010000_identity';
 import * as requestLog from './20261121020000_request_log';
 import * as runtimeConfig from './20261121030000_runtime_config';
 import * as routewise from './20261121040000_routewise';
+import * as agentJobs from './20261121050000_agent_jobs';
 
 export interface Migration {
   name: string;
@@ -23,4 +24,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261121020000_request_log', ...requestLog },
   { name: '20261121030000_runtime_config', ...runtimeConfig },
   { name: '20261121040000_routewise', ...routewise },
+  { name: '20261121050000_agent_jobs', ...agentJobs },
 ];

@@ -15,3 +15,13 @@ export const searchAttributes = {
   host: defineSearchAttributeKey('AgentHost', SearchAttributeType.KEYWORD),
   state: defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD),
 } as const;
+
+/** Workflow id of a chat: its turns run in order there. */
+export function chatWorkflowId(jobId: string): string {
+  return `chat:${jobId}`;
+}
+
+/** Workflow id of one inference grant's renewal loop. */
+export function grantWorkflowId(grantId: string): string {
+  return `grant:${grantId}`;
+}

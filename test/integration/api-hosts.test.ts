@@ -2,25 +2,22 @@
  * Host enrollment and heartbeats through the control-plane API on real PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import { createApiApp } from '../../api/app';
 import { enrollHost } from '../../api/hosts/host-registry';
 import { hashSecret } from '../../lib/crypto';
-import { serve, type Serving } from '../../lib/http/serve';
+import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
-import { captureLogs } from '../support/logs';
 
 describe('control-plane API: health, host enrollment and heartbeat', () => {
   let t: TestDatabase;
-  let serving: Serving;
+  let serving: TestApi;
   let temporalUp = true;
-  const logs = captureLogs('api');
 
   before(async () => {
     t = await freshDatabase();
-    serving = await serve(createApiApp({ log: logs.log, db: t.db, temporalReachable: () => Promise.resolve(temporalUp) }), { host: '127.0.0.1', port: 0 });
+    serving = await startTestApi({ db: t.db, temporalReachable: () => Promise.resolve(temporalUp) });
   });
   after(async () => {
-    await serving.close(1000);
+    await serving.close();
     await t.drop();
   });
 

@@ -1,0 +1,89 @@
+/**
+ * Seams between the host runner's pieces: the sandbox a driver works in (`SandboxExec`), where a
+ * driver's normalized events go (`EventSink`) and the driver contract itself (`AgentDriver`).
+ * The host activity wires a retained Docker container and the control-plane API behind these;
+ * tests may wire the same real container with a recording sink.
+ */
+
+/** Normalized event types every driver emits (documented in docs/agent-events.md). */
+export const AGENT_EVENT_TYPES = [
+  'turn_queued', 'turn_started', 'message', 'tool_use', 'tool_result', 'retry', 'notice',
+  'turn_completed', 'turn_failed', 'turn_cancelled',
+] as const;
+export type AgentEventType = (typeof AGENT_EVENT_TYPES)[number];
+
+export interface ExecOptions {
+  /** Kill the command after this long; the result then has `timedOut: true` and exit code 124. */
+  timeoutMs: number;
+  /** Largest number of bytes kept of stdout and of stderr each; the rest is dropped (`truncated`). */
+  maxOutputBytes: number;
+  /** Aborting kills the command. */
+  signal?: AbortSignal;
+  /** Extra environment of this command only. */
+  env?: Record<string, string>;
+  /** Working directory inside the container. Default `/workspace`. */
+  cwd?: string;
+  /** Text written to the command's stdin, then closed. */
+  stdin?: string;
+  /** Called for every chunk of stdout as it arrives (for streaming drivers). */
+  onStdout?: (chunk: string) => void;
+}
+
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  timedOut: boolean;
+}
+
+/** A member's view of its retained container: commands run as the member's fixed UID. */
+export interface SandboxExec {
+  exec(command: string[], options: ExecOptions): Promise<ExecResult>;
+  /** Reads a file (relative paths are under `/workspace`); throws `SandboxFileError` when missing or too large. */
+  readFile(path: string, maxBytes: number): Promise<string>;
+  /** Writes a file (creating parent directories) owned by the member. */
+  writeFile(path: string, content: string): Promise<void>;
+}
+
+export class SandboxFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxFileError';
+  }
+}
+
+/** Where a driver's events go, in order. `emit` resolves once the event is durably stored. */
+export interface EventSink {
+  emit(type: AgentEventType, payload: Record<string, unknown>, options?: { isError?: boolean }): Promise<void>;
+}
+
+export interface DriverInput {
+  /** The owner's prompt of this turn. */
+  prompt: string;
+  /** Public model id the grant names. */
+  model: string;
+  /** Gateway base URL, e.g. `http://127.0.0.1:8080`. */
+  gatewayUrl: string;
+  /** The turn's inference grant (`agr_…`), sent as `Authorization: Bearer`. */
+  grantToken: string;
+  /** Identifies the chat; drivers keep their native session (history) per chat inside the sandbox. */
+  jobId: string;
+  turnSeq: number;
+  sandbox: SandboxExec;
+  events: EventSink;
+  /** Aborted when the turn is cancelled or its time limit passes. */
+  signal: AbortSignal;
+  /** Deadline of the whole turn (epoch ms). */
+  deadline: number;
+  /** Injected for tests: sleeping and jitter. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  random?: () => number;
+}
+
+export interface DriverResult {
+  /** The agent's final answer (shown as the turn's result). */
+  result: string;
+}
+
+export type AgentDriver = (input: DriverInput) => Promise<DriverResult>;

@@ -1,0 +1,44 @@
+/**
+ * The control-plane API for tests: the real Koa app on 127.0.0.1 over a test database, with the
+ * run's Temporal client (or a lazy one that never connects when a test needs no workflows).
+ */
+import type { Client } from '@temporalio/client';
+import { createApiApp, type ApiDeps } from '../../api/app';
+import { serve, type Serving } from '../../lib/http/serve';
+import type { Db } from '../../lib/db';
+import { loadSettings } from '../../lib/settings';
+import { createTemporalClient } from '../../lib/temporal';
+import { AccessTokens } from '../../gateway/identity/access-tokens';
+import { ADMIN_TOKEN } from './admin';
+import { captureLogs } from './logs';
+
+/** The JWT secret test gateways and APIs share, so one login works on both. */
+export const TEST_JWT_SECRET = 'test-jwt-secret-of-at-least-32-bytes-long';
+
+export interface TestApi {
+  url: string;
+  deps: ApiDeps;
+  close(): Promise<void>;
+}
+
+export interface TestApiOptions {
+  db: Db;
+  temporal?: Client;
+  env?: Record<string, string>;
+  temporalReachable?: () => Promise<boolean>;
+}
+
+export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
+  const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...options.env });
+  const temporal = options.temporal ?? createTemporalClient({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_NAMESPACE: 'default' }).client;
+  const deps: ApiDeps = {
+    log: captureLogs('api').log,
+    db: options.db,
+    settings,
+    tokens: new AccessTokens(TEST_JWT_SECRET, settings.ACCESS_TOKEN_TTL_SECONDS),
+    temporal,
+    temporalReachable: options.temporalReachable ?? (() => Promise.resolve(true)),
+  };
+  const serving: Serving = await serve(createApiApp(deps), { host: '127.0.0.1', port: 0 });
+  return { url: serving.url, deps, close: () => serving.close(1000) };
+}
