@@ -70,6 +70,8 @@ export interface DriverInput {
   /** Identifies the chat; drivers keep their native session (history) per chat inside the sandbox. */
   jobId: string;
   turnSeq: number;
+  /** Absolute directory inside the container, private to the member, kept between turns (native session files). */
+  sessionDir: string;
   sandbox: SandboxExec;
   events: EventSink;
   /** Aborted when the turn is cancelled or its time limit passes. */
