@@ -1,0 +1,82 @@
+/**
+ * Tells a chat's workflow about turns: Update-with-Start of `chat:<jobId>` on the control task
+ * queue (the workflow is started if it is not running, and the turn is delivered in one call),
+ * and the cancel signal for a running turn. Failures are logged, not thrown: the turn is already
+ * durable in PostgreSQL and the reconciler delivers it when Temporal answers again.
+ */
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import type { Logger } from '../../lib/logger';
+import type { Settings } from '../../lib/settings';
+import { CHAT_WORKFLOW_TYPE, cancelTurnSignal, submitTurnUpdate, wakeSignal, type ChatConfig, type ChatInput } from '../../workflows/chat-definitions';
+import { chatWorkflowId, searchAttributes } from '../../workflows/names';
+
+export type ChatSettings = Pick<Settings,
+  'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'>;
+
+export function chatConfigFrom(settings: ChatSettings): ChatConfig {
+  return {
+    turnTimeLimitSeconds: settings.AGENT_TURN_TIME_LIMIT_SECONDS,
+    heartbeatTimeoutSeconds: settings.AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS,
+    grantRenewSeconds: settings.AGENT_GRANT_RENEW_SECONDS,
+    idleSeconds: 3600,
+  };
+}
+
+function startOperation(settings: ChatSettings, job: { jobId: string; ownerId: number }) {
+  return WithStartWorkflowOperation.create<(input: ChatInput) => Promise<void>>(CHAT_WORKFLOW_TYPE, {
+    workflowId: chatWorkflowId(job.jobId),
+    taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    args: [{ jobId: job.jobId, ownerId: job.ownerId, config: chatConfigFrom(settings) }],
+    typedSearchAttributes: [{ key: searchAttributes.owner, value: String(job.ownerId) }],
+    memo: { jobId: job.jobId, owner: job.ownerId },
+  });
+}
+
+export class ChatDelivery {
+  constructor(private readonly client: Client, private readonly settings: ChatSettings, private readonly log: Logger) {}
+
+  /** Delivers a queued turn; true when the workflow accepted it. */
+  async submitTurn(job: { jobId: string; ownerId: number }, turn: { turnId: string; seq: number }): Promise<boolean> {
+    try {
+      await this.client.workflow.executeUpdateWithStart(submitTurnUpdate, {
+        args: [{ turnId: turn.turnId, seq: turn.seq }],
+        startWorkflowOperation: startOperation(this.settings, job),
+      });
+      return true;
+    } catch (err) {
+      this.log.warn({ event: 'agent_turn_delivery_deferred', job_id: job.jobId, seq: turn.seq, err: (err as Error).message }, 'turn queued; the chat workflow will pick it up when Temporal answers');
+      return false;
+    }
+  }
+
+  /** Starts the chat workflow if needed and wakes it (reconciler, cancels). */
+  async wake(job: { jobId: string; ownerId: number }): Promise<boolean> {
+    try {
+      await this.client.workflow.signalWithStart<(input: ChatInput) => Promise<void>, []>(CHAT_WORKFLOW_TYPE, {
+        workflowId: chatWorkflowId(job.jobId),
+        taskQueue: this.settings.TEMPORAL_CONTROL_TASK_QUEUE,
+        args: [{ jobId: job.jobId, ownerId: job.ownerId, config: chatConfigFrom(this.settings) }],
+        signal: wakeSignal,
+        signalArgs: [],
+        typedSearchAttributes: [{ key: searchAttributes.owner, value: String(job.ownerId) }],
+        memo: { jobId: job.jobId, owner: job.ownerId },
+      });
+      return true;
+    } catch (err) {
+      this.log.warn({ event: 'agent_chat_wake_failed', job_id: job.jobId, err: (err as Error).message }, 'could not wake the chat workflow');
+      return false;
+    }
+  }
+
+  /** Asks the chat workflow to stop its running turn `seq`. */
+  async cancelRunning(job: { jobId: string; ownerId: number }, seq: number): Promise<boolean> {
+    try {
+      await this.client.workflow.getHandle(chatWorkflowId(job.jobId)).signal(cancelTurnSignal, { seq });
+      return true;
+    } catch (err) {
+      this.log.warn({ event: 'agent_turn_cancel_signal_failed', job_id: job.jobId, seq, err: (err as Error).message }, 'could not signal the chat workflow');
+      return false;
+    }
+  }
+}

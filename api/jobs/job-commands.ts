@@ -1,0 +1,127 @@
+/**
+ * Owners' writes to chats: create a job with its first turn, append a turn, cancel a turn. Each is
+ * one PostgreSQL transaction (the record is durable before anything is sent to Temporal); the
+ * chat workflow is then told by Update-with-Start. If Temporal cannot be reached the turn stays
+ * queued in PostgreSQL and the control worker's reconciler delivers it later: nothing is lost.
+ */
+import { z } from 'zod';
+import type { Knex } from 'knex';
+import type { Db } from '../../lib/db';
+import { AppError } from '../../lib/errors';
+import { appendEvents } from '../events/event-store';
+import { newId, type JobRow } from './job-store';
+import { titleFromPrompt, cutToChars } from './titles';
+
+export const PROMPT_MAX_CHARS = 32_000;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+const prompt = z.string().trim().min(1, 'must not be empty').max(PROMPT_MAX_CHARS);
+const ref = z.string().min(1).max(255).regex(/^[^\s\0]+$/, 'must not contain whitespace');
+
+export const createJobSchema = z.object({
+  prompt,
+  model: z.string().min(1).max(256),
+  repo: z.string().min(1).max(512).nullable(),
+  base_ref: ref.optional(),
+  base_sha: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a hex commit id').optional(),
+  environment_id: z.string().min(1).max(128).optional(),
+  title: z.string().trim().min(1).max(200).optional(),
+  env: z.record(z.string().regex(ENV_NAME, 'environment variable names are letters, digits and _'), z.string().max(32_768))
+    .refine((env) => Object.keys(env).length <= 64, 'at most 64 variables').optional(),
+  driver: z.enum(['builtin', 'cli']).optional(),
+}).strict().superRefine((body, ctx) => {
+  if (body.repo !== null) return;
+  for (const field of ['base_ref', 'base_sha', 'environment_id'] as const) {
+    if (body[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: `cannot be combined with repo: null (a temporary workspace has no ${field})` });
+  }
+});
+
+export const addTurnSchema = z.object({ prompt }).strict();
+
+export type CreateJobBody = z.infer<typeof createJobSchema>;
+
+export interface QueuedTurn {
+  turn_id: string;
+  seq: number;
+  state: 'queued';
+}
+
+async function insertTurn(trx: Knex.Transaction, jobId: string, seq: number, text: string): Promise<QueuedTurn> {
+  const turnId = newId('turn');
+  await trx('agent_turns').insert({ turn_id: turnId, job_id: jobId, seq, prompt: text, state: 'queued' });
+  await appendEvents(trx, jobId, [{
+    turnSeq: seq, attemptId: null, seq: 0, eventType: 'turn_queued', payload: { turn_id: turnId, prompt: text },
+    dedupeKey: `control:${jobId}:${seq}:-:turn_queued`,
+  }]);
+  return { turn_id: turnId, seq, state: 'queued' };
+}
+
+/** Creates a job and its first turn. */
+export async function createJob(db: Db, input: { ownerId: number; body: CreateJobBody; defaultDriver: 'builtin' | 'cli' }): Promise<{ job: JobRow; turn: QueuedTurn }> {
+  const { body } = input;
+  const jobId = newId('job');
+  return db.transaction(async (trx) => {
+    const [job] = await trx('agent_jobs').insert({
+      job_id: jobId,
+      owner_id: input.ownerId,
+      title: body.title ? cutToChars(body.title, 200) : titleFromPrompt(body.prompt),
+      title_source: body.title ? 'owner' : 'prompt',
+      model: body.model,
+      repo: body.repo,
+      base_ref: body.base_ref ?? null,
+      base_sha: body.base_sha ?? null,
+      environment_id: body.environment_id ?? null,
+      env: JSON.stringify(body.env ?? {}),
+      driver: body.driver ?? input.defaultDriver,
+    }).returning<JobRow[]>('*');
+    const turn = await insertTurn(trx, jobId, 1, body.prompt);
+    return { job: job!, turn };
+  });
+}
+
+/** Appends a turn to the owner's job (seq = last + 1, allocated under the job's row lock). */
+export async function addTurn(db: Db, job: JobRow, text: string): Promise<QueuedTurn> {
+  return db.transaction(async (trx) => {
+    await trx('agent_jobs').where({ job_id: job.job_id }).forUpdate().first('job_id');
+    const last = await trx('agent_turns').where({ job_id: job.job_id }).max<{ max: number | null }>('seq as max').first();
+    const turn = await insertTurn(trx, job.job_id, (last?.max ?? 0) + 1, text);
+    await trx('agent_jobs').where({ job_id: job.job_id }).update({ updated_at: trx.fn.now() });
+    return turn;
+  });
+}
+
+export interface CancelOutcome {
+  turn_id: string;
+  seq: number;
+  /** `cancelled` for a queued turn; `running` with `cancel_requested: true` while a running turn stops. */
+  state: string;
+  cancel_requested: boolean;
+}
+
+/**
+ * Cancels turn `seq`: a queued turn becomes `cancelled` at once (later turns still wait for their
+ * turn: they never overtake); a running turn is marked and the caller signals the workflow to stop
+ * it. A finished turn answers 409.
+ */
+export async function cancelTurn(db: Db, job: JobRow, seq: number): Promise<CancelOutcome> {
+  return db.transaction(async (trx) => {
+    // Same lock order as admission (job row, then turn row): a cancel and a claim serialize.
+    await trx('agent_jobs').where({ job_id: job.job_id }).forUpdate().first('job_id');
+    const turn = await trx('agent_turns').where({ job_id: job.job_id, seq }).forUpdate()
+      .first<{ turn_id: string; state: string; attempt_id: string | null } | undefined>('turn_id', 'state', 'attempt_id');
+    if (!turn) throw new AppError('not_found', `Turn ${seq} not found`);
+    if (turn.state === 'queued') {
+      await trx('agent_turns').where({ turn_id: turn.turn_id }).update({ state: 'cancelled', cancel_requested_at: trx.fn.now(), finished_at: trx.fn.now() });
+      await appendEvents(trx, job.job_id, [{
+        turnSeq: seq, attemptId: null, seq: 0, eventType: 'turn_cancelled', payload: { turn_id: turn.turn_id, reason: 'cancelled by the owner before it started' },
+        dedupeKey: `control:${job.job_id}:${seq}:-:turn_cancelled`,
+      }]);
+      return { turn_id: turn.turn_id, seq, state: 'cancelled', cancel_requested: true };
+    }
+    if (turn.state === 'running') {
+      await trx('agent_turns').where({ turn_id: turn.turn_id }).update({ cancel_requested_at: trx.fn.now() });
+      return { turn_id: turn.turn_id, seq, state: 'running', cancel_requested: true };
+    }
+    throw new AppError('conflict', `Turn ${seq} is already ${turn.state}`);
+  });
+}

@@ -1,0 +1,69 @@
+/**
+ * Owners' chat routes (spec 4.4): create a job, list jobs (also as `/conversations` and
+ * `/sessions`), read one, append a turn, cancel a turn. Owners see only their own jobs.
+ */
+import Router from '@koa/router';
+import { z } from 'zod';
+import { readJsonBody, validateBody } from '../../lib/http/json-body';
+import type { ApiDeps } from '../app';
+import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
+import { ChatDelivery } from '../jobs/chat-delivery';
+import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '../jobs/job-commands';
+import { findOwnedJob } from '../jobs/job-store';
+import { jobView, listJobs, listQuerySchema } from '../jobs/job-views';
+import { assertRepoEntitled, parseAllowlist } from '../jobs/entitlement';
+
+const BODY_LIMIT = 256 * 1024;
+const seqParam = z.coerce.number().int().min(1).max(2_147_483_647);
+
+export function jobsRouter(deps: ApiDeps): Router<AgentState> {
+  const router = new Router<AgentState>({ prefix: '/v1/agent' });
+  const delivery = new ChatDelivery(deps.temporal, deps.settings, deps.log);
+  const allowlist = parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST);
+  router.use(['/jobs', '/conversations', '/sessions'], requireOwner(deps));
+
+  router.post('/jobs', async (ctx) => {
+    const owner = ownerOf(ctx.state);
+    const body = validateBody(createJobSchema, await readJsonBody(ctx.req, BODY_LIMIT));
+    if (body.repo !== null) assertRepoEntitled(body.repo, allowlist);
+    const { job, turn } = await createJob(deps.db, { ownerId: owner.userId, body, defaultDriver: deps.settings.AGENT_DRIVER });
+    await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId }, { turnId: turn.turn_id, seq: turn.seq });
+    ctx.status = 201;
+    ctx.body = { job_id: job.job_id, title: job.title, turn };
+  });
+
+  for (const path of ['/jobs', '/conversations', '/sessions']) {
+    router.get(path, async (ctx) => {
+      const query = validateBody(listQuerySchema, ctx.query);
+      ctx.body = await listJobs(deps.db, ownerOf(ctx.state).userId, query);
+    });
+  }
+
+  router.get('/jobs/:jobId', async (ctx) => {
+    const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', ownerOf(ctx.state).userId);
+    ctx.body = await jobView(deps.db, job);
+  });
+
+  router.post('/jobs/:jobId/turns', async (ctx) => {
+    const owner = ownerOf(ctx.state);
+    const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', owner.userId);
+    const body = validateBody(addTurnSchema, await readJsonBody(ctx.req, BODY_LIMIT));
+    const turn = await addTurn(deps.db, job, body.prompt);
+    await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId }, { turnId: turn.turn_id, seq: turn.seq });
+    ctx.status = 201;
+    ctx.body = turn;
+  });
+
+  router.post('/jobs/:jobId/turns/:seq/cancel', async (ctx) => {
+    const owner = ownerOf(ctx.state);
+    const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', owner.userId);
+    const seq = validateBody(seqParam, ctx.params.seq);
+    const outcome = await cancelTurn(deps.db, job, seq);
+    const chat = { jobId: job.job_id, ownerId: owner.userId };
+    if (outcome.state === 'running') await delivery.cancelRunning(chat, seq);
+    else await delivery.wake(chat);
+    ctx.body = outcome;
+  });
+
+  return router;
+}

@@ -1,0 +1,181 @@
+/**
+ * `chat:<jobId>`: runs a chat's turns strictly in `seq` order (spec 3.3). Turns arrive by
+ * Update-with-Start (`submitTurn`); the workflow never trusts its own memory about which turn is
+ * next: it asks PostgreSQL (`nextTurn`) for the lowest-numbered turn that is not terminal, and the
+ * admission activity re-checks, in one transaction, that every earlier turn is terminal before it
+ * claims a host slot. A cancelled queued turn is simply skipped there, so a later turn can never
+ * overtake it. A running turn is stopped by cancelling its host activity and waiting for the host
+ * to confirm, so two turns of one chat never run at once. History is bounded by continue-as-new.
+ */
+import {
+  ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, setHandler, startChild, upsertMemo, upsertSearchAttributes, workflowInfo,
+  allHandlersFinished, ParentClosePolicy, type ChildWorkflowHandle,
+} from '@temporalio/workflow';
+import type { ChatActivities, AdmittedTurn, TurnOutcome } from '../activities/control/chat-activities';
+import { cancelTurnSignal, chatStatusQuery, submitTurnUpdate, wakeSignal, type ChatInput } from './chat-definitions';
+import type { HostActivities } from '../activities/host-activities';
+import { grantWorkflow, releaseGrantSignal } from './grant';
+import { grantWorkflowId, hostTaskQueue, searchAttributes } from './names';
+
+/** Turns run by one workflow run before it continues as new. */
+const TURNS_PER_RUN = 50;
+
+const control = proxyActivities<ChatActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
+
+/** Waits for a free slot: `NoFreeSlot` failures retry every few seconds without growing history. */
+const admission = proxyActivities<ChatActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 1.5, maximumInterval: '3 seconds' },
+});
+
+export async function chatWorkflow(input: ChatInput): Promise<void> {
+  let wake = false;
+  let running: { seq: number; scope: CancellationScope } | undefined;
+  const cancelRequests = new Set<number>();
+  let turnsRun = 0;
+
+  setHandler(submitTurnUpdate, (turn) => {
+    wake = true;
+    return { turn_id: turn.turnId, seq: turn.seq, state: 'queued' };
+  }, {
+    validator: (turn) => {
+      if (!Number.isInteger(turn.seq) || turn.seq < 1 || typeof turn.turnId !== 'string') throw new Error('invalid turn');
+    },
+  });
+  setHandler(wakeSignal, () => {
+    wake = true;
+  });
+  setHandler(cancelTurnSignal, ({ seq }) => {
+    wake = true;
+    if (running?.seq === seq) running.scope.cancel();
+    else cancelRequests.add(seq);
+  });
+  setHandler(chatStatusQuery, () => ({ runningSeq: running?.seq ?? null, turnsRun }));
+
+  upsertSearchAttributes([
+    { key: searchAttributes.owner, value: String(input.ownerId) },
+    { key: searchAttributes.state, value: 'idle' },
+  ]);
+  upsertMemo({ jobId: input.jobId, owner: input.ownerId });
+
+  for (;;) {
+    wake = false;
+    const next = await control.nextTurn({ jobId: input.jobId });
+    if (!next) {
+      upsertSearchAttributes([{ key: searchAttributes.state, value: 'idle' }]);
+      if (turnsRun >= TURNS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+        await condition(allHandlersFinished);
+        await continueAsNew<typeof chatWorkflow>(input);
+      }
+      const woke = await condition(() => wake, `${input.config.idleSeconds} seconds`);
+      if (!woke && !wake) {
+        await condition(allHandlersFinished);
+        return;
+      }
+      continue;
+    }
+    if (next.state === 'running') {
+      // A turn left running by an earlier run of this workflow (terminated or reset): its host
+      // activity is gone with that run, so the attempt is fenced off and the turn fails cleanly.
+      await control.abandonTurn({ jobId: input.jobId, seq: next.seq, reason: 'The chat workflow restarted while this turn was running' });
+      continue;
+    }
+    turnsRun += 1;
+    await runTurn(input, next.seq, (scope) => {
+      running = { seq: next.seq, scope };
+      if (cancelRequests.delete(next.seq)) scope.cancel();
+    });
+    running = undefined;
+  }
+}
+
+async function runTurn(input: ChatInput, seq: number, onScope: (scope: CancellationScope) => void): Promise<void> {
+  const admitted = await admission.admitTurn({ jobId: input.jobId, seq });
+  if (admitted.kind !== 'admitted') return;
+  upsertSearchAttributes([
+    { key: searchAttributes.state, value: 'running' },
+    { key: searchAttributes.host, value: admitted.hostId },
+  ]);
+  upsertMemo({ runningTurn: seq, attempt: admitted.attemptId });
+  const grant = await startGrant(input, admitted);
+  let outcome: TurnOutcome;
+  const scope = new CancellationScope();
+  onScope(scope);
+  try {
+    const result = await scope.run(() => runOnHost(input, admitted));
+    outcome = { kind: 'completed', result: result.result };
+  } catch (err) {
+    outcome = outcomeOfFailure(err);
+  }
+  await control.finishTurn({ attemptId: admitted.attemptId, outcome });
+  await grant.signal(releaseGrantSignal).catch(() => undefined);
+  upsertMemo({ runningTurn: null, attempt: null });
+  if (outcome.kind === 'lost') {
+    // The host runner vanished mid-turn: make sure nothing of that attempt keeps running.
+    await fenceOnHost(admitted).catch(() => undefined);
+  }
+}
+
+async function startGrant(input: ChatInput, admitted: AdmittedTurn): Promise<ChildWorkflowHandle<typeof grantWorkflow>> {
+  const grantId = `grant_${admitted.attemptId}`;
+  return startChild(grantWorkflow, {
+    workflowId: grantWorkflowId(grantId),
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    args: [{
+      grantId, attemptId: admitted.attemptId, hostId: admitted.hostId,
+      groupId: admitted.groupId, generation: admitted.generation, renewEverySeconds: input.config.grantRenewSeconds,
+    }],
+  });
+}
+
+async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ result: string }> {
+  const host = proxyActivities<HostActivities>({
+    taskQueue: hostTaskQueue(admitted.hostId),
+    scheduleToStartTimeout: '5 minutes',
+    startToCloseTimeout: `${input.config.turnTimeLimitSeconds + 60} seconds`,
+    heartbeatTimeout: `${input.config.heartbeatTimeoutSeconds} seconds`,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    // A turn is not idempotent: a lost host fails it cleanly instead of running it twice.
+    retry: { maximumAttempts: 1 },
+  });
+  const prepare = proxyActivities<HostActivities>({
+    taskQueue: hostTaskQueue(admitted.hostId),
+    scheduleToStartTimeout: '5 minutes',
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: `${input.config.heartbeatTimeoutSeconds} seconds`,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['ImageMissing', 'InvalidRepository', 'GenerationMismatch'] },
+  });
+  const sandbox = await prepare.prepareSandbox({
+    jobId: input.jobId, groupId: admitted.groupId, generation: admitted.generation, attemptId: admitted.attemptId,
+    uid: admitted.uid, repo: admitted.repo, ...(admitted.baseRef ? { baseRef: admitted.baseRef } : {}),
+    ...(admitted.baseSha ? { baseSha: admitted.baseSha } : {}),
+  });
+  await control.recordSandbox({ jobId: input.jobId, groupId: admitted.groupId, containerId: sandbox.containerId, baseSha: sandbox.baseSha });
+  return host.runAgentTurn({ attemptId: admitted.attemptId, jobId: input.jobId, turnSeq: admitted.seq });
+}
+
+async function fenceOnHost(admitted: AdmittedTurn): Promise<void> {
+  const host = proxyActivities<HostActivities>({
+    taskQueue: hostTaskQueue(admitted.hostId),
+    scheduleToStartTimeout: '2 minutes',
+    startToCloseTimeout: '1 minute',
+    retry: { maximumAttempts: 2 },
+  });
+  await host.fenceMember({ groupId: admitted.groupId, uid: admitted.uid });
+}
+
+/** Maps a host activity failure to the turn's outcome. */
+function outcomeOfFailure(err: unknown): TurnOutcome {
+  if (isCancellation(err)) return { kind: 'cancelled' };
+  const cause = (err as { cause?: unknown }).cause;
+  if (cause instanceof ApplicationFailure) {
+    return { kind: 'failed', error: cause.message || 'The turn failed' };
+  }
+  const name = (cause as { name?: string } | undefined)?.name;
+  if (name === 'TimeoutFailure') return { kind: 'lost', error: 'The host runner stopped responding during the turn' };
+  return { kind: 'failed', error: (cause as Error | undefined)?.message ?? (err as Error).message ?? 'The turn failed' };
+}
