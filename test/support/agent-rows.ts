@@ -1,0 +1,54 @@
+/**
+ * Agent rows for host tests, inserted directly: hosts with a heartbeat of a given age, owners,
+ * jobs, turns and attempts (the jobs API is not what these tests exercise).
+ */
+import type { Db } from '../../lib/db';
+import { hashSecret } from '../../lib/crypto';
+import { newId } from '../../api/jobs/job-store';
+
+export interface HostRowOptions {
+  slotsSaved?: number | null;
+  slotsTotal?: number | null;
+  /** Seconds since the last heartbeat; null: never heartbeated. Default 0 (just now). */
+  heartbeatAgeSeconds?: number | null;
+  runnerVersion?: string;
+  removalRequested?: boolean;
+}
+
+/** Inserts (or replaces) an `agent_hosts` row with an unusable credential. */
+export async function insertHost(db: Db, hostId: string, options: HostRowOptions = {}): Promise<void> {
+  const age = options.heartbeatAgeSeconds === undefined ? 0 : options.heartbeatAgeSeconds;
+  await db('agent_hosts').insert({
+    host_id: hostId,
+    credential_hash: hashSecret(`unused-${hostId}`),
+    credential_prefix: 'ahc_test',
+    slots_saved: options.slotsSaved ?? null,
+    slots_total: options.slotsTotal === undefined ? 3 : options.slotsTotal,
+    runtime: 'docker-test',
+    runner_version: options.runnerVersion ?? '2',
+    last_heartbeat_at: age === null ? null : db.raw('now() - make_interval(secs => ?)', [age]),
+    removal_requested_at: options.removalRequested ? db.fn.now() : null,
+  }).onConflict('host_id').merge();
+}
+
+/** An owner account row. */
+export async function insertOwner(db: Db, email: string): Promise<number> {
+  const [row] = await db('users').insert({ email, permissions: ['agent.use'] }).returning<Array<{ id: string }>>('id');
+  return Number(row!.id);
+}
+
+/** A job with one queued turn; returns both ids. */
+export async function insertJobWithTurn(db: Db, ownerId: number, hostId: string | null = null): Promise<{ jobId: string; turnId: string }> {
+  const jobId = newId('job');
+  const turnId = newId('turn');
+  await db('agent_jobs').insert({ job_id: jobId, owner_id: ownerId, title: 'test', model: 'test-model', host_id: hostId });
+  await db('agent_turns').insert({ turn_id: turnId, job_id: jobId, seq: 1, prompt: 'hello' });
+  return { jobId, turnId };
+}
+
+/** A `running` attempt of the turn on `hostId` (holds one of its slots). */
+export async function insertRunningAttempt(db: Db, ids: { jobId: string; turnId: string; hostId: string }): Promise<string> {
+  const attemptId = newId('att');
+  await db('agent_attempts').insert({ attempt_id: attemptId, turn_id: ids.turnId, job_id: ids.jobId, host_id: ids.hostId, state: 'running' });
+  return attemptId;
+}
