@@ -1,29 +1,52 @@
 /**
  * The control worker: polls task queue `control` (every workflow, and activities that touch
- * PostgreSQL, object storage or the gateway). Entry of `npm run worker:control`.
+ * PostgreSQL, object storage or the gateway), and reconciles queued turns with their chat
+ * workflows. Entry of `npm run worker:control`.
  */
 import { Worker } from '@temporalio/worker';
+import { createDb } from '../lib/db';
 import { createLogger } from '../lib/logger';
+import { Periodic } from '../lib/periodic';
 import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
-import { connectWorker, installTemporalRuntime, stopWorker } from '../lib/temporal';
+import { connectWorker, createTemporalClient, installTemporalRuntime, stopWorker } from '../lib/temporal';
+import { createControlActivities } from '../activities/control';
+import { reconcileQueuedTurns } from '../activities/control/chat-reconciler';
+import { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
+import { ChatDelivery } from '../api/jobs/chat-delivery';
+
+const RECONCILE_EVERY_MS = 30_000;
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
   const log = createLogger({ name: 'control-worker', level: settings.LOG_LEVEL });
+  if (!settings.DATABASE_URL) throw new Error('DATABASE_URL is required by the control worker');
+  if (!settings.GATEWAY_GRANT_DISPATCH_TOKEN) throw new Error('GATEWAY_GRANT_DISPATCH_TOKEN is required by the control worker (inference grants)');
   installTemporalRuntime(log);
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
+  const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'control-worker' });
+  const grants = new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN });
   const connection = await connectWorker(settings);
   const worker = await Worker.create({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows'),
-    activities: {},
+    activities: createControlActivities({ db, settings, grants }),
   });
+  const { client, connection: clientConnection } = createTemporalClient(settings);
+  const delivery = new ChatDelivery(client, settings, log);
+  const reconciler = new Periodic(async () => {
+    await reconcileQueuedTurns({ db, delivery, log, minQueuedSeconds: 30 }).catch((err: unknown) => {
+      log.warn({ err }, 'queued-turn reconciliation failed; retrying on schedule');
+    });
+  }, RECONCILE_EVERY_MS, log, 'queued-turn reconciliation');
   const running = worker.run();
+  await reconciler.start();
+  shutdown.add({ name: 'reconciler', run: () => Promise.resolve(reconciler.stop()) });
   shutdown.add({ name: 'temporal worker', run: () => stopWorker(worker, running) });
-  shutdown.add({ name: 'temporal connection', run: () => connection.close() });
+  shutdown.add({ name: 'temporal connections', run: async () => { await clientConnection.close(); await connection.close(); } });
+  shutdown.add({ name: 'database pool', run: () => db.destroy() });
   log.info({ taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE, address: settings.TEMPORAL_ADDRESS }, 'control worker polling');
   await running;
 }

@@ -6,6 +6,7 @@ import type { ApiDeps } from '../app';
 import { apiHealthRouter } from './health';
 import { hostsRouter } from './hosts';
 import { jobsRouter } from './jobs';
+import { hostAttemptsRouter } from './host-attempts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -13,5 +14,6 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     apiHealthRouter(deps),
     hostsRouter(deps.db),
     jobsRouter(deps),
+    hostAttemptsRouter(deps),
   ];
 }

@@ -1,0 +1,55 @@
+/**
+ * The host runner's calls to the control-plane API with its own credential: an attempt's context
+ * and its inference grant. A 409 means the attempt is no longer current (fenced): the runner must
+ * stop working on it.
+ */
+import type { AttemptContext } from '../../api/jobs/attempt-context';
+
+export class AttemptNotCurrentError extends Error {
+  constructor(attemptId: string) {
+    super(`Attempt ${attemptId} is not current`);
+    this.name = 'AttemptNotCurrent';
+  }
+}
+
+export interface HostApiOptions {
+  apiUrl: string;
+  hostId: string;
+  credential: string;
+  timeoutMs?: number;
+}
+
+export interface TurnGrant {
+  grant_id: string;
+  token: string;
+  expires_at: string;
+  model: string;
+}
+
+export class HostApiClient {
+  constructor(private readonly options: HostApiOptions) {}
+
+  private async call<T>(method: 'GET' | 'POST', path: string, attemptId: string): Promise<T> {
+    const url = new URL(`/v1/agent/hosts/${encodeURIComponent(this.options.hostId)}${path}`, this.options.apiUrl);
+    const res = await fetch(url, {
+      method,
+      headers: { authorization: `Bearer ${this.options.credential}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+      ...(method === 'POST' ? { body: '{}' } : {}),
+      signal: AbortSignal.timeout(this.options.timeoutMs ?? 15_000),
+    });
+    if (res.status === 409) throw new AttemptNotCurrentError(attemptId);
+    if (!res.ok) {
+      const text = (await res.text()).slice(0, 300);
+      throw new Error(`control-plane API answered ${res.status} to ${method} ${url.pathname}: ${text}`);
+    }
+    return (await res.json()) as T;
+  }
+
+  attemptContext(attemptId: string): Promise<AttemptContext> {
+    return this.call('GET', `/attempts/${encodeURIComponent(attemptId)}/context`, attemptId);
+  }
+
+  turnGrant(attemptId: string): Promise<TurnGrant> {
+    return this.call('POST', `/attempts/${encodeURIComponent(attemptId)}/grant`, attemptId);
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The host activity that executes one admitted turn: reads the attempt's context and grant from
+ * the control-plane API (never through Temporal history), fences off anything a lost earlier
+ * attempt left running in the member's sandbox, runs the chat's agent driver with events going to
+ * the API, heartbeats, and stops promptly on cancellation or at the turn's time limit.
+ */
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type Docker from 'dockerode';
+import type { Settings } from '../../lib/settings';
+import { DockerSandbox, killMemberProcesses } from '../docker/sandbox-container';
+import { ApiEventSink } from './api-event-sink';
+import { driverFor } from './drivers';
+import { AttemptNotCurrentError, HostApiClient } from './host-api-client';
+import type { ExecOptions, ExecResult, SandboxExec } from './types';
+
+export interface TurnRunnerDeps {
+  docker: Docker;
+  hostId: string;
+  api: HostApiClient;
+  apiUrl: string;
+  credential: string;
+  gatewayUrl: string;
+  settings: Pick<Settings, 'AGENT_CLI_COMMAND'>;
+}
+
+export interface RunTurnInput {
+  attemptId: string;
+  jobId: string;
+  turnSeq: number;
+}
+
+/** Adds the chat's environment to every command a driver runs. */
+function withEnv(sandbox: SandboxExec, env: Record<string, string>): SandboxExec {
+  return {
+    exec: (command: string[], options: ExecOptions): Promise<ExecResult> => sandbox.exec(command, { ...options, env: { ...env, ...options.env } }),
+    readFile: (path, maxBytes) => sandbox.readFile(path, maxBytes),
+    writeFile: (path, content) => sandbox.writeFile(path, content),
+  };
+}
+
+export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ result: string }> {
+  const ctx = Context.current();
+  let context;
+  let grant;
+  try {
+    context = await deps.api.attemptContext(input.attemptId);
+    grant = await deps.api.turnGrant(input.attemptId);
+  } catch (err) {
+    if (err instanceof AttemptNotCurrentError) throw ApplicationFailure.nonRetryable(err.message, 'AttemptNotCurrent');
+    throw err;
+  }
+  await killMemberProcesses(deps.docker, context.container_name, context.uid);
+  const sandbox = withEnv(new DockerSandbox(deps.docker, context.container_name, context.uid), context.env);
+  const events = new ApiEventSink({ apiUrl: deps.apiUrl, hostId: deps.hostId, credential: deps.credential, attemptId: input.attemptId });
+  const abort = new AbortController();
+  const deadline = Date.now() + context.turn_time_limit_seconds * 1000;
+  const limitTimer = setTimeout(() => abort.abort(new Error('turn time limit reached')), context.turn_time_limit_seconds * 1000);
+  const onCancel = () => abort.abort(new Error('turn cancelled'));
+  ctx.cancellationSignal.addEventListener('abort', onCancel);
+  const beat = setInterval(() => ctx.heartbeat(), 1000);
+  try {
+    const driver = driverFor(context.driver, deps.settings);
+    const outcome = await driver({
+      prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
+      jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: `/home/member-${context.uid}/.agent`,
+      sandbox, events, signal: abort.signal, deadline,
+    });
+    return { result: outcome.result };
+  } catch (err) {
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');
+    if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, 'TurnTimeLimit');
+    if (err instanceof AttemptNotCurrentError || (err as Error).name === 'AttemptFenced') throw ApplicationFailure.nonRetryable('The attempt was superseded', 'AttemptNotCurrent');
+    throw ApplicationFailure.nonRetryable((err as Error).message || 'The agent failed', 'TurnFailed');
+  } finally {
+    clearTimeout(limitTimer);
+    clearInterval(beat);
+    ctx.cancellationSignal.removeEventListener('abort', onCancel);
+    if (abort.signal.aborted) await killMemberProcesses(deps.docker, context.container_name, context.uid).catch(() => undefined);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * Delivers turns that PostgreSQL holds but no chat workflow is working on: a turn accepted while
+ * Temporal was unreachable, or a chat whose idle workflow ended just as a turn arrived. Runs in the
+ * control worker every `intervalMs`; waking a chat that is already working is harmless (the
+ * workflow re-reads PostgreSQL and finds nothing new).
+ */
+import type { Db } from '../../lib/db';
+import type { Logger } from '../../lib/logger';
+import type { ChatDelivery } from '../../api/jobs/chat-delivery';
+
+export interface ReconcilerDeps {
+  db: Db;
+  delivery: ChatDelivery;
+  log: Logger;
+  /** Only turns queued at least this long are considered stuck. */
+  minQueuedSeconds: number;
+}
+
+/** Wakes every chat with a queued turn older than the threshold and no running turn; returns how many. */
+export async function reconcileQueuedTurns(deps: ReconcilerDeps): Promise<number> {
+  const rows = await deps.db('agent_turns as t')
+    .join('agent_jobs as j', 'j.job_id', 't.job_id')
+    .where('t.state', 'queued')
+    .whereNull('j.deleted_at')
+    .where('t.created_at', '<', deps.db.raw(`now() - make_interval(secs => ?)`, [deps.minQueuedSeconds]))
+    .whereNotExists((q) => q.select(deps.db.raw('1')).from('agent_turns as r').whereRaw('r.job_id = t.job_id').where('r.state', 'running'))
+    .distinct<Array<{ job_id: string; owner_id: string }>>('t.job_id', 'j.owner_id')
+    .limit(500);
+  let woken = 0;
+  for (const row of rows) {
+    if (await deps.delivery.wake({ jobId: row.job_id, ownerId: Number(row.owner_id) })) woken += 1;
+  }
+  if (rows.length > 0) deps.log.info({ event: 'agent_chats_reconciled', found: rows.length, woken }, 'woke chats with queued turns');
+  return woken;
+}

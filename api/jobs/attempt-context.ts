@@ -1,0 +1,68 @@
+/**
+ * What a host runner needs to execute an admitted turn, read with its own credential and fenced to
+ * the attempt (it must be the turn's current, running attempt on that host). Kept out of Temporal
+ * history on purpose: the prompt is the owner's data and the environment may hold secrets.
+ * Environment = platform base + the owner's global variables + the task's own overrides.
+ */
+import type { Db } from '../../lib/db';
+import { AppError } from '../../lib/errors';
+
+export interface AttemptContext {
+  attempt_id: string;
+  job_id: string;
+  turn_seq: number;
+  prompt: string;
+  model: string;
+  driver: 'builtin' | 'cli';
+  group_id: string;
+  generation: number;
+  container_name: string;
+  uid: number;
+  env: Record<string, string>;
+  turn_time_limit_seconds: number;
+}
+
+/** The platform's base environment of every sandbox command. */
+export function platformEnv(jobId: string): Record<string, string> {
+  return { LANG: 'C.UTF-8', TZ: 'UTC', AGENT_JOB_ID: jobId };
+}
+
+interface Row {
+  attempt_id: string;
+  state: string;
+  host_id: string;
+  job_id: string;
+  seq: number;
+  prompt: string;
+  model: string;
+  driver: 'builtin' | 'cli';
+  env: Record<string, string>;
+  owner_id: string;
+  group_id: string | null;
+  generation: number | null;
+  container_name: string | null;
+  uid: number | null;
+}
+
+/** The context of `attemptId` for `hostId`; 409 when the attempt is not current on that host. */
+export async function attemptContext(db: Db, input: { hostId: string; attemptId: string; turnTimeLimitSeconds: number }): Promise<AttemptContext> {
+  const row = await db('agent_attempts as a')
+    .join('agent_turns as t', 't.turn_id', 'a.turn_id')
+    .join('agent_jobs as j', 'j.job_id', 'a.job_id')
+    .leftJoin('agent_sandboxes as s', 's.group_id', 'j.group_id')
+    .leftJoin('agent_sandbox_members as m', 'm.job_id', 'j.job_id')
+    .where('a.attempt_id', input.attemptId)
+    .first<Row | undefined>('a.attempt_id', 'a.state', 'a.host_id', 'a.job_id', 't.seq', 't.prompt', 'j.model', 'j.driver', 'j.env', 'j.owner_id',
+      'j.group_id', 's.generation', 's.container_name', 'm.uid');
+  if (!row || row.host_id !== input.hostId || row.state !== 'running') throw new AppError('conflict', 'Attempt is not current');
+  if (!row.group_id || row.generation === null || !row.container_name || row.uid === null) throw new AppError('conflict', 'Attempt has no sandbox');
+  const owned = await db('agent_owner_variables').where({ user_id: row.owner_id }).select<Array<{ name: string; value: string }>>('name', 'value');
+  const env: Record<string, string> = { ...platformEnv(row.job_id) };
+  for (const variable of owned) env[variable.name] = variable.value;
+  Object.assign(env, row.env);
+  return {
+    attempt_id: row.attempt_id, job_id: row.job_id, turn_seq: row.seq, prompt: row.prompt, model: row.model, driver: row.driver,
+    group_id: row.group_id, generation: row.generation, container_name: row.container_name, uid: row.uid, env,
+    turn_time_limit_seconds: input.turnTimeLimitSeconds,
+  };
+}
