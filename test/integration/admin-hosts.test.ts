@@ -195,7 +195,7 @@ describe('admin: runner hosts (slots, display states, guarded removal)', () => {
     assert.equal(await viewOf('busy-host'), undefined);
     assert.equal((await call('DELETE', '/admin/agent/runner-hosts/busy-host')).status, 404);
     assert.equal((await putSlots('busy-host', 4)).status, 404);
-    assert.equal((await t.db('agent_attempts').where({ attempt_id: attemptId }).first())?.host_id, 'busy-host', 'history keeps naming the host');
+    assert.equal((await t.db('agent_attempts').where({ attempt_id: attemptId }).first<{ host_id: string }>())?.host_id, 'busy-host', 'history keeps naming the host');
     const again = await enrollHost(t.db, 'busy-host');
     assert.equal((await beat('busy-host', again.credential, 3, '2')).status, 200, 'enrolling again brings the host back');
   });
