@@ -8,6 +8,9 @@ import type { Logger } from '../lib/logger';
 /** Version 2 applies remote slot changes; version 1 runners ignore `slots_configured`. */
 export const RUNNER_VERSION = '2';
 
+/** The most slots an operator may save for a host (spec 8). */
+export const MAX_HOST_SLOTS = 128;
+
 export interface HeartbeatOptions {
   /** The control-plane API's base URL (`AGENT_API_URL`). */
   apiUrl: string;

@@ -12,7 +12,7 @@ import { createShutdown } from '../lib/shutdown';
 import { connectWorker, installTemporalRuntime, stopWorker } from '../lib/temporal';
 import { createHostActivities } from '../activities/host-activities';
 import { hostTaskQueue } from '../workflows/names';
-import { createHeartbeat } from './host-heartbeat';
+import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -32,7 +32,8 @@ async function main(): Promise<void> {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue,
     activities: createHostActivities({ docker, hostId, image: settings.AGENT_SANDBOX_IMAGE }),
-    maxConcurrentActivityTaskExecutions: settings.AGENT_HOST_SLOTS * 4,
+    // Admission (slots) is the control plane's; this only must not undercut a raised slot count.
+    maxConcurrentActivityTaskExecutions: MAX_HOST_SLOTS * 4,
   });
   const heartbeat = createHeartbeat({
     apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL,
