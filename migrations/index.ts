@@ -9,6 +9,7 @@ import * as requestLog from './20261121020000_request_log';
 import * as runtimeConfig from './20261121030000_runtime_config';
 import * as routewise from './20261121040000_routewise';
 import * as agentJobs from './20261121050000_agent_jobs';
+import * as agentHostRemoved from './20261121071500_agent_host_removed';
 
 export interface Migration {
   name: string;
@@ -25,4 +26,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261121030000_runtime_config', ...runtimeConfig },
   { name: '20261121040000_routewise', ...routewise },
   { name: '20261121050000_agent_jobs', ...agentJobs },
+  { name: '20261121071500_agent_host_removed', ...agentHostRemoved },
 ];

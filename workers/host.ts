@@ -6,14 +6,13 @@
 import { hostname } from 'node:os';
 import Docker from 'dockerode';
 import { Worker } from '@temporalio/worker';
-import { createLogger, type Logger } from '../lib/logger';
-import { loadSettings, type Settings } from '../lib/settings';
+import { createLogger } from '../lib/logger';
+import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { connectWorker, installTemporalRuntime, stopWorker } from '../lib/temporal';
 import { createHostActivities } from '../activities/host-activities';
 import { hostTaskQueue } from '../workflows/names';
-
-const RUNNER_VERSION = '1';
+import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -33,38 +32,20 @@ async function main(): Promise<void> {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue,
     activities: createHostActivities({ docker, hostId, image: settings.AGENT_SANDBOX_IMAGE }),
-    maxConcurrentActivityTaskExecutions: settings.AGENT_HOST_SLOTS * 4,
+    // Admission (slots) is the control plane's; this only must not undercut a raised slot count.
+    maxConcurrentActivityTaskExecutions: MAX_HOST_SLOTS * 4,
   });
-  const stopHeartbeat = startHeartbeat({ settings, log, hostId, runtime: `docker-${engine.Version}` });
+  const heartbeat = createHeartbeat({
+    apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL,
+    defaultSlots: settings.AGENT_HOST_SLOTS, runtime: `docker-${engine.Version}`, log,
+  });
+  heartbeat.start(settings.AGENT_HOST_HEARTBEAT_SECONDS * 1000);
   const running = worker.run();
-  shutdown.add({ name: 'heartbeat', run: () => Promise.resolve(stopHeartbeat()) });
+  shutdown.add({ name: 'heartbeat', run: () => Promise.resolve(heartbeat.stop()) });
   shutdown.add({ name: 'temporal worker', run: () => stopWorker(worker, running) });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   log.info({ hostId, taskQueue, docker: engine.Version }, 'host runner polling');
   await running;
-}
-
-/** Heartbeats now and every interval; a failed beat is logged and retried at the next tick. */
-function startHeartbeat(options: { settings: Settings; log: Logger; hostId: string; runtime: string }): () => void {
-  const { settings, log, hostId, runtime } = options;
-  const url = new URL(`/v1/agent/hosts/${encodeURIComponent(hostId)}/heartbeat`, settings.AGENT_API_URL);
-  const beat = async (): Promise<void> => {
-    try {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${settings.AGENT_HOST_CREDENTIAL}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ slots_total: settings.AGENT_HOST_SLOTS, runtime, runner_version: RUNNER_VERSION, capabilities: ['container'] }),
-        signal: AbortSignal.timeout(5000),
-      });
-      if (!res.ok) log.warn({ status: res.status }, 'host heartbeat refused');
-      else log.debug(await res.json(), 'host heartbeat');
-    } catch (err) {
-      log.warn({ err: (err as Error).message }, 'host heartbeat failed');
-    }
-  };
-  void beat();
-  const timer = setInterval(() => void beat(), settings.AGENT_HOST_HEARTBEAT_SECONDS * 1000);
-  return () => clearInterval(timer);
 }
 
 main().catch((err: unknown) => {

@@ -7,6 +7,7 @@ import { apiHealthRouter } from './health';
 import { hostsRouter } from './hosts';
 import { jobsRouter } from './jobs';
 import { hostAttemptsRouter } from './host-attempts';
+import { adminHostsRouter } from './admin-hosts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -15,5 +16,6 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostsRouter(deps.db),
     jobsRouter(deps),
     hostAttemptsRouter(deps),
+    adminHostsRouter(deps),
   ];
 }

@@ -51,14 +51,14 @@ describe('control-plane API: health, host enrollment and heartbeat', () => {
     const { credential } = await enrollHost(t.db, 'host-b');
     const res = await beat('host-b', credential, goodBeat);
     assert.equal(res.status, 200);
-    assert.deepEqual(await res.json(), { host_id: 'host-b', slots_effective: 4 });
+    assert.deepEqual(await res.json(), { host_id: 'host-b', slots_configured: null, slots_effective: 4 });
     const row = await t.db('agent_hosts').where({ host_id: 'host-b' }).first<{ slots_total: number; runtime: string; capabilities: string[]; last_heartbeat_at: Date | null }>();
     assert.equal(row?.slots_total, 4);
     assert.equal(row?.runtime, 'docker-20.10');
     assert.deepEqual(row?.capabilities, ['container']);
     assert.ok(row?.last_heartbeat_at instanceof Date);
     await t.db('agent_hosts').where({ host_id: 'host-b' }).update({ slots_saved: 2 });
-    assert.deepEqual(await (await beat('host-b', credential, goodBeat)).json(), { host_id: 'host-b', slots_effective: 2 });
+    assert.deepEqual(await (await beat('host-b', credential, goodBeat)).json(), { host_id: 'host-b', slots_configured: 2, slots_effective: 2 });
   });
 
   it('refuses a missing, wrong, rotated or other host\'s credential with 401 and changes nothing', async () => {

@@ -1,0 +1,98 @@
+/**
+ * The operator's view of an execution host (spec 3.5, 4.4): online/stale by the last heartbeat,
+ * slots saved / reported / effective / default, and the display state of a pending slot change
+ * (`applying N`, `N not applied`, `redeploy to change`).
+ */
+import { effectiveSlots } from './placement';
+
+/** The first runner version that applies `slots_configured` from the heartbeat answer. */
+export const REMOTE_SLOTS_RUNNER_VERSION = 2;
+
+/** The `agent_hosts` columns the view reads. */
+export interface HostRow {
+  host_id: string;
+  slots_saved: number | null;
+  slots_total: number | null;
+  runtime: string | null;
+  runner_version: string | null;
+  capabilities: string[];
+  enrolled_at: Date;
+  last_heartbeat_at: Date | null;
+  removal_requested_at: Date | null;
+  /** Seconds since the last heartbeat by the database clock; null when never heartbeated. */
+  heartbeat_age_seconds: number | null;
+}
+
+export interface HostSlotsView {
+  saved: number | null;
+  reported: number | null;
+  effective: number;
+  default: number;
+  display: string | null;
+}
+
+export interface HostView {
+  host_id: string;
+  online: boolean;
+  stale: boolean;
+  slots: HostSlotsView;
+  running_turns: number;
+  runtime: string | null;
+  runner_version: string | null;
+  capabilities: string[];
+  last_heartbeat_at: string | null;
+  enrolled_at: string;
+  removal_requested_at: string | null;
+}
+
+export interface HostViewContext {
+  /** `AGENT_HOST_STALE_SECONDS`. */
+  staleSeconds: number;
+  /** `AGENT_HOST_SLOTS`, the environment default a runner reports when nothing is saved. */
+  defaultSlots: number;
+}
+
+/** Whether a runner of this version applies remote slot changes (version 2 and later). */
+export function appliesRemoteSlots(runnerVersion: string | null): boolean {
+  const version = Number(runnerVersion);
+  return Number.isInteger(version) && version >= REMOTE_SLOTS_RUNNER_VERSION;
+}
+
+/**
+ * The display state of the saved slots: `N not applied` while the host is offline, `redeploy to
+ * change` for a runner that ignores remote changes, `applying N` while a raise waits for the
+ * runner's confirming heartbeat; null when nothing is pending (a lowering already holds, since
+ * admission uses the lower number).
+ */
+export function slotsDisplay(options: { saved: number | null; reported: number | null; online: boolean; runnerVersion: string | null }): string | null {
+  const { saved, reported, online, runnerVersion } = options;
+  if (saved === null || saved === reported) return null;
+  if (!online) return `${saved} not applied`;
+  if (!appliesRemoteSlots(runnerVersion)) return 'redeploy to change';
+  if (reported === null || saved > reported) return `applying ${saved}`;
+  return null;
+}
+
+/** The view of one host row with its count of running attempts. */
+export function hostView(row: HostRow, runningTurns: number, context: HostViewContext): HostView {
+  const fresh = row.heartbeat_age_seconds !== null && row.heartbeat_age_seconds < context.staleSeconds;
+  return {
+    host_id: row.host_id,
+    online: fresh,
+    stale: row.heartbeat_age_seconds !== null && !fresh,
+    slots: {
+      saved: row.slots_saved,
+      reported: row.slots_total,
+      effective: effectiveSlots(row, context.defaultSlots),
+      default: context.defaultSlots,
+      display: slotsDisplay({ saved: row.slots_saved, reported: row.slots_total, online: fresh, runnerVersion: row.runner_version }),
+    },
+    running_turns: runningTurns,
+    runtime: row.runtime,
+    runner_version: row.runner_version,
+    capabilities: row.capabilities,
+    last_heartbeat_at: row.last_heartbeat_at?.toISOString() ?? null,
+    enrolled_at: row.enrolled_at.toISOString(),
+    removal_requested_at: row.removal_requested_at?.toISOString() ?? null,
+  };
+}
