@@ -1,0 +1,156 @@
+/**
+ * The whole agent control plane for integration tests, in this process but over real things: a
+ * fresh PostgreSQL database, a gateway on 127.0.0.1 with a fake LLM upstream behind model
+ * `agent-model`, the control-plane API, the Temporal dev server with a control worker (its own task
+ * queue) and a host runner (its own enrolled host, heartbeating to the API, running sandboxes on
+ * the real Docker engine), and an owner with `agent.use` and an API key.
+ */
+import { Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createControlActivities } from '../../activities/control';
+import { createHostActivities } from '../../activities/host-activities';
+import { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import { HostApiClient } from '../../activities/agent/host-api-client';
+import { enrollHost } from '../../api/hosts/host-registry';
+import { loadSettings, type Settings } from '../../lib/settings';
+import { createHeartbeat, type Heartbeat } from '../../workers/host-heartbeat';
+import { hostTaskQueue } from '../../workflows/names';
+import { ADMIN_TOKEN } from './admin';
+import { createKey, postJson, signUpAndLogIn } from './accounts';
+import { startTestApi, TEST_JWT_SECRET, type TestApi } from './api';
+import { freshDatabase, type TestDatabase } from './db';
+import { docker, SANDBOX_IMAGE, testLabels, removeContainers, TEST_RUN_LABEL, testRunId } from './docker';
+import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
+import { startTestGateway, type TestGateway } from './gateway';
+import { captureLogs } from './logs';
+import { temporalEnv, uniqueTaskQueue, workflowBundle } from './temporal';
+
+export const DISPATCH_TOKEN = 'test-dispatch-token-0123456789-abcdefghij';
+export const AGENT_MODEL = 'agent-model';
+
+export interface AgentStack {
+  t: TestDatabase;
+  upstream: FakeUpstream;
+  gateway: TestGateway;
+  api: TestApi;
+  env: TestWorkflowEnvironment;
+  settings: Settings;
+  hostId: string;
+  hostCredential: string;
+  heartbeat: Heartbeat;
+  /** The owner's API key (`agent.use`). */
+  ownerKey: string;
+  controlQueue: string;
+  /** Starts (again) the in-process control worker / host runner; `stop*` shuts them down. */
+  startControl(): Promise<void>;
+  stopControl(): Promise<void>;
+  startHost(): Promise<void>;
+  stopHost(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface AgentStackOptions {
+  slots?: number;
+  env?: Record<string, string>;
+}
+
+/** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
+export async function makeOwner(gatewayUrl: string, t: TestDatabase, email: string): Promise<string> {
+  const session = await signUpAndLogIn(gatewayUrl, t.db, email);
+  const user = await t.db('users').whereRaw('lower(email) = lower(?)', [email]).first<{ id: string }>('id');
+  const res = await fetch(`${gatewayUrl}/admin/users/${user.id}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ permissions: ['agent.use'] }),
+  });
+  if (!res.ok) throw new Error(`granting agent.use failed: ${res.status} ${await res.text()}`);
+  return createKey(gatewayUrl, session, 'agent');
+}
+
+export async function startAgentStack(options: AgentStackOptions = {}): Promise<AgentStack> {
+  const t = await freshDatabase();
+  const upstream = await startFakeUpstream();
+  const gateway = await startTestGateway({
+    db: t.db,
+    modelsYaml: `models:\n  - id: ${AGENT_MODEL}\n    route:\n      - kind: generic_compat\n        base_url: ${upstream.url}\n        api_key: upstream-key\n`,
+    env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false' },
+  });
+  const env = await temporalEnv();
+  const controlQueue = uniqueTaskQueue('control');
+  const hostId = `th-${testRunId}-${Math.random().toString(36).slice(2, 8)}`.toLowerCase().replace(/[^a-z0-9._-]/g, '-');
+  const apiEnv = {
+    TEMPORAL_CONTROL_TASK_QUEUE: controlQueue, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, AGENT_GATEWAY_URL: gateway.url,
+    AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: '5', AGENT_GRANT_RENEW_SECONDS: '2', AGENT_HOST_SLOTS: String(options.slots ?? 3),
+    AGENT_HOST_ID: hostId, ...options.env,
+  };
+  const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...apiEnv });
+  const grants = new GatewayGrantClient({ gatewayUrl: gateway.url, dispatchToken: DISPATCH_TOKEN });
+  const api = await startTestApi({ db: t.db, temporal: env.client, env: apiEnv, grants });
+  const { credential } = await enrollHost(t.db, hostId);
+  const heartbeat = createHeartbeat({
+    apiUrl: api.url, hostId, credential, defaultSlots: settings.AGENT_HOST_SLOTS, runtime: 'docker-test', log: captureLogs('heartbeat').log,
+  });
+  await heartbeat.beatOnce();
+  heartbeat.start(1000);
+  const ownerKey = await makeOwner(gateway.url, t, `owner-${hostId}@example.com`);
+
+  let control: { worker: Worker; running: Promise<void> } | undefined;
+  let host: { worker: Worker; running: Promise<void> } | undefined;
+  const stack: AgentStack = {
+    t, upstream, gateway, api, env, settings, hostId, hostCredential: credential, heartbeat, ownerKey, controlQueue,
+    async startControl() {
+      const worker = await Worker.create({
+        connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: controlQueue,
+        workflowBundle: await workflowBundle(),
+        activities: createControlActivities({ db: t.db, settings, grants }),
+      });
+      control = { worker, running: worker.run() };
+    },
+    async stopControl() {
+      if (!control) return;
+      control.worker.shutdown();
+      await control.running;
+      control = undefined;
+    },
+    async startHost() {
+      const worker = await Worker.create({
+        connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: hostTaskQueue(hostId),
+        activities: createHostActivities({
+          docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(),
+          turns: {
+            api: new HostApiClient({ apiUrl: api.url, hostId, credential }), apiUrl: api.url, credential,
+            gatewayUrl: gateway.url, settings,
+          },
+        }),
+      });
+      host = { worker, running: worker.run() };
+    },
+    async stopHost() {
+      if (!host) return;
+      host.worker.shutdown();
+      await host.running;
+      host = undefined;
+    },
+    async close() {
+      heartbeat.stop();
+      await stack.stopHost().catch(() => undefined);
+      await stack.stopControl().catch(() => undefined);
+      await removeContainers({ [TEST_RUN_LABEL]: testRunId, 'agent.host': hostId });
+      await api.close();
+      await gateway.close();
+      await upstream.close();
+      await t.drop();
+    },
+  };
+  await stack.startControl();
+  await stack.startHost();
+  return stack;
+}
+
+/** Owner-authenticated JSON call to the API. */
+export async function ownerCall(stack: AgentStack, method: string, path: string, body?: unknown, key = stack.ownerKey): Promise<Response> {
+  if (method === 'POST') return postJson(`${stack.api.url}${path}`, body ?? {}, { authorization: `Bearer ${key}` });
+  return fetch(`${stack.api.url}${path}`, { method, headers: { authorization: `Bearer ${key}` } });
+}
+
+export { docker };
