@@ -4,12 +4,15 @@
 import type Router from '@koa/router';
 import type { ApiDeps } from '../app';
 import { apiHealthRouter } from './health';
+import { hostGrantRouter } from './grants';
 import { hostsRouter } from './hosts';
+import { promptRewriteRouter } from './prompt-rewrite';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
   return [
     apiHealthRouter(deps),
     hostsRouter(deps.db),
+    hostGrantRouter(deps), promptRewriteRouter(deps),
   ];
 }
