@@ -141,7 +141,7 @@ describe('inference grants: host grant route and prompt rewrite', function () {
       assert.deepEqual(res.body, { questions: ['Which branch?', 'Which tests must pass?'] });
       const sent = upstream.requests[seen]!.body as { messages: Array<{ role: string; content: string }> };
       assert.equal(sent.messages[0]?.role, 'system');
-      assert.match(sent.messages[0]!.content, /strict JSON/);
+      assert.match(sent.messages[0].content, /strict JSON/);
       assert.match(sent.messages[1]!.content, /fix the build/);
       await assertRevoked(lastGrant());
       assert.deepEqual(await t.db('agent_jobs').count<Array<{ count: string }>>('* as count'), jobsBefore, 'no job is created');
