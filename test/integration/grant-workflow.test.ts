@@ -35,7 +35,7 @@ describe('grant workflow (Temporal + PostgreSQL + gateway)', function () {
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
   });
   const expiresAt = async (grantId: string) =>
-    (await t.db('agent_grants').where({ grant_id: grantId }).first<{ expires_at: Date }>('expires_at'))!.expires_at.getTime();
+    (await t.db('agent_grants').where({ grant_id: grantId }).first<{ expires_at: Date }>('expires_at')).expires_at.getTime();
   const revokedAt = async (grantId: string) =>
     (await t.db('agent_grants').where({ grant_id: grantId }).first<{ revoked_at: Date | null }>('revoked_at'))?.revoked_at ?? null;
 

@@ -29,7 +29,7 @@ export function dispatch<T = Record<string, unknown>>(gatewayUrl: string, path: 
 }
 
 /** The error message of an error answer. */
-export function messageOf(response: JsonResponse): string {
+export function messageOf(response: JsonResponse<unknown>): string {
   return (response.body as { error?: { message?: string } }).error?.message ?? '';
 }
 
