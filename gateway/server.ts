@@ -13,8 +13,7 @@ import { beginRequest } from '../lib/http/request-context';
 import { createGatewayApp, type GatewayDeps } from './app';
 import type { Caller } from './auth/caller';
 import { describeRequest } from './auth/request-origin';
-import type { ClientIpInfo } from './auth/client-address';
-import { isGrantToken } from './agent-grants/grant-cache';
+import { ensureGrantCached } from './agent-grants/grant-cache';
 import { bearerToken } from '../lib/http/json-body';
 import { chatHandler } from './surfaces/chat';
 import { completionsHandler } from './surfaces/completions';
@@ -49,7 +48,9 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
-    await ensureGrantCached(deps, origin.client, req.headers.authorization);
+    if (deps.settings.USER_AUTH_ENABLED) {
+      await ensureGrantCached(deps.grants, bearerToken(req.headers.authorization), () => deps.gate.blocklist.blocked(origin.client));
+    }
     state.caller = deps.gate.admit(origin.client, req.headers.authorization, path, state);
     if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
     await handler(new Context(req, res, state));
@@ -61,18 +62,6 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     if (state.usage !== undefined) deps.limits.charge(state.caller?.userId, state);
     deps.requestLog?.finish(req, res, state, path);
   }
-}
-
-/**
- * An `agr_` token the grant cache does not know yet (issued by another gateway replica moments
- * ago) is looked up once before admission; API keys and known grants never wait. Blocked sources
- * are not looked up (admission refuses them next).
- */
-async function ensureGrantCached(deps: GatewayDeps, client: ClientIpInfo, authorization: string | undefined): Promise<void> {
-  if (!deps.grants || !authorization || !deps.settings.USER_AUTH_ENABLED) return;
-  const token = bearerToken(authorization);
-  if (!token || !isGrantToken(token) || deps.grants.lookup(token) || deps.gate.blocklist.blocked(client)) return;
-  await deps.grants.ensure(token);
 }
 
 /**

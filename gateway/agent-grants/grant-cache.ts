@@ -80,6 +80,16 @@ export function isGrantToken(token: string): boolean {
   return token.startsWith(`${GRANT_TOKEN_PREFIX}_`);
 }
 
+/**
+ * Before a synchronous credential check: an `agr_` token the cache does not know yet (issued by
+ * another gateway replica moments ago) is looked up once. API keys, known grants and sources the
+ * blocklist refuses never wait.
+ */
+export async function ensureGrantCached(grants: GrantCache | undefined, token: string | undefined, blocked: () => boolean): Promise<void> {
+  if (!grants || !token || !isGrantToken(token) || grants.lookup(token) || blocked()) return;
+  await grants.ensure(token);
+}
+
 export class GrantCache {
   private readonly byHash = new Map<string, CachedGrant>();
   private readonly hashById = new Map<string, string>();
