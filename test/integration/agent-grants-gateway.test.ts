@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { hashSecret } from '../../lib/crypto';
+import { AffinityTable } from '../../gateway/routing/affinity';
 import { DISPATCH_TOKEN, dispatch, insertOwner, messageOf } from '../support/agent-grants';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
@@ -125,6 +126,7 @@ describe('inference grants at the gateway', function () {
     assert.equal(res.status, 200, await res.clone().text());
     assert.equal(res.headers.get('x-provider'), null, 'X-Probe: synthetic is never honoured for a grant, even of an admin');
     assert.ok(gw.deps.limits.spentToday(owner) > spentBefore, 'the owner’s daily quota is charged');
+    assert.notEqual(gw.deps.routing.affinity.lookup(AffinityTable.key(`grant:${issued.grant_id}`, 'm')), undefined, 'the caller is pinned as grant:<grant_id>');
     const logged = await waitFor(() => t.db('api_logs').where({ request_id: 'grant-chat-1' }).first<{ user_id: string; api_key_id: string | null; synthetic: boolean; metadata: Record<string, unknown> }>(), 'the request-log row');
     assert.equal(Number(logged.user_id), owner);
     assert.equal(logged.api_key_id, null);
