@@ -9,6 +9,7 @@ import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
 import { accessTokensFrom } from '../gateway/identity/access-tokens';
+import { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
 import { createApiApp } from './app';
 
 async function main(): Promise<void> {
@@ -18,7 +19,12 @@ async function main(): Promise<void> {
   const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'api' });
   const { connection, client } = createTemporalClient(settings);
   const tokens = accessTokensFrom(settings, log);
-  const app = createApiApp({ log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms) });
+  const grants = settings.GATEWAY_GRANT_DISPATCH_TOKEN
+    ? new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN })
+    : undefined;
+  const app = createApiApp({
+    log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), ...(grants ? { grants } : {}),
+  });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });

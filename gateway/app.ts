@@ -8,6 +8,7 @@ import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
 import { adminRouters } from './admin';
+import { grantDispatchRouter } from './agent-grants/dispatch-router';
 import { adminGuard } from './admin/guard';
 import { describeRequest } from './auth/request-origin';
 import { authRouter } from './identity/auth-router';
@@ -72,7 +73,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     breakers: deps.routing.breakers,
     concurrency: deps.concurrency,
   });
-  for (const router of [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), ...adminRouters(deps)]) {
+  for (const router of [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

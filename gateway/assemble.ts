@@ -11,6 +11,7 @@ import type { Settings } from '../lib/settings';
 import type { GatewayDeps } from './app';
 import { gatewayContextDeps } from './deps';
 import { accessTokensFrom } from './identity/access-tokens';
+import { GrantCache } from './agent-grants/grant-cache';
 import { ApiKeyCache } from './identity/api-keys';
 import { loadGatewayConfiguration } from './registry';
 import { createRequestLog } from './request-log';
@@ -69,7 +70,8 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { registry, routingFile } = prepareRoutingFile({ registry: fileRegistry, settings, env, cwd, log, distribution, databaseConfigured: db !== null });
   const database = new DatabaseState(db, log);
   const keys = db ? new ApiKeyCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
-  const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, rng: options.rng, now: options.now, concurrencyExemptHosts: options.concurrencyExemptHosts });
+  const grants = db ? new GrantCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
+  const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, grants, rng: options.rng, now: options.now, concurrencyExemptHosts: options.concurrencyExemptHosts });
   const siteSettings = new SiteSettings(db, log);
   const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
   context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);
@@ -81,7 +83,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     routingFile,
   };
   const onReady: ReadyStep[] = [
-    () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(),
+    () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(), async () => grants?.start(),
     async () => { if (db) await context.limits.seed(db); },
     async () => {
       if (db) {
@@ -93,7 +95,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     },
   ];
   const onStop: StopStep[] = [
-    () => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => routingFile.probe.stop(),
+    () => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => grants?.stop(), () => routingFile.probe.stop(),
     () => context.routewise.stop(),
   ];
   if (requestLog) {

@@ -8,6 +8,7 @@ import { createAuthenticator } from './auth/caller';
 import { AuthGate } from './auth/gate';
 import { clientAddressResolverFrom } from './auth/request-origin';
 import { UserLimits } from './auth/user-limits';
+import type { GrantCache } from './agent-grants/grant-cache';
 import type { ApiKeyCache } from './identity/api-keys';
 import type { RegistryHolder } from './registry/holder';
 import { AffinityTable } from './routing/affinity';
@@ -27,6 +28,8 @@ export interface ContextOptions {
   log: Logger;
   /** The API key cache (absent without a database: no key is valid). */
   keys?: ApiKeyCache | undefined;
+  /** The inference grant cache (absent without a database: no grant is valid). */
+  grants?: GrantCache | undefined;
   rng?: (() => number) | undefined;
   /** Clock for the routing core (ms); default `Date.now`. */
   now?: (() => number) | undefined;
@@ -67,7 +70,7 @@ export function routingCoreFrom(settings: Settings, options: { rng: () => number
 }
 
 export function gatewayContextDeps(settings: Settings, options: ContextOptions): GatewayContextDeps {
-  const authenticator = createAuthenticator({ userAuthEnabled: settings.USER_AUTH_ENABLED, keys: options.keys });
+  const authenticator = createAuthenticator({ userAuthEnabled: settings.USER_AUTH_ENABLED, keys: options.keys, grants: options.grants });
   const blocklist = new AuthFailureBlocklist({
     threshold: settings.AUTH_FAILURE_BLOCK_THRESHOLD,
     windowSec: settings.AUTH_FAILURE_BLOCK_WINDOW_SEC,
@@ -88,6 +91,7 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
   });
   return {
     registry: options.registry,
+    grants: options.grants,
     upstream: new UpstreamClient({
       connectMs: settings.UPSTREAM_CONNECT_TIMEOUT_SECONDS * 1000,
       firstByteMs: settings.UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS * 1000,

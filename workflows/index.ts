@@ -1,3 +1,4 @@
 /** Every workflow the control worker registers. */
 export { hostSelfCheck } from './host-self-check';
 export { chatWorkflow } from './chat';
+export { grantWorkflow } from './grant';

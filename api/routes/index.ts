@@ -4,10 +4,12 @@
 import type Router from '@koa/router';
 import type { ApiDeps } from '../app';
 import { apiHealthRouter } from './health';
+import { hostGrantRouter } from './grants';
 import { hostsRouter } from './hosts';
 import { jobsRouter } from './jobs';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
+import { promptRewriteRouter } from './prompt-rewrite';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -17,5 +19,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     jobsRouter(deps),
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
+    hostGrantRouter(deps),
+    promptRewriteRouter(deps),
   ];
 }

@@ -1,31 +1,38 @@
 /**
- * Who is calling an inference surface (spec 5.1). With `USER_AUTH_ENABLED=false` every caller is
- * an administrator. Otherwise `Authorization: Bearer <API key>` is looked up in the in-memory key
- * cache (no database round trip); a missing, unknown, revoked or expired key, or a key of a
- * suspended or deleted account, does not authenticate. Model visibility by role lives here too.
+ * Who is calling an inference surface (spec 5.1, 5.3). With `USER_AUTH_ENABLED=false` every caller
+ * is an administrator. Otherwise `Authorization: Bearer <API key>` is looked up in the in-memory key
+ * cache, and `Bearer agr_…` (an inference grant) in the grant cache (no database round trip); a
+ * missing, unknown, revoked or expired credential, or one of a suspended or deleted account, does
+ * not authenticate. A grant makes the caller its owner, limited to the grant's model. Model
+ * visibility by role lives here too.
  */
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
+import { grantState, isGrantToken, type CachedGrant, type GrantCache } from '../agent-grants/grant-cache';
 import { credentialState, type ApiKeyCache, type CachedKey, type CredentialState } from '../identity/api-keys';
 import type { Model } from '../registry';
 import type { Role } from '../registry/types';
 
 export interface Caller {
   role: Role;
-  /** How the caller was identified: `auth_disabled` or an API key. */
-  via: 'auth_disabled' | 'api_key';
-  /** The key's owner (API keys only). */
+  /** How the caller was identified: `auth_disabled`, an API key or an inference grant. */
+  via: 'auth_disabled' | 'api_key' | 'agent_grant';
+  /** The key's or grant's owner. */
   userId?: number;
   /** The key's id (API keys only). */
   apiKeyId?: number;
-  /** The key's visible prefix (API keys only), safe to log. */
+  /** The key's or grant's visible prefix, safe to log. */
   keyPrefix?: string;
+  /** The inference grant's id (grants only). */
+  grantId?: string;
+  /** The only model the grant allows (public id; grants only). */
+  grantModel?: string;
 }
 
 /** The outcome of checking an `Authorization` header. */
 export type Authentication =
   | { ok: true; caller: Caller }
-  | { ok: false; state: Exclude<CredentialState, 'valid'> | 'missing'; key?: CachedKey };
+  | { ok: false; state: Exclude<CredentialState, 'valid'> | 'missing'; key?: CachedKey | CachedGrant };
 
 export interface Authenticator {
   /** Checks an `Authorization` header. */
@@ -38,12 +45,23 @@ const ADMIN_WITHOUT_AUTH: Caller = Object.freeze({ role: 'admin', via: 'auth_dis
 const AUTH_DISABLED: Authentication = Object.freeze({ ok: true, caller: ADMIN_WITHOUT_AUTH });
 const MISSING: Authentication = Object.freeze({ ok: false, state: 'missing' });
 
-export function createAuthenticator(options: { userAuthEnabled: boolean; keys?: ApiKeyCache | undefined }): Authenticator {
+function checkGrant(grants: GrantCache | undefined, token: string): Authentication {
+  const grant = grants?.lookup(token);
+  const state = grantState(grant);
+  if (state !== 'valid' || !grant) return { ok: false, state: state === 'valid' ? 'unknown' : state, ...(grant ? { key: grant } : {}) };
+  return {
+    ok: true,
+    caller: { role: grant.role, via: 'agent_grant', userId: grant.userId, keyPrefix: grant.prefix, grantId: grant.grantId, grantModel: grant.model },
+  };
+}
+
+export function createAuthenticator(options: { userAuthEnabled: boolean; keys?: ApiKeyCache | undefined; grants?: GrantCache | undefined }): Authenticator {
   if (!options.userAuthEnabled) return { check: () => AUTH_DISABLED, authenticate: () => ADMIN_WITHOUT_AUTH };
-  const keys = options.keys;
+  const { keys, grants } = options;
   const check = (authorization: string | undefined): Authentication => {
     const secret = bearerToken(authorization);
     if (!secret) return MISSING;
+    if (isGrantToken(secret)) return checkGrant(grants, secret);
     const key = keys?.lookup(secret);
     const state = credentialState(key);
     if (state !== 'valid' || !key) return { ok: false, state: state === 'valid' ? 'unknown' : state, ...(key ? { key } : {}) };
@@ -77,6 +95,16 @@ export function callerOf(state: { caller?: Caller | undefined }): Caller {
 }
 
 const RANK: Readonly<Record<Role, number>> = { free: 0, pro: 1, internal: 2, admin: 3 };
+
+/**
+ * 403 when an inference grant's caller asks for another model than the grant names (checked after
+ * alias resolution, so an alias of the granted model is allowed).
+ */
+export function assertGrantAllows(caller: Caller, modelId: string): void {
+  if (caller.grantModel !== undefined && caller.grantModel !== modelId) {
+    throw new AppError('forbidden', `This inference grant allows only model '${caller.grantModel}'`, { param: 'model' });
+  }
+}
 
 /** Whether `role` is at least `minimum`. */
 export function roleAtLeast(role: Role, minimum: Role): boolean {

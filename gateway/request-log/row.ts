@@ -70,6 +70,7 @@ function metadataOf(entry: LogEntry): Record<string, unknown> {
   }
   if (entry.routing) meta.routing = entry.routing;
   if (entry.caller) meta.via = entry.caller.via;
+  if (entry.caller?.grantId) meta.grant_id = entry.caller.grantId;
   if (entry.synthetic) meta.synthetic = true;
   if (entry.rejection) {
     meta.rejection = entry.rejection.reason;

@@ -11,7 +11,7 @@ import { AppError } from '../../lib/errors';
 import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
-import { callerOf } from '../auth/caller';
+import { assertGrantAllows, callerOf } from '../auth/caller';
 import { affinityKey } from '../auth/ip-routability';
 import { processCompletion } from '../processors';
 import { noteChatFacts } from '../request-log/chat-facts';
@@ -37,7 +37,7 @@ import { finishCompletionUsage, type Usage } from './usage';
 export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'routing'>, request: { state: GatewayState; promptTokens: number }): { ticket: RoutingTicket; pinned: boolean } {
   const synthetic = request.state.synthetic === true;
   if (!pin) {
-    const callerKey = affinityKey({ apiKeyHash: apiKeyRef(request.state), clientIp: request.state.client });
+    const callerKey = affinityKey({ apiKeyHash: apiKeyRef(request.state), grantId: request.state.caller?.grantId, clientIp: request.state.client });
     return { ticket: deps.routing.plan(model, { callerKey, promptTokens: request.promptTokens, synthetic }), pinned: false };
   }
   const route = model.routes.find((r) => r.endpointId === pin || r.providerLabel === pin);
@@ -105,7 +105,9 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   noteChatFacts(state, request.messages);
   const model = deps.registry.resolve(request.model, role, 'chat');
   state.model = model.id;
-  deps.limits.enter(callerOf(state), model.id, ctx.res);
+  const caller = callerOf(state);
+  assertGrantAllows(caller, model.id);
+  deps.limits.enter(caller, model.id, ctx.res);
   const promptTokens = deps.routing.prefill.enabled || model.routes.some((r) => r.priorityScheduling) ? estimatePromptTokens(request.messages) : 0;
   const { ticket, pinned } = candidatesFor(model, routePin(ctx, role), deps, { state, promptTokens });
   // Models without an offload policy pay one map lookup here; a pinned request is never offloaded.

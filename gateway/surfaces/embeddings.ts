@@ -6,7 +6,7 @@ import { AppError } from '../../lib/errors';
 import { abortOnClientClose } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildEmbeddingsBody } from '../adapters';
-import { callerOf } from '../auth/caller';
+import { assertGrantAllows, callerOf } from '../auth/caller';
 import type { Route } from '../registry';
 import { runWithFallback } from '../routing/fallback';
 import { attribute, sendJson, type GatewayContextDeps, type InferenceHandler } from './state';
@@ -44,6 +44,7 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
     ctx.state.model = request.model;
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
     ctx.state.model = model.id;
+    assertGrantAllows(caller, model.id);
     deps.limits.enter(caller, model.id, ctx.res);
     const signal = abortOnClientClose(ctx.res);
     const attempt = (route: Route) =>

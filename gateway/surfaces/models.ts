@@ -4,6 +4,7 @@
  * models are included. Item fields beyond `id`/`object`/`on_demand` are this gateway's choice.
  */
 import Router from '@koa/router';
+import { ensureGrantCached } from '../agent-grants/grant-cache';
 import { canSee } from '../auth/caller';
 import { bearerToken } from '../../lib/http/json-body';
 import type { Model } from '../registry';
@@ -51,7 +52,9 @@ function listingRole(deps: GatewayContextDeps, authorization: string | undefined
 
 export function modelsRouter(deps: GatewayContextDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
-  router.get('/v1/models', (ctx) => {
+  router.get('/v1/models', async (ctx) => {
+    const client = ctx.state.client;
+    if (client) await ensureGrantCached(deps.grants, bearerToken(ctx.get('authorization') || undefined), () => deps.gate.blocklist.blocked(client));
     const role = listingRole(deps, ctx.get('authorization') || undefined, ctx.state, ctx.path);
     const data: ModelListItem[] = [];
     for (const [name, model] of deps.registry.current.byName) if (canSee(role, model)) data.push(item(name, model));

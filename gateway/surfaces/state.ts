@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { writeJson } from '../../lib/http/json-response';
 import type { RequestState } from '../../lib/http/request-context';
+import type { GrantCache } from '../agent-grants/grant-cache';
 import type { Authenticator, Caller } from '../auth/caller';
 import type { Rejection } from '../request-log/entry';
 import type { Pricing } from '../registry/types';
@@ -72,6 +73,8 @@ export interface GatewayState extends RequestState {
 
 export interface GatewayContextDeps {
   registry: RegistryHolder;
+  /** Inference grants (spec 5.3); absent without a database. */
+  grants?: GrantCache | undefined;
   upstream: UpstreamClient;
   authenticator: Authenticator;
   /** Blocklist-then-credential admission (spec 5.1, 5.11). */

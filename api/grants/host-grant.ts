@@ -1,0 +1,77 @@
+/**
+ * A host runner fetches its turn's inference grant from the API (spec 5.3), so the token never
+ * travels through Temporal history: `POST /v1/agent/hosts/:hostId/attempts/:attemptId/grant` with
+ * the host credential. The attempt must be this host's, `running`, and its residency alive (host
+ * heartbeating, not being removed); the grant names the job's owner and model and the member
+ * residency (job, attempt, host, sandbox group, generation). Fetching again rotates the token.
+ */
+import type { Db } from '../../lib/db';
+import { AppError } from '../../lib/errors';
+import type { Settings } from '../../lib/settings';
+import { residencyAlive } from '../../activities/grants/grant-activities';
+import { GrantDispatchError, type GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+
+export interface HostGrantResponse {
+  grant_id: string;
+  token: string;
+  expires_at: string;
+  model: string;
+}
+
+interface AttemptJob {
+  attempt_id: string;
+  job_id: string;
+  owner_id: string;
+  model: string;
+  group_id: string | null;
+  attempt_generation: number | null;
+  sandbox_generation: number | null;
+}
+
+/** The dispatch client, or 503 when the API has no gateway grant dispatch configured. */
+export function grantClientOr503(grants: GatewayGrantClient | undefined): GatewayGrantClient {
+  if (!grants) throw new AppError('service_unavailable', 'Inference grants are not configured (AGENT_GATEWAY_URL and GATEWAY_GRANT_DISPATCH_TOKEN)');
+  return grants;
+}
+
+/** Maps a refused or failed dispatch call to the API's error: 404/409 as they are, else 502 (504 on timeout). */
+export function dispatchFailure(err: unknown): unknown {
+  if (!(err instanceof GrantDispatchError)) return err;
+  if (err.status === 404) return new AppError('model_not_found', err.message, { cause: err, param: 'model' });
+  if (err.status === 409) return new AppError('conflict', err.message, { cause: err });
+  if (err.timedOut) return new AppError('gateway_timeout', err.message, { cause: err });
+  return new AppError('upstream_error', err.message, { cause: err });
+}
+
+/** Issues (or rotates) the inference grant of a host's running attempt. */
+export async function issueHostGrant(options: {
+  db: Db;
+  grants: GatewayGrantClient;
+  settings: Pick<Settings, 'AGENT_HOST_STALE_SECONDS' | 'AGENT_GRANT_TTL_SECONDS'>;
+  hostId: string;
+  attemptId: string;
+}): Promise<HostGrantResponse> {
+  const { db, hostId, attemptId } = options;
+  const row = await db('agent_attempts as a')
+    .join('agent_jobs as j', 'j.job_id', 'a.job_id')
+    .leftJoin('agent_sandboxes as s', 's.group_id', 'j.group_id')
+    .where({ 'a.attempt_id': attemptId, 'a.host_id': hostId, 'a.state': 'running' })
+    .whereNull('j.deleted_at')
+    .first<AttemptJob | undefined>(
+      'a.attempt_id', 'a.job_id', 'j.owner_id', 'j.model', 'j.group_id',
+      'a.generation as attempt_generation', 's.generation as sandbox_generation',
+    );
+  if (!row) throw new AppError('conflict', 'Attempt is not current');
+  const generation = row.sandbox_generation ?? row.attempt_generation;
+  const residency = { attemptId, hostId, groupId: row.group_id, generation };
+  if (!(await residencyAlive(db, residency, options.settings.AGENT_HOST_STALE_SECONDS))) throw new AppError('conflict', 'Attempt is not current');
+  try {
+    const issued = await options.grants.issue({
+      userId: Number(row.owner_id), model: row.model, kind: 'turn', jobId: row.job_id, attemptId, hostId,
+      groupId: row.group_id, generation, ttlSeconds: options.settings.AGENT_GRANT_TTL_SECONDS,
+    });
+    return { grant_id: issued.grantId, token: issued.token, expires_at: issued.expiresAt, model: issued.model };
+  } catch (err) {
+    throw dispatchFailure(err);
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * `POST /v1/agent/prompts/rewrite` (spec 4.4; owners with `agent.use`): body
+ * `{prompt, model, clarify?, answers?}` → `{questions}` or `{prompt}` (docs/agent-grants.md).
+ */
+import Router from '@koa/router';
+import { readJsonBody, validateBody } from '../../lib/http/json-body';
+import type { ApiDeps } from '../app';
+import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
+import { grantClientOr503 } from '../grants/host-grant';
+import { rewritePrompt } from '../prompts/prompt-rewrite';
+import { rewriteRequestSchema } from '../prompts/rewrite-model';
+
+/** Body limit: 32,000 characters of prompt, four answers, JSON escaping. */
+const BODY_LIMIT = 512 * 1024;
+
+export function promptRewriteRouter(deps: ApiDeps): Router<AgentState> {
+  const router = new Router<AgentState>();
+  const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
+  router.post('/v1/agent/prompts/rewrite', owner, async (ctx) => {
+    const request = validateBody(rewriteRequestSchema, await readJsonBody(ctx.req, BODY_LIMIT));
+    const grants = grantClientOr503(deps.grants);
+    ctx.body = await rewritePrompt({
+      grants, gatewayUrl: deps.settings.AGENT_GATEWAY_URL, deadlineMs: deps.settings.AGENT_PROMPT_REWRITE_DEADLINE_SECONDS * 1000, log: ctx.state.log,
+    }, ownerOf(ctx.state).userId, request);
+  });
+  return router;
+}

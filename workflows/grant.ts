@@ -1,0 +1,63 @@
+/**
+ * `grant:<grantId>`: keeps one turn's inference grant alive while its member residency
+ * heartbeats (spec 5.3). Every `renewEverySeconds` it asks the control activities to renew the
+ * grant if the residency is alive (they revoke it otherwise). Ends with `released` on the
+ * `release` signal (revoking first) or `residency_lost` once the grant is revoked. The token never
+ * passes through here: the host runner fetches it from the API.
+ */
+import {
+  ActivityFailure, condition, continueAsNew, defineSignal, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,
+} from '@temporalio/workflow';
+import type { GrantActivities } from '../activities/grants/grant-activities';
+import { searchAttributes } from './names';
+
+export interface GrantWorkflowInput {
+  grantId: string;
+  attemptId: string;
+  hostId: string;
+  groupId: string | null;
+  generation: number | null;
+  renewEverySeconds: number;
+}
+
+export type GrantWorkflowResult = 'released' | 'residency_lost';
+
+/** Ends the loop: the grant is revoked and the workflow completes with `released`. */
+export const releaseGrantSignal = defineSignal('release');
+
+const { renewGrantIfResidencyAlive, revokeGrant } = proxyActivities<GrantActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5, initialInterval: '1 second', maximumInterval: '10 seconds' },
+});
+
+export async function grantWorkflow(input: GrantWorkflowInput): Promise<GrantWorkflowResult> {
+  let released = false;
+  setHandler(releaseGrantSignal, () => {
+    released = true;
+  });
+  upsertSearchAttributes([
+    { key: searchAttributes.host, value: input.hostId },
+    { key: searchAttributes.state, value: 'renewing' },
+  ]);
+  const residency = { grantId: input.grantId, attemptId: input.attemptId, hostId: input.hostId, groupId: input.groupId, generation: input.generation };
+  for (;;) {
+    await condition(() => released, input.renewEverySeconds * 1000);
+    if (released) {
+      await revokeGrant({ grantId: input.grantId });
+      upsertSearchAttributes([{ key: searchAttributes.state, value: 'released' }]);
+      return 'released';
+    }
+    try {
+      if ((await renewGrantIfResidencyAlive(residency)) === 'revoked') {
+        upsertSearchAttributes([{ key: searchAttributes.state, value: 'residency_lost' }]);
+        return 'residency_lost';
+      }
+    } catch (err) {
+      // The gateway or database is unreachable for now: the grant may expire meanwhile; the next
+      // round finds it expired (`residency_lost`) or renews it.
+      if (!(err instanceof ActivityFailure)) throw err;
+      log.warn('grant renewal failed; retrying next round', { grantId: input.grantId, error: err.message });
+    }
+    if (workflowInfo().continueAsNewSuggested && !released) await continueAsNew<typeof grantWorkflow>(input);
+  }
+}
