@@ -10,6 +10,7 @@ import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext, type RequestState } from '../lib/http/request-context';
 import type { AccessTokens } from '../gateway/identity/access-tokens';
 import { apiRouters } from './routes';
+import type { EventNotifier } from './events/event-notifier';
 
 export interface ApiDeps {
   log: Logger;
@@ -20,6 +21,8 @@ export interface ApiDeps {
   /** Temporal client (workflow starts, updates, signals). */
   temporal: Client;
   temporalReachable: (timeoutMs: number) => Promise<boolean>;
+  /** Wakes job event streams (one LISTEN connection per process); created on first use when absent. */
+  events?: EventNotifier;
 }
 
 export function createApiApp(deps: ApiDeps): Koa<RequestState> {

@@ -10,6 +10,7 @@ import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
 import { accessTokensFrom } from '../gateway/identity/access-tokens';
 import { createApiApp } from './app';
+import { createEventNotifier } from './events/event-notifier';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -18,10 +19,12 @@ async function main(): Promise<void> {
   const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'api' });
   const { connection, client } = createTemporalClient(settings);
   const tokens = accessTokensFrom(settings, log);
-  const app = createApiApp({ log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms) });
+  const events = createEventNotifier({ connection: { connectionString: settings.DATABASE_URL }, log });
+  const app = createApiApp({ log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
+  shutdown.add({ name: 'event notifier', run: () => events.close() });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   shutdown.add({ name: 'database pool', run: () => db.destroy() });
   log.info({ url: serving.url }, 'control-plane API listening');
