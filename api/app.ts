@@ -11,6 +11,7 @@ import { requestContext, type RequestState } from '../lib/http/request-context';
 import type { AccessTokens } from '../gateway/identity/access-tokens';
 import type { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
 import { apiRouters } from './routes';
+import type { EventNotifier } from './events/event-notifier';
 
 export interface ApiDeps {
   log: Logger;
@@ -23,6 +24,8 @@ export interface ApiDeps {
   temporalReachable: (timeoutMs: number) => Promise<boolean>;
   /** The gateway's grant dispatch (inference grants, prompt rewrite); absent when not configured. */
   grants?: GatewayGrantClient;
+  /** Wakes job event streams (one LISTEN connection per process); created on first use when absent. */
+  events?: EventNotifier;
 }
 
 export function createApiApp(deps: ApiDeps): Koa<RequestState> {

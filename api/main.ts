@@ -11,6 +11,7 @@ import { createTemporalClient, temporalReachable } from '../lib/temporal';
 import { accessTokensFrom } from '../gateway/identity/access-tokens';
 import { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
 import { createApiApp } from './app';
+import { createEventNotifier } from './events/event-notifier';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -22,12 +23,14 @@ async function main(): Promise<void> {
   const grants = settings.GATEWAY_GRANT_DISPATCH_TOKEN
     ? new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN })
     : undefined;
+  const events = createEventNotifier({ connection: { connectionString: settings.DATABASE_URL }, log });
   const app = createApiApp({
-    log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), ...(grants ? { grants } : {}),
+    log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
+  shutdown.add({ name: 'event notifier', run: () => events.close() });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   shutdown.add({ name: 'database pool', run: () => db.destroy() });
   log.info({ url: serving.url }, 'control-plane API listening');

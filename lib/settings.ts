@@ -181,6 +181,8 @@ export const settingsShape = {
   API_HOST: z.string().default('0.0.0.0'),
   /** Port of the control-plane API. Default 8081. */
   API_PORT: port(8081),
+  /** Seconds without a write after which an owner's job event stream sends a `: keep-alive` comment (and rechecks whether the job is still active). Default 15. */
+  AGENT_EVENT_STREAM_HEARTBEAT_SECONDS: z.coerce.number().positive().max(300).default(15),
 
   // ---- Temporal ----
   /** Temporal frontend `host:port`. Default `127.0.0.1:7233` (the dev server). */

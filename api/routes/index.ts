@@ -10,6 +10,7 @@ import { jobsRouter } from './jobs';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { promptRewriteRouter } from './prompt-rewrite';
+import { agentEventsRouter } from './agent-events';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -21,5 +22,6 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     adminHostsRouter(deps),
     hostGrantRouter(deps),
     promptRewriteRouter(deps),
+    agentEventsRouter(deps),
   ];
 }

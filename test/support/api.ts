@@ -40,5 +40,12 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     temporalReachable: options.temporalReachable ?? (() => Promise.resolve(true)),
   };
   const serving: Serving = await serve(createApiApp(deps), { host: '127.0.0.1', port: 0 });
-  return { url: serving.url, deps, close: () => serving.close(1000) };
+  return {
+    url: serving.url,
+    deps,
+    close: async () => {
+      await deps.events?.close();
+      await serving.close(1000);
+    },
+  };
 }

@@ -1,0 +1,74 @@
+/**
+ * The agent event log over HTTP:
+ * - `POST /v1/agent/hosts/:hostId/attempts/:attemptId/events` (host credential): a host writes its
+ *   driver's events for its current attempt (`{events: [{seq, event_type, payload, is_error?}]}` →
+ *   `{accepted: n}`), fenced to the attempt.
+ * - `GET /v1/agent/jobs/:jobId/events` (owner): the job's events as server-sent events, resumable
+ *   with `Last-Event-ID` or `?after=<event_id>`.
+ * - `GET /admin/agent/runs/:jobId/activity` (operator): event envelopes without content.
+ * See docs/agent-event-stream.md.
+ */
+import Router from '@koa/router';
+import type { ApiDeps } from '../app';
+import { AppError } from '../../lib/errors';
+import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
+import { ownerOf, requireOperator, requireOwner, type AgentState, type PrincipalDeps } from '../auth/principals';
+import { findOwnedJob } from '../jobs/job-store';
+import { authenticateHost } from '../hosts/host-registry';
+import { connectionSettingsOf, createEventNotifier, type EventNotifier } from '../events/event-notifier';
+import { hostEventBatchSchema, ingestHostEvents, MAX_INGEST_BODY_BYTES } from '../events/event-ingest';
+import { parseEventId } from '../events/event-store';
+import { streamJobEvents } from '../events/event-stream';
+import { activityQuerySchema, listActivity } from '../events/activity-view';
+
+/** The process's notifier: `deps.events`, created on first use when the process gave none. */
+function notifierOf(deps: ApiDeps): EventNotifier {
+  deps.events ??= createEventNotifier({ connection: connectionSettingsOf(deps.db), log: deps.log });
+  return deps.events;
+}
+
+/** The resume point of a stream: `Last-Event-ID` wins over `?after=`; `'0'` when neither is given. */
+export function resumePointOf(lastEventId: string | undefined, after: string | string[] | undefined): string {
+  if (lastEventId !== undefined && lastEventId !== '') {
+    const id = parseEventId(lastEventId);
+    if (id === undefined) throw new AppError('invalid_request', 'Last-Event-ID must be an event id (a decimal integer)', { param: 'Last-Event-ID' });
+    return id;
+  }
+  if (after === undefined) return '0';
+  const id = typeof after === 'string' ? parseEventId(after) : undefined;
+  if (id === undefined) throw new AppError('invalid_request', "Invalid field 'after': must be an event id (a decimal integer)", { param: 'after' });
+  return id;
+}
+
+export function agentEventsRouter(deps: ApiDeps): Router<AgentState> {
+  const router = new Router<AgentState>();
+  const principals: PrincipalDeps = { db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN };
+
+  router.post('/v1/agent/hosts/:hostId/attempts/:attemptId/events', async (ctx) => {
+    const hostId = await authenticateHost(deps.db, ctx.params.hostId ?? '', bearerToken(ctx.get('authorization') || undefined));
+    const batch = validateBody(hostEventBatchSchema, await readJsonBody(ctx.req, MAX_INGEST_BODY_BYTES));
+    ctx.body = await ingestHostEvents(deps.db, { hostId, attemptId: ctx.params.attemptId ?? '', batch });
+  });
+
+  router.get('/v1/agent/jobs/:jobId/events', requireOwner(principals), async (ctx) => {
+    const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', ownerOf(ctx.state).userId);
+    const after = resumePointOf(ctx.get('last-event-id') || undefined, ctx.query.after);
+    ctx.respond = false;
+    await streamJobEvents({
+      res: ctx.res,
+      db: deps.db,
+      notifier: notifierOf(deps),
+      jobId: job.job_id,
+      afterEventId: after,
+      heartbeatMs: deps.settings.AGENT_EVENT_STREAM_HEARTBEAT_SECONDS * 1000,
+      log: ctx.state.log,
+    });
+  });
+
+  router.get('/admin/agent/runs/:jobId/activity', requireOperator(principals), async (ctx) => {
+    const query = validateBody(activityQuerySchema, ctx.query);
+    ctx.body = await listActivity(deps.db, ctx.params.jobId ?? '', query);
+  });
+
+  return router;
+}
