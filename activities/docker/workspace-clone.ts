@@ -80,9 +80,14 @@ async function cloneOnHost(dir: string, url: string, input: CloneInput): Promise
   await git(['remote', 'add', 'origin', url]);
   await git(['fetch', '-q', '--tags', 'origin', '+refs/heads/*:refs/remotes/origin/*'], { credential: true });
   const target = input.baseSha ?? (input.baseRef ? `refs/remotes/origin/${input.baseRef}` : await remoteDefault(git));
-  const sha = await git(['rev-parse', '--verify', '--quiet', `${target}^{commit}`]).catch(() => {
-    throw new BaseRevisionNotFoundError(`The repository has no ${input.baseSha ? `commit ${input.baseSha}` : `branch ${input.baseRef ?? '(default)'}`}`);
-  });
+  const resolve = () => git(['rev-parse', '--verify', '--quiet', `${target}^{commit}`]);
+  let sha = await resolve().catch(() => undefined);
+  if (!sha && input.baseSha) {
+    // A commit no branch or tag reaches (e.g. a pull request head): ask for it by name.
+    await git(['fetch', '-q', 'origin', input.baseSha], { credential: true }).catch(() => undefined);
+    sha = await resolve().catch(() => undefined);
+  }
+  if (!sha) throw new BaseRevisionNotFoundError(`The repository has no ${input.baseSha ? `commit ${input.baseSha}` : `branch ${input.baseRef ?? '(default)'}`}`);
   await git(['checkout', '-q', '-B', input.baseRef ?? 'main', sha]);
   return sha;
 }
