@@ -4,7 +4,7 @@
  * callback, and optional stdin is written and closed. Resolves with the exit code once the
  * command has finished. Killing is the caller's business (docker exec has no kill API).
  */
-import { Writable } from 'node:stream';
+import { Writable, type Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type Docker from 'dockerode';
 
@@ -19,7 +19,7 @@ export interface ContainerExecOptions {
   maxOutputBytes?: number;
   onStdout?: (chunk: string) => void;
   /** Called with the stream as soon as the command runs (to destroy it when giving up). */
-  onStarted?: (stream: NodeJS.ReadWriteStream) => void;
+  onStarted?: (stream: Duplex) => void;
 }
 
 export interface ContainerExecResult {
@@ -69,7 +69,7 @@ export async function execInContainer(docker: Docker, containerName: string, opt
     AttachStderr: true,
     Tty: false,
   });
-  const stream = (await exec.start({ hijack: true, stdin: withStdin })) as NodeJS.ReadWriteStream;
+  const stream = await exec.start({ hijack: true, stdin: withStdin });
   options.onStarted?.(stream);
   const limit = options.maxOutputBytes ?? 1024 * 1024;
   const decoder = new StringDecoder('utf8');

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
+import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { SandboxFileError, type ExecOptions, type ExecResult, type SandboxExec } from '../agent/types';
 import { execInContainer } from './container-exec';
@@ -45,7 +46,7 @@ export class DockerSandbox implements SandboxExec {
     const pidFile = `/tmp/agent-exec-${randomUUID()}.pid`;
     let timedOut = false;
     let killing: Promise<void> | undefined;
-    let stream: NodeJS.ReadWriteStream | undefined;
+    let stream: Duplex | undefined;
     const kill = (): void => {
       killing ??= this.killGroup(pidFile, () => stream);
     };
@@ -77,14 +78,13 @@ export class DockerSandbox implements SandboxExec {
   }
 
   /** Kills the command's process group; if the engine keeps the stream open, it is closed. */
-  private async killGroup(pidFile: string, streamOf: () => NodeJS.ReadWriteStream | undefined): Promise<void> {
+  private async killGroup(pidFile: string, streamOf: () => Duplex | undefined): Promise<void> {
     try {
       await execInContainer(this.docker, this.containerName, { cmd: ['sh', '-c', KILL_GROUP, pidFile], user: this.user });
     } catch {
       // The container may be gone; closing the stream below still ends the command's wait.
     }
-    const stream = streamOf() as (NodeJS.ReadWriteStream & { destroy?: () => void }) | undefined;
-    const timer = setTimeout(() => stream?.destroy?.(), 10_000);
+    const timer = setTimeout(() => streamOf()?.destroy(), 10_000);
     timer.unref();
   }
 

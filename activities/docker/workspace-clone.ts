@@ -126,6 +126,7 @@ function gitRunner(dir: string, credential: string | undefined): GitRunner {
       return stdout.trim();
     } catch (err) {
       const e = err as { stderr?: string; message: string };
+      // eslint-disable-next-line preserve-caught-error -- the cause's message could hold the credential; only the scrubbed text is kept
       throw new Error(`git ${args[0]} failed: ${scrub((e.stderr ?? e.message).trim())}`);
     }
   };
