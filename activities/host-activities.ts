@@ -8,8 +8,10 @@ import {
   containerName, ImageMissingError, runSandboxCommand as runInContainer,
   type SandboxCommandInput, type SandboxCommandResult, type SandboxLimits,
 } from './docker/sandbox-command';
+import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
 
-export interface HostActivityDeps {
+/** What host activities need: the local engine, the sandbox image and caps, and (optional) the object store and clone credentials. */
+export interface HostActivityDeps extends SandboxActivityDeps {
   docker: Docker;
   hostId: string;
   image: string;
@@ -18,6 +20,7 @@ export interface HostActivityDeps {
 
 export function createHostActivities(deps: HostActivityDeps) {
   return {
+    ...createSandboxActivities(deps),
     /** Runs a command in a fresh container from the sandbox image; the container is always removed. */
     async runSandboxCommand(input: SandboxCommandInput): Promise<SandboxCommandResult> {
       const ctx = Context.current();

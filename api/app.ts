@@ -9,6 +9,7 @@ import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext, type RequestState } from '../lib/http/request-context';
 import type { AccessTokens } from '../gateway/identity/access-tokens';
+import type { ObjectStore } from '../lib/object-store';
 import { apiRouters } from './routes';
 
 export interface ApiDeps {
@@ -20,6 +21,8 @@ export interface ApiDeps {
   /** Temporal client (workflow starts, updates, signals). */
   temporal: Client;
   temporalReachable: (timeoutMs: number) => Promise<boolean>;
+  /** Where host runners leave workspace archives for download (absent: downloads answer 503). */
+  objectStore?: ObjectStore;
 }
 
 export function createApiApp(deps: ApiDeps): Koa<RequestState> {

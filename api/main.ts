@@ -9,6 +9,7 @@ import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
 import { accessTokensFrom } from '../gateway/identity/access-tokens';
+import { createObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
 
 async function main(): Promise<void> {
@@ -18,7 +19,8 @@ async function main(): Promise<void> {
   const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'api' });
   const { connection, client } = createTemporalClient(settings);
   const tokens = accessTokensFrom(settings, log);
-  const app = createApiApp({ log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms) });
+  const objectStore = createObjectStore(settings);
+  const app = createApiApp({ log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), objectStore });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });

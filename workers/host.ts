@@ -11,6 +11,7 @@ import { loadSettings, type Settings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { connectWorker, installTemporalRuntime, stopWorker } from '../lib/temporal';
 import { createHostActivities } from '../activities/host-activities';
+import { createObjectStore } from '../lib/object-store';
 import { hostTaskQueue } from '../workflows/names';
 
 const RUNNER_VERSION = '1';
@@ -32,7 +33,13 @@ async function main(): Promise<void> {
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue,
-    activities: createHostActivities({ docker, hostId, image: settings.AGENT_SANDBOX_IMAGE }),
+    activities: createHostActivities({
+      docker,
+      hostId,
+      image: settings.AGENT_SANDBOX_IMAGE,
+      limits: { memoryBytes: settings.AGENT_SANDBOX_MEMORY_BYTES, nanoCpus: Math.round(settings.AGENT_SANDBOX_CPUS * 1e9) },
+      objectStore: createObjectStore(settings),
+    }),
     maxConcurrentActivityTaskExecutions: settings.AGENT_HOST_SLOTS * 4,
   });
   const stopHeartbeat = startHeartbeat({ settings, log, hostId, runtime: `docker-${engine.Version}` });

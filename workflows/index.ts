@@ -1,2 +1,3 @@
 /** Every workflow the control worker registers. */
 export { hostSelfCheck } from './host-self-check';
+export { workspaceArchive } from './workspace-archive';

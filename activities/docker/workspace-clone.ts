@@ -51,7 +51,7 @@ export function validateCloneInput(input: Pick<CloneInput, 'repo' | 'baseRef' | 
     throw new UnsupportedRepoError(`Unsupported repository ${JSON.stringify(input.repo)}: give an https:// or file:// URL`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'file:') {
-    throw new UnsupportedRepoError(`Unsupported repository scheme ${url.protocol} : give an https:// or file:// URL`);
+    throw new UnsupportedRepoError(`Unsupported repository scheme "${url.protocol.replace(/:$/, '')}": give an https:// or file:// URL`);
   }
   if (url.username || url.password) throw new UnsupportedRepoError('Repository URLs must not carry credentials');
   if (input.baseRef !== undefined && !REF.test(input.baseRef)) throw new UnsupportedRepoError(`Invalid base ref ${JSON.stringify(input.baseRef)}`);

@@ -10,7 +10,7 @@ import type Docker from 'dockerode';
 import { execInContainer } from './container-exec';
 import { WORKSPACE_DIR } from './docker-sandbox';
 import { memberPaths } from './sandbox-container';
-import { cloneIntoWorkspace } from './workspace-clone';
+import { cloneIntoWorkspace, validateCloneInput } from './workspace-clone';
 
 export type WorkspaceInput =
   | { uid: number; repo: null }
@@ -54,6 +54,7 @@ async function readRecord(docker: Docker, containerName: string): Promise<Worksp
 
 /** Builds `/workspace` (idempotent: an initialized workspace returns its recorded base). */
 export async function initWorkspace(docker: Docker, containerName: string, input: WorkspaceInput): Promise<WorkspaceBase> {
+  if (input.repo !== null) validateCloneInput(input);
   const recorded = await readRecord(docker, containerName);
   if (recorded) return recorded;
   const { uid } = input;
