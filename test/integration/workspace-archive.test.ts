@@ -160,4 +160,32 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
     assert.match(((await res.json()) as { error: { message: string } }).error.message, /more than the download limit of 1 MiB/);
     assert.deepEqual(filesIn(storeRoot), []);
   });
+
+  it('archives a stopped container without starting it, measuring the tar stream', async () => {
+    const container = docker().getContainer(`sbx-${groupId}`);
+    await container.stop({ t: 0 });
+    const tooLarge = await download(alice.key);
+    assert.equal(tooLarge.status, 413);
+    await container.start();
+    const sandbox = new DockerSandbox(docker(), `sbx-${groupId}`, 1001);
+    assert.equal((await sandbox.exec(['rm', 'zeros.bin'], { timeoutMs: 20_000, maxOutputBytes: 1000 })).exitCode, 0);
+    await container.stop({ t: 0 });
+    const res = await download(alice.key);
+    assert.equal(res.status, 200, await res.clone().text());
+    const archive = join(scratch, 'stopped.tar.gz');
+    writeFileSync(archive, Buffer.from(await res.arrayBuffer()));
+    assert.ok(execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' }).split('\n').includes('workspace/hello.txt'));
+    assert.equal((await container.inspect()).State.Running, false, 'the download does not start the container');
+    await waitFor(() => filesIn(storeRoot).length === 0, 'no archive object left behind');
+  });
+
+  it('answers 409 when the recorded container no longer exists on its host', async () => {
+    const orphan = newId('job');
+    const missingGroup = `grp-${testRunId}-gone`;
+    await t.db('agent_sandboxes').insert({ group_id: missingGroup, host_id: hostId, container_name: `sbx-${missingGroup}`, state: 'running' });
+    await t.db('agent_jobs').insert({ job_id: orphan, owner_id: alice.id, title: 'orphan', model: 'm', repo: null, host_id: hostId, group_id: missingGroup });
+    const res = await download(alice.key, orphan);
+    assert.equal(res.status, 409);
+    assert.match(((await res.json()) as { error: { message: string } }).error.message, /no longer exists/);
+  });
 });
