@@ -8,16 +8,23 @@ import {
   containerName, ImageMissingError, runSandboxCommand as runInContainer,
   type SandboxCommandInput, type SandboxCommandResult, type SandboxLimits,
 } from './docker/sandbox-command';
+import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
+import { createTurnActivities, type TurnActivityDeps } from './agent/turn-activities';
 
-export interface HostActivityDeps {
+/** What host activities need: the local engine, the sandbox image and caps, and (optional) the object store and clone credentials. */
+export interface HostActivityDeps extends SandboxActivityDeps {
   docker: Docker;
   hostId: string;
   image: string;
   limits?: SandboxLimits;
+  /** What turns need (the API, the gateway); without it the host runs sandbox commands only. */
+  turns?: TurnActivityDeps;
 }
 
 export function createHostActivities(deps: HostActivityDeps) {
   return {
+    ...createSandboxActivities(deps),
+    ...createTurnActivities({ docker: deps.docker, hostId: deps.hostId, turns: deps.turns }),
     /** Runs a command in a fresh container from the sandbox image; the container is always removed. */
     async runSandboxCommand(input: SandboxCommandInput): Promise<SandboxCommandResult> {
       const ctx = Context.current();

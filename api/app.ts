@@ -10,6 +10,7 @@ import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext, type RequestState } from '../lib/http/request-context';
 import type { AccessTokens } from '../gateway/identity/access-tokens';
 import type { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
+import type { ObjectStore } from '../lib/object-store';
 import { apiRouters } from './routes';
 import type { EventNotifier } from './events/event-notifier';
 
@@ -26,6 +27,8 @@ export interface ApiDeps {
   grants?: GatewayGrantClient;
   /** Wakes job event streams (one LISTEN connection per process); created on first use when absent. */
   events?: EventNotifier;
+  /** Where host runners leave workspace archives for download (absent: downloads answer 503). */
+  objectStore?: ObjectStore;
 }
 
 export function createApiApp(deps: ApiDeps): Koa<RequestState> {

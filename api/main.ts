@@ -10,6 +10,7 @@ import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
 import { accessTokensFrom } from '../gateway/identity/access-tokens';
 import { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
+import { createObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
 import { createEventNotifier } from './events/event-notifier';
 
@@ -24,8 +25,10 @@ async function main(): Promise<void> {
     ? new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN })
     : undefined;
   const events = createEventNotifier({ connection: { connectionString: settings.DATABASE_URL }, log });
+  const objectStore = createObjectStore(settings);
   const app = createApiApp({
-    log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, ...(grants ? { grants } : {}),
+    log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore,
+    ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });

@@ -11,6 +11,8 @@ import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { connectWorker, installTemporalRuntime, stopWorker } from '../lib/temporal';
 import { createHostActivities } from '../activities/host-activities';
+import { HostApiClient } from '../activities/agent/host-api-client';
+import { createObjectStore } from '../lib/object-store';
 import { hostTaskQueue } from '../workflows/names';
 import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 
@@ -31,7 +33,17 @@ async function main(): Promise<void> {
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue,
-    activities: createHostActivities({ docker, hostId, image: settings.AGENT_SANDBOX_IMAGE }),
+    activities: createHostActivities({
+      docker,
+      hostId,
+      image: settings.AGENT_SANDBOX_IMAGE,
+      limits: { memoryBytes: settings.AGENT_SANDBOX_MEMORY_BYTES, nanoCpus: Math.round(settings.AGENT_SANDBOX_CPUS * 1e9) },
+      objectStore: createObjectStore(settings),
+      turns: {
+        api: new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL }),
+        apiUrl: settings.AGENT_API_URL, credential: settings.AGENT_HOST_CREDENTIAL, gatewayUrl: settings.AGENT_GATEWAY_URL, settings,
+      },
+    }),
     // Admission (slots) is the control plane's; this only must not undercut a raised slot count.
     maxConcurrentActivityTaskExecutions: MAX_HOST_SLOTS * 4,
   });

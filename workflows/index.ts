@@ -2,3 +2,4 @@
 export { hostSelfCheck } from './host-self-check';
 export { chatWorkflow } from './chat';
 export { grantWorkflow } from './grant';
+export { workspaceArchive } from './workspace-archive';

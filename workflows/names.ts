@@ -25,3 +25,8 @@ export function chatWorkflowId(jobId: string): string {
 export function grantWorkflowId(grantId: string): string {
   return `grant:${grantId}`;
 }
+
+/** Workflow id of one workspace download (`requestId` makes concurrent downloads distinct). */
+export function workspaceArchiveWorkflowId(jobId: string, requestId: string): string {
+  return `workspace-archive:${jobId}:${requestId}`;
+}

@@ -7,7 +7,8 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import type { Settings } from '../../lib/settings';
-import { DockerSandbox, killMemberProcesses } from '../docker/sandbox-container';
+import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
+import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink } from './api-event-sink';
 import { driverFor } from './drivers';
 import { AttemptNotCurrentError, HostApiClient } from './host-api-client';
@@ -62,7 +63,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     const driver = driverFor(context.driver, deps.settings);
     const outcome = await driver({
       prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
-      jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: `/home/member-${context.uid}/.agent`,
+      jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: memberPaths(context.uid).sessionDir,
       sandbox, events, signal: abort.signal, deadline,
     });
     return { result: outcome.result };

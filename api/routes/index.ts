@@ -11,6 +11,7 @@ import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
+import { workspaceArchiveRouter } from './workspace-archive';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -23,5 +24,6 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostGrantRouter(deps),
     promptRewriteRouter(deps),
     agentEventsRouter(deps),
+    workspaceArchiveRouter(deps),
   ];
 }

@@ -26,6 +26,7 @@ export interface TestApiOptions {
   temporal?: Client;
   env?: Record<string, string>;
   temporalReachable?: () => Promise<boolean>;
+  objectStore?: ApiDeps['objectStore'];
 }
 
 export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
@@ -38,6 +39,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     tokens: new AccessTokens(TEST_JWT_SECRET, settings.ACCESS_TOKEN_TTL_SECONDS),
     temporal,
     temporalReachable: options.temporalReachable ?? (() => Promise.resolve(true)),
+    ...(options.objectStore ? { objectStore: options.objectStore } : {}),
   };
   const serving: Serving = await serve(createApiApp(deps), { host: '127.0.0.1', port: 0 });
   return {

@@ -1,0 +1,100 @@
+/**
+ * One `docker exec` in a running container, with bounded output: stdout and stderr are kept up
+ * to `maxOutputBytes` each (the rest is counted as truncated), stdout chunks can be streamed to a
+ * callback, and optional stdin is written and closed. Resolves with the exit code once the
+ * command has finished. Killing is the caller's business (docker exec has no kill API).
+ */
+import { Writable, type Duplex } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import type Docker from 'dockerode';
+
+export interface ContainerExecOptions {
+  cmd: string[];
+  /** `uid`, `uid:gid` or a user name; default root. */
+  user?: string;
+  workingDir?: string;
+  env?: Record<string, string>;
+  stdin?: string | Buffer;
+  /** Bytes kept of stdout and of stderr each. Default 1 MiB. */
+  maxOutputBytes?: number;
+  onStdout?: (chunk: string) => void;
+  /** Called with the stream as soon as the command runs (to destroy it when giving up). */
+  onStarted?: (stream: Duplex) => void;
+}
+
+export interface ContainerExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+}
+
+/** A Writable that keeps the first `limit` bytes and notes whether anything was dropped. */
+class BoundedSink extends Writable {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+
+  constructor(private readonly limit: number, private readonly onChunk?: (chunk: Buffer) => void) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    this.onChunk?.(chunk);
+    const room = Math.max(0, this.limit - this.size);
+    if (chunk.length > room) this.truncated = true;
+    if (room > 0) {
+      const kept = chunk.subarray(0, room);
+      this.chunks.push(kept);
+      this.size += kept.length;
+    }
+    callback();
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/** Runs `cmd` in the container and waits for it to finish. */
+export async function execInContainer(docker: Docker, containerName: string, options: ContainerExecOptions): Promise<ContainerExecResult> {
+  const withStdin = options.stdin !== undefined;
+  const exec = await docker.getContainer(containerName).exec({
+    Cmd: options.cmd,
+    ...(options.user ? { User: options.user } : {}),
+    ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
+    Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
+    AttachStdin: withStdin,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+  });
+  const stream = await exec.start({ hijack: true, stdin: withStdin });
+  options.onStarted?.(stream);
+  const limit = options.maxOutputBytes ?? 1024 * 1024;
+  const decoder = new StringDecoder('utf8');
+  const onStdout = options.onStdout;
+  const out = new BoundedSink(limit, onStdout ? (chunk) => onStdout(decoder.write(chunk)) : undefined);
+  const err = new BoundedSink(limit);
+  const ended = new Promise<void>((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  });
+  docker.modem.demuxStream(stream, out, err);
+  if (options.stdin !== undefined) stream.end(options.stdin);
+  await ended;
+  const rest = decoder.end();
+  if (rest && onStdout) onStdout(rest);
+  return { exitCode: await exitCodeOf(exec), stdout: out.text(), stderr: err.text(), truncated: out.truncated || err.truncated };
+}
+
+/** The exec's exit code; the engine may report it a moment after the stream closes. */
+async function exitCodeOf(exec: Docker.Exec): Promise<number> {
+  for (let i = 0; i < 100; i += 1) {
+    const info = await exec.inspect();
+    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return -1;
+}

@@ -1,0 +1,122 @@
+/**
+ * `SandboxExec` over a retained container: every command runs as the member's fixed UID, in
+ * `/workspace` by default. Docker exec has no kill API, so each command runs as the leader of its
+ * own session (`setsid`) and records its process group in a per-command pid file; a timeout or an
+ * abort kills that whole group from a second exec (as the same UID, so it can touch nothing else).
+ */
+import { randomUUID } from 'node:crypto';
+import { posix } from 'node:path';
+import type { Duplex } from 'node:stream';
+import type Docker from 'dockerode';
+import { SandboxFileError, type ExecOptions, type ExecResult, type SandboxExec } from '../agent/types';
+import { execInContainer } from './container-exec';
+import { memberPaths } from './sandbox-container';
+
+export const WORKSPACE_DIR = '/workspace';
+
+/** Exit code of a command killed at its time limit (as coreutils `timeout`). */
+export const TIMEOUT_EXIT_CODE = 124;
+
+/** Writes the group id to `$0`, runs the command, removes the pid file and passes its status on. */
+const GROUP_WRAPPER = 'echo $$ > "$0"; "$@"; status=$?; rm -f "$0"; exit $status';
+
+/** Waits briefly for the pid file (the command may have just started), then kills the group. */
+const KILL_GROUP = 'i=0; while [ ! -s "$0" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; [ -s "$0" ] && kill -9 "-$(cat "$0")" 2>/dev/null; rm -f "$0"; exit 0';
+
+const READ_FILE = 'if [ ! -f "$0" ]; then exit 3; fi; size=$(stat -c %s "$0") || exit 3; if [ "$size" -gt "$1" ]; then echo "$size"; exit 4; fi; cat "$0"';
+const WRITE_FILE = 'mkdir -p "$(dirname "$0")" && cat > "$0"';
+
+/** A path inside the container: relative paths are under `/workspace`. */
+export function sandboxPath(path: string): string {
+  if (path.length === 0 || path.includes('\0')) throw new SandboxFileError('Invalid path');
+  return posix.resolve(WORKSPACE_DIR, path);
+}
+
+export class DockerSandbox implements SandboxExec {
+  private readonly user: string;
+  private readonly home: string;
+
+  constructor(private readonly docker: Docker, readonly containerName: string, readonly uid: number) {
+    this.user = `${uid}:${uid}`;
+    this.home = memberPaths(uid).home;
+  }
+
+  async exec(command: string[], options: ExecOptions): Promise<ExecResult> {
+    if (command.length === 0) throw new Error('exec needs a command');
+    const pidFile = `/tmp/agent-exec-${randomUUID()}.pid`;
+    let timedOut = false;
+    let killing: Promise<void> | undefined;
+    let stream: Duplex | undefined;
+    const kill = (): void => {
+      killing ??= this.killGroup(pidFile, () => stream);
+    };
+    if (options.signal?.aborted) return { exitCode: 130, stdout: '', stderr: '', truncated: false, timedOut: false };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, options.timeoutMs);
+    options.signal?.addEventListener('abort', kill, { once: true });
+    try {
+      const result = await execInContainer(this.docker, this.containerName, {
+        cmd: ['setsid', '-w', 'sh', '-c', GROUP_WRAPPER, pidFile, ...command],
+        user: this.user,
+        workingDir: options.cwd ?? WORKSPACE_DIR,
+        env: { HOME: this.home, USER: memberPaths(this.uid).user, ...options.env },
+        ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+        maxOutputBytes: options.maxOutputBytes,
+        ...(options.onStdout ? { onStdout: options.onStdout } : {}),
+        onStarted: (s) => {
+          stream = s;
+        },
+      });
+      await killing;
+      return { ...result, exitCode: timedOut ? TIMEOUT_EXIT_CODE : result.exitCode, timedOut };
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', kill);
+    }
+  }
+
+  /** Kills the command's process group; if the engine keeps the stream open, it is closed. */
+  private async killGroup(pidFile: string, streamOf: () => Duplex | undefined): Promise<void> {
+    try {
+      await execInContainer(this.docker, this.containerName, { cmd: ['sh', '-c', KILL_GROUP, pidFile], user: this.user });
+    } catch {
+      // The container may be gone; closing the stream below still ends the command's wait.
+    }
+    const timer = setTimeout(() => streamOf()?.destroy(), 10_000);
+    timer.unref();
+  }
+
+  async readFile(path: string, maxBytes: number): Promise<string> {
+    const target = sandboxPath(path);
+    const result = await execInContainer(this.docker, this.containerName, {
+      cmd: ['sh', '-c', READ_FILE, target, String(maxBytes)],
+      user: this.user,
+      maxOutputBytes: maxBytes,
+    });
+    if (result.exitCode === 3) throw new SandboxFileError(`No such file: ${target}`);
+    if (result.exitCode === 4) throw new SandboxFileError(`File ${target} is ${result.stdout.trim()} bytes, more than the limit of ${maxBytes}`);
+    if (result.exitCode !== 0) throw new SandboxFileError(`Cannot read ${target}: ${result.stderr.trim()}`);
+    return result.stdout;
+  }
+
+  async writeFile(path: string, content: string): Promise<void> {
+    const target = sandboxPath(path);
+    const result = await execInContainer(this.docker, this.containerName, {
+      cmd: ['sh', '-c', WRITE_FILE, target],
+      user: this.user,
+      stdin: content,
+    });
+    if (result.exitCode !== 0) throw new SandboxFileError(`Cannot write ${target}: ${result.stderr.trim()}`);
+  }
+}
+
+/**
+ * Kills every process of a member (fencing a lost attempt): `kill -9 -1` as the member's UID
+ * signals all its processes but the killing shell itself, and nothing of other members.
+ */
+export async function killMemberProcesses(docker: Docker, containerName: string, uid: number): Promise<void> {
+  memberPaths(uid);
+  await execInContainer(docker, containerName, { cmd: ['sh', '-c', 'kill -9 -1 2>/dev/null; exit 0'], user: `${uid}:${uid}` });
+}

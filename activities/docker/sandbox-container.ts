@@ -1,0 +1,177 @@
+/**
+ * The retained sandbox container of a group (spec 2.13): one long-lived container `sbx-<groupId>`
+ * per generation, kept between turns so `/workspace` and members' native session files survive.
+ * Creation is idempotent (same group and generation: reuse, start if stopped); a container of the
+ * group with another generation is refused, never silently replaced. Each member is an account
+ * with its fixed UID (`member-<uid>`, home `/home/member-<uid>`, session dir `.agent`).
+ */
+import type Docker from 'dockerode';
+import { execInContainer } from './container-exec';
+import { ImageMissingError, MANAGED_LABEL, type SandboxLimits } from './sandbox-command';
+
+export interface SandboxSpec {
+  jobId: string;
+  groupId: string;
+  generation: number;
+  /** The attempt that creates the container (recorded as a label; later attempts reuse it). */
+  attemptId: string;
+  hostId: string;
+  /** The member's fixed UID inside the container. */
+  uid: number;
+  image: string;
+  limits: SandboxLimits;
+  /** More labels (tests mark their containers). */
+  extraLabels?: Record<string, string>;
+}
+
+export interface EnsuredSandbox {
+  containerId: string;
+  containerName: string;
+  created: boolean;
+}
+
+/** Label keys every sandbox container carries (reconcilers compare them with PostgreSQL). */
+export const SANDBOX_LABELS = {
+  chat: 'agent.chat',
+  group: 'agent.group',
+  generation: 'agent.generation',
+  attempt: 'agent.attempt',
+  host: 'agent.host',
+} as const;
+
+const GROUP_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/;
+
+/** A group's container exists with another generation (a restore or recreation is in charge). */
+export class SandboxGenerationMismatchError extends Error {
+  constructor(containerName: string, expected: number, found: string | undefined) {
+    super(`Sandbox container ${containerName} has generation ${found ?? 'unknown'}, expected ${expected}; refusing to reuse or replace it`);
+    this.name = 'SandboxGenerationMismatch';
+  }
+}
+
+/** A sandbox container that should exist does not (removed, or never created on this host). */
+export class SandboxMissingError extends Error {
+  constructor(containerName: string) {
+    super(`Sandbox container ${containerName} does not exist on this host`);
+    this.name = 'SandboxMissing';
+  }
+}
+
+/** The container name of a group: `sbx-<groupId>`. */
+export function sandboxContainerName(groupId: string): string {
+  if (!GROUP_ID.test(groupId)) throw new Error(`Invalid sandbox group id ${JSON.stringify(groupId)}`);
+  return `sbx-${groupId}`;
+}
+
+/** Member account names and directories for a UID. */
+export function memberPaths(uid: number): { user: string; home: string; sessionDir: string } {
+  if (!Number.isInteger(uid) || uid < 1000 || uid > 2 ** 31 - 2) throw new Error(`Invalid member UID ${uid}: use an integer from 1000`);
+  const user = `member-${uid}`;
+  return { user, home: `/home/${user}`, sessionDir: `/home/${user}/.agent` };
+}
+
+async function inspectOrUndefined(docker: Docker, name: string): Promise<Docker.ContainerInspectInfo | undefined> {
+  try {
+    return await docker.getContainer(name).inspect();
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return undefined;
+    throw err;
+  }
+}
+
+/** Creates (or reuses) the group's running container and makes sure the member account exists. */
+export async function ensureSandboxContainer(docker: Docker, spec: SandboxSpec): Promise<EnsuredSandbox> {
+  const name = sandboxContainerName(spec.groupId);
+  memberPaths(spec.uid);
+  let created = false;
+  let info = await inspectOrUndefined(docker, name);
+  if (!info) {
+    created = await createContainer(docker, name, spec);
+    info = await docker.getContainer(name).inspect();
+  }
+  const labels = info.Config.Labels ?? {};
+  if (labels[SANDBOX_LABELS.group] !== spec.groupId || labels[SANDBOX_LABELS.generation] !== String(spec.generation)) {
+    throw new SandboxGenerationMismatchError(name, spec.generation, labels[SANDBOX_LABELS.generation]);
+  }
+  if (!info.State.Running) await startIgnoringAlreadyStarted(docker.getContainer(name));
+  await ensureMember(docker, name, spec.uid);
+  return { containerId: info.Id, containerName: name, created };
+}
+
+/** Creates the container; false when a concurrent call created it first. */
+async function createContainer(docker: Docker, name: string, spec: SandboxSpec): Promise<boolean> {
+  try {
+    await docker.getImage(spec.image).inspect();
+  } catch {
+    throw new ImageMissingError(spec.image);
+  }
+  try {
+    await docker.createContainer({
+      name,
+      Image: spec.image,
+      Cmd: ['sleep', 'infinity'],
+      WorkingDir: '/workspace',
+      Labels: {
+        ...spec.extraLabels,
+        [MANAGED_LABEL]: 'true',
+        [SANDBOX_LABELS.chat]: spec.jobId,
+        [SANDBOX_LABELS.group]: spec.groupId,
+        [SANDBOX_LABELS.generation]: String(spec.generation),
+        [SANDBOX_LABELS.attempt]: spec.attemptId,
+        [SANDBOX_LABELS.host]: spec.hostId,
+      },
+      Tty: false,
+      HostConfig: {
+        Memory: spec.limits.memoryBytes,
+        NanoCpus: spec.limits.nanoCpus,
+        NetworkMode: 'none',
+        // An init process reaps orphans of killed command groups.
+        Init: true,
+        AutoRemove: false,
+      },
+    });
+    return true;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 409) return false;
+    throw err;
+  }
+}
+
+async function startIgnoringAlreadyStarted(container: Docker.Container): Promise<void> {
+  try {
+    await container.start();
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode !== 304) throw err;
+  }
+}
+
+/** Root script: the member account, its private home and session dir, and `/workspace` ownership. */
+const MEMBER_SETUP = [
+  'set -e',
+  'uid="$1"; user="member-$1"; home="/home/member-$1"',
+  'getent group "$uid" >/dev/null || groupadd -g "$uid" "$user"',
+  'getent passwd "$uid" >/dev/null || useradd -u "$uid" -g "$uid" -M -d "$home" -s /bin/bash "$user"',
+  'mkdir -p "$home/.agent" /workspace',
+  'chown "$uid:$uid" "$home" "$home/.agent"',
+  'chmod 700 "$home"',
+  // The group's first member owns /workspace (a fork joining later shares it through the group's decision in docs/sandboxes.md).
+  'if [ "$(stat -c %u /workspace)" = 0 ]; then chown "$uid:$uid" /workspace; fi',
+].join('\n');
+
+/** Creates the member account with its fixed UID (idempotent). */
+export async function ensureMember(docker: Docker, containerName: string, uid: number): Promise<void> {
+  memberPaths(uid);
+  const result = await execInContainer(docker, containerName, { cmd: ['sh', '-c', MEMBER_SETUP, 'member-setup', String(uid)], user: '0' });
+  if (result.exitCode !== 0) throw new Error(`Setting up member ${uid} in ${containerName} failed (${result.exitCode}): ${result.stderr.trim()}`);
+}
+
+/** Removes a group's container with its workspace (tests and cleanup). Missing is not an error. */
+export async function removeSandboxContainer(docker: Docker, groupId: string): Promise<boolean> {
+  try {
+    await docker.getContainer(sandboxContainerName(groupId)).remove({ force: true });
+    return true;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false;
+    throw err;
+  }
+}

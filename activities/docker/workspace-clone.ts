@@ -1,0 +1,144 @@
+/**
+ * Clones a job's repository for its sandbox on the host side (sandboxes have no network), then
+ * copies the checkout into `/workspace` and gives it to the member. The read-only clone credential
+ * goes to git through the environment of each fetch (`GIT_CONFIG_*` → `http.extraHeader`), so it
+ * is never on a command line, in the checkout's `.git/config` or in any file, and it is scrubbed
+ * from error messages. Accepted repository strings: `https://…` and `file://…` URLs.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type Docker from 'dockerode';
+import { execInContainer } from './container-exec';
+
+const execFileAsync = promisify(execFile);
+
+export interface CloneInput {
+  uid: number;
+  repo: string;
+  baseRef?: string;
+  baseSha?: string;
+  cloneCredential?: string;
+}
+
+/** The repository string is not a supported URL (a permanent error). */
+export class UnsupportedRepoError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsupportedRepo';
+  }
+}
+
+/** The requested base ref or sha does not exist in the repository (a permanent error). */
+export class BaseRevisionNotFoundError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BaseRevisionNotFound';
+  }
+}
+
+const REF = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
+const SHA = /^[0-9a-f]{7,64}$/;
+
+/** Checks the repository string and the base; returns the URL git fetches from. */
+export function validateCloneInput(input: Pick<CloneInput, 'repo' | 'baseRef' | 'baseSha'>): string {
+  let url: URL;
+  try {
+    url = new URL(input.repo);
+  } catch {
+    throw new UnsupportedRepoError(`Unsupported repository ${JSON.stringify(input.repo)}: give an https:// or file:// URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'file:') {
+    throw new UnsupportedRepoError(`Unsupported repository scheme "${url.protocol.replace(/:$/, '')}": give an https:// or file:// URL`);
+  }
+  if (url.username || url.password) throw new UnsupportedRepoError('Repository URLs must not carry credentials');
+  if (input.baseRef !== undefined && !REF.test(input.baseRef)) throw new UnsupportedRepoError(`Invalid base ref ${JSON.stringify(input.baseRef)}`);
+  if (input.baseSha !== undefined && !SHA.test(input.baseSha)) throw new UnsupportedRepoError(`Invalid base sha ${JSON.stringify(input.baseSha)}`);
+  return url.toString();
+}
+
+/** Clones on the host, copies into `/workspace`, chowns to the member; returns the checked-out SHA. */
+export async function cloneIntoWorkspace(docker: Docker, containerName: string, input: CloneInput): Promise<string> {
+  const url = validateCloneInput(input);
+  const dir = await mkdtemp(join(tmpdir(), 'agent-clone-'));
+  try {
+    const sha = await cloneOnHost(dir, url, input);
+    await copyIntoContainer(docker, containerName, dir);
+    const owned = await execInContainer(docker, containerName, { cmd: ['chown', '-R', `${input.uid}:${input.uid}`, '/workspace'], user: '0' });
+    if (owned.exitCode !== 0) throw new Error(`Cannot give /workspace to the member: ${owned.stderr.trim()}`);
+    return sha;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function cloneOnHost(dir: string, url: string, input: CloneInput): Promise<string> {
+  const git = gitRunner(dir, input.cloneCredential);
+  await git(['init', '-q', '-b', 'main', '.']);
+  await git(['remote', 'add', 'origin', url]);
+  await git(['fetch', '-q', '--tags', 'origin', '+refs/heads/*:refs/remotes/origin/*'], { credential: true });
+  const target = input.baseSha ?? (input.baseRef ? `refs/remotes/origin/${input.baseRef}` : await remoteDefault(git));
+  const resolve = () => git(['rev-parse', '--verify', '--quiet', `${target}^{commit}`]);
+  let sha = await resolve().catch(() => undefined);
+  if (!sha && input.baseSha) {
+    // A commit no branch or tag reaches (e.g. a pull request head): ask for it by name.
+    await git(['fetch', '-q', 'origin', input.baseSha], { credential: true }).catch(() => undefined);
+    sha = await resolve().catch(() => undefined);
+  }
+  if (!sha) throw new BaseRevisionNotFoundError(`The repository has no ${input.baseSha ? `commit ${input.baseSha}` : `branch ${input.baseRef ?? '(default)'}`}`);
+  await git(['checkout', '-q', '-B', input.baseRef ?? 'main', sha]);
+  return sha;
+}
+
+/** The remote's default branch (its HEAD), falling back to `main`. */
+async function remoteDefault(git: GitRunner): Promise<string> {
+  const head = await git(['ls-remote', '--symref', 'origin', 'HEAD'], { credential: true }).catch(() => '');
+  const branch = /^ref: refs\/heads\/(\S+)\s+HEAD/m.exec(head)?.[1] ?? 'main';
+  return `refs/remotes/origin/${branch}`;
+}
+
+type GitRunner = (args: string[], options?: { credential?: boolean }) => Promise<string>;
+
+/** Runs git in `dir`; the credential, when asked for, only in that command's environment. */
+function gitRunner(dir: string, credential: string | undefined): GitRunner {
+  const header = credential ? `Authorization: Basic ${Buffer.from(`x-access-token:${credential}`).toString('base64')}` : undefined;
+  const scrub = (text: string): string => {
+    let out = text;
+    for (const secret of [credential, header, header?.slice('Authorization: Basic '.length)]) {
+      if (secret) out = out.split(secret).join('***');
+    }
+    return out;
+  };
+  return async (args, options = {}) => {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: dir,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_ASKPASS: 'true',
+    };
+    if (options.credential && header) Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: header });
+    try {
+      const { stdout } = await execFileAsync('git', args, { cwd: dir, env, maxBuffer: 16 * 1024 * 1024 });
+      return stdout.trim();
+    } catch (err) {
+      const e = err as { stderr?: string; message: string };
+      // eslint-disable-next-line preserve-caught-error -- the cause's message could hold the credential; only the scrubbed text is kept
+      throw new Error(`git ${args[0]} failed: ${scrub((e.stderr ?? e.message).trim())}`);
+    }
+  };
+}
+
+/** Streams the checkout (with its `.git`) into `/workspace` as a tar archive. */
+async function copyIntoContainer(docker: Docker, containerName: string, dir: string): Promise<void> {
+  const tar = spawn('tar', ['-C', dir, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  tar.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+  const exited = new Promise<number>((resolve) => tar.on('close', (code) => resolve(code ?? -1)));
+  await docker.getContainer(containerName).putArchive(tar.stdout, { path: '/workspace' });
+  const code = await exited;
+  if (code !== 0) throw new Error(`tar of the checkout failed (${code}): ${stderr.trim()}`);
+}

@@ -1,0 +1,115 @@
+/**
+ * Host activities of retained sandboxes (task queue `host:<hostId>`): preparing a chat's group
+ * container and workspace, and archiving a workspace for download. Permanent problems become
+ * non-retryable `ApplicationFailure`s named by type; everything else is retried by Temporal.
+ * The repository clone credential is looked up here on the host, never passed through Temporal.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type Docker from 'dockerode';
+import type { ObjectStore } from '../lib/object-store';
+import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
+import { ensureSandboxContainer, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
+import { archiveWorkspace, type WorkspaceArchiveRequest, type WorkspaceArchiveResult } from './docker/workspace-archive';
+import { BaseRevisionNotFoundError, UnsupportedRepoError } from './docker/workspace-clone';
+import { initWorkspace } from './docker/workspace-init';
+
+export interface SandboxActivityDeps {
+  docker: Docker;
+  hostId: string;
+  image: string;
+  limits?: SandboxLimits;
+  /** Object store the workspace archives go to. */
+  objectStore?: ObjectStore;
+  /** The read-only clone credential of a repository, if one is needed (looked up on the host). */
+  cloneCredential?: (repo: string) => Promise<string | undefined>;
+  /** Extra labels on created containers (tests mark theirs). */
+  sandboxLabels?: Record<string, string>;
+}
+
+export interface PrepareSandboxInput {
+  jobId: string;
+  groupId: string;
+  generation: number;
+  attemptId: string;
+  uid: number;
+  repo: string | null;
+  baseRef?: string;
+  baseSha?: string;
+}
+
+export interface PrepareSandboxResult {
+  containerId: string;
+  containerName: string;
+  baseSha: string;
+}
+
+/** Error classes that retrying cannot fix, by the failure type they become. */
+const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, string]> = [
+  [ImageMissingError, 'ImageMissing'],
+  [UnsupportedRepoError, 'UnsupportedRepo'],
+  [BaseRevisionNotFoundError, 'BaseRevisionNotFound'],
+  [SandboxGenerationMismatchError, 'SandboxGenerationMismatch'],
+  [SandboxMissingError, 'SandboxMissing'],
+];
+
+/** Failure types of the permanent errors (for workflows' `nonRetryableErrorTypes`). */
+export const PERMANENT_SANDBOX_FAILURES: readonly string[] = PERMANENT.map(([, type]) => type);
+
+function asActivityError(err: unknown): unknown {
+  for (const [cls, type] of PERMANENT) {
+    if (err instanceof cls) return ApplicationFailure.nonRetryable(err.message, type);
+  }
+  return err;
+}
+
+/** Runs `work` while heartbeating every few seconds. */
+async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const ticker = setInterval(() => ctx.heartbeat(), 5000);
+  try {
+    return await work();
+  } catch (err) {
+    throw asActivityError(err);
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
+export function createSandboxActivities(deps: SandboxActivityDeps) {
+  return {
+    /** Creates or reuses the group's container, adds the member and initializes `/workspace` once. */
+    async prepareSandbox(input: PrepareSandboxInput): Promise<PrepareSandboxResult> {
+      return heartbeating(async () => {
+        const ensured = await ensureSandboxContainer(deps.docker, {
+          jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
+          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: deps.limits ?? DEFAULT_SANDBOX_LIMITS,
+          ...(deps.sandboxLabels ? { extraLabels: deps.sandboxLabels } : {}),
+        });
+        const base = input.repo === null
+          ? await initWorkspace(deps.docker, ensured.containerName, { uid: input.uid, repo: null })
+          : await initWorkspace(deps.docker, ensured.containerName, {
+            uid: input.uid, repo: input.repo,
+            ...(input.baseRef !== undefined ? { baseRef: input.baseRef } : {}),
+            ...(input.baseSha !== undefined ? { baseSha: input.baseSha } : {}),
+            ...await credentialFor(deps, input.repo),
+          });
+        return { containerId: ensured.containerId, containerName: ensured.containerName, baseSha: base.baseSha };
+      });
+    },
+
+    /** Archives a sandbox's whole `/workspace` (gzipped tar) into the object store under `key`. */
+    async buildWorkspaceArchive(input: WorkspaceArchiveRequest): Promise<WorkspaceArchiveResult> {
+      const store = deps.objectStore;
+      if (!store) throw ApplicationFailure.nonRetryable('This host runner has no object store configured', 'ObjectStoreMissing');
+      return heartbeating(() => archiveWorkspace(deps.docker, store, input));
+    },
+  };
+}
+
+async function credentialFor(deps: SandboxActivityDeps, repo: string): Promise<{ cloneCredential?: string }> {
+  const credential = deps.cloneCredential ? await deps.cloneCredential(repo) : undefined;
+  return credential ? { cloneCredential: credential } : {};
+}
+
+export type SandboxActivities = ReturnType<typeof createSandboxActivities>;

@@ -1,0 +1,99 @@
+/**
+ * `GET /v1/agent/jobs/:jobId/workspace/archive` (owner): the gzipped tar of the chat's whole
+ * `/workspace` (spec 4.4). The API never talks to Docker: it runs `workspace-archive:<jobId>:<uuid>`
+ * whose activity on the sandbox's host stores the archive in the object store, then streams that
+ * object to the owner and deletes it once the response is over. 413 above
+ * `WORKSPACE_DOWNLOAD_MAX_MIB` (measured before compression); 409 while the chat has no sandbox.
+ */
+import { randomUUID } from 'node:crypto';
+import Router from '@koa/router';
+import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import type { ApiDeps } from '../app';
+import { AppError } from '../../lib/errors';
+import { requireOwner, ownerOf, type AgentState } from '../auth/principals';
+import { findOwnedJob } from '../jobs/job-store';
+import { sandboxContainerName } from '../../activities/docker/sandbox-container';
+import type { WorkspaceArchiveResult } from '../../activities/docker/workspace-archive';
+import type { WorkspaceArchiveInput, workspaceArchive } from '../../workflows/workspace-archive';
+import { workspaceArchiveWorkflowId } from '../../workflows/names';
+
+interface SandboxRow {
+  host_id: string;
+  container_name: string;
+  state: string;
+}
+
+const MIB = 1024 * 1024;
+
+export function workspaceArchiveRouter(deps: ApiDeps): Router<AgentState> {
+  const router = new Router<AgentState>();
+  const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
+  router.get('/v1/agent/jobs/:jobId/workspace/archive', owner, async (ctx) => {
+    const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', ownerOf(ctx.state).userId);
+    const store = deps.objectStore;
+    if (!store) throw new AppError('service_unavailable', 'Workspace downloads need an object store, and none is configured');
+    const target = await sandboxOf(deps, job.group_id, job.host_id);
+    const requestId = randomUUID();
+    const input: WorkspaceArchiveInput = {
+      jobId: job.job_id,
+      hostId: target.hostId,
+      containerName: target.containerName,
+      key: `workspace-archives/${job.job_id}/${requestId}.tar.gz`,
+      maxBytes: deps.settings.WORKSPACE_DOWNLOAD_MAX_MIB * MIB,
+    };
+    const result = await runArchiveWorkflow(deps, input, requestId);
+    if (result.status === 'too_large') {
+      throw new AppError('payload_too_large', `The workspace is ${(result.workspaceBytes / MIB).toFixed(1)} MiB, more than the download limit of ${deps.settings.WORKSPACE_DOWNLOAD_MAX_MIB} MiB`);
+    }
+    const removeObject = () => {
+      store.delete(result.key).catch((err: unknown) => deps.log.warn({ err, key: result.key }, 'workspace archive object not deleted'));
+    };
+    let body;
+    try {
+      body = await store.get(result.key);
+    } catch (err) {
+      removeObject();
+      throw err;
+    }
+    ctx.res.once('close', removeObject);
+    ctx.body = body;
+    ctx.set('content-type', 'application/gzip');
+    ctx.set('content-length', String(result.bytes));
+    ctx.set('content-disposition', `attachment; filename="${job.job_id}-workspace.tar.gz"`);
+    ctx.set('cache-control', 'no-store');
+  });
+  return router;
+}
+
+/** Where the chat's retained container lives; 409 while there is none to archive. */
+async function sandboxOf(deps: ApiDeps, groupId: string | null, jobHostId: string | null): Promise<{ hostId: string; containerName: string }> {
+  if (!groupId || !jobHostId) throw new AppError('conflict', 'This chat has no sandbox yet: its workspace exists once its first turn has started');
+  const row = await deps.db('agent_sandboxes').where({ group_id: groupId }).first<SandboxRow | undefined>(['host_id', 'container_name', 'state']);
+  if (row && (row.state === 'cold' || row.state === 'restoring')) {
+    throw new AppError('conflict', `This chat's sandbox is ${row.state === 'cold' ? 'archived' : 'being restored'}; its workspace cannot be downloaded now`);
+  }
+  return { hostId: row?.host_id ?? jobHostId, containerName: row?.container_name ?? sandboxContainerName(groupId) };
+}
+
+async function runArchiveWorkflow(deps: ApiDeps, input: WorkspaceArchiveInput, requestId: string): Promise<WorkspaceArchiveResult> {
+  try {
+    return await deps.temporal.workflow.execute<typeof workspaceArchive>('workspaceArchive', {
+      taskQueue: deps.settings.TEMPORAL_CONTROL_TASK_QUEUE,
+      workflowId: workspaceArchiveWorkflowId(input.jobId, requestId),
+      args: [input],
+      workflowExecutionTimeout: '35 minutes',
+    });
+  } catch (err) {
+    const type = failureType(err);
+    if (type === 'SandboxMissing') throw new AppError('conflict', "This chat's sandbox container no longer exists on its host", { cause: err });
+    throw new AppError('service_unavailable', 'The workspace archive could not be built; try again later', { cause: err });
+  }
+}
+
+/** The `ApplicationFailure` type behind a failed workflow (through its activity failure). */
+function failureType(err: unknown): string | undefined {
+  if (!(err instanceof WorkflowFailedError)) return undefined;
+  let cause: unknown = err.cause;
+  while (cause instanceof ActivityFailure) cause = cause.cause;
+  return cause instanceof ApplicationFailure ? cause.type ?? undefined : undefined;
+}

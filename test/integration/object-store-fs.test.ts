@@ -1,0 +1,68 @@
+/**
+ * The embedded filesystem object store: whole objects by key, visible only once complete and
+ * verified (length and SHA-256), safe keys only; the factory refuses the unimplemented S3 backend.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
+import { createObjectStore, FsObjectStore, ObjectNotFoundError, ObjectVerificationError } from '../../lib/object-store';
+
+function allFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+}
+
+describe('filesystem object store', () => {
+  let root: string;
+  let store: FsObjectStore;
+
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'fs-store-'));
+    store = new FsObjectStore(root);
+  });
+
+  afterEach(() => {
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('puts, gets and deletes an object, reporting its length and SHA-256', async () => {
+    const body = 'archive bytes '.repeat(1000);
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    const stored = await store.put('archives/job_1/a.tar.gz', Readable.from([Buffer.from(body)]), { contentLength: body.length, sha256 });
+    assert.deepEqual(stored, { bytes: body.length, sha256 });
+    assert.equal(await text(await store.get('archives/job_1/a.tar.gz')), body);
+    await store.delete('archives/job_1/a.tar.gz');
+    await assert.rejects(store.get('archives/job_1/a.tar.gz'), ObjectNotFoundError);
+    await store.delete('archives/job_1/a.tar.gz');
+  });
+
+  it('refuses a body whose length or checksum differs and leaves no object', async () => {
+    await assert.rejects(store.put('k/length', Readable.from([Buffer.from('abc')]), { contentLength: 4 }), ObjectVerificationError);
+    await assert.rejects(store.put('k/sha', Readable.from([Buffer.from('abc')]), { sha256: '0'.repeat(64) }), ObjectVerificationError);
+    await assert.rejects(store.get('k/length'), ObjectNotFoundError);
+    assert.deepEqual(allFiles(root), []);
+  });
+
+  it('leaves no partial object when the body fails midway', async () => {
+    const failing = new Readable({ read() { /* pushed below */ } });
+    failing.push(Buffer.from('first part'));
+    setImmediate(() => failing.destroy(new Error('source broke')));
+    await assert.rejects(store.put('k/broken', failing), /source broke/);
+    await assert.rejects(store.get('k/broken'), ObjectNotFoundError);
+    assert.deepEqual(allFiles(root), []);
+  });
+
+  it('refuses keys that could leave the root', async () => {
+    for (const key of ['../escape', 'a/../../b', '/abs', '', 'a//b', 'sp ace']) {
+      await assert.rejects(store.put(key, Readable.from([Buffer.from('x')])), /Invalid object key/, key);
+    }
+  });
+
+  it('the factory builds the fs store and refuses s3 as not implemented yet', () => {
+    assert.ok(createObjectStore({ OBJECT_STORE_BACKEND: 'fs', OBJECT_STORE_FS_ROOT: root }) instanceof FsObjectStore);
+    assert.throws(() => createObjectStore({ OBJECT_STORE_BACKEND: 's3', OBJECT_STORE_FS_ROOT: root }), /not implemented yet/);
+  });
+});
