@@ -115,8 +115,8 @@ async function runBash(command: string, ctx: ToolContext): Promise<ToolOutcome> 
     throw err;
   }
   if (ctx.signal.aborted) throw new DriverAbortedError();
-  const parts = [result.stdout];
-  if (result.stderr) parts.push(`[stderr]\n${result.stderr}`);
+  const parts = [result.stdout.replace(/\n$/, '')];
+  if (result.stderr) parts.push(`[stderr]\n${result.stderr.replace(/\n$/, '')}`);
   if (result.timedOut) parts.push(`[killed after ${Math.round(timeoutMs / 1000)} s]`);
   if (result.truncated) parts.push(`[output beyond ${BASH_OUTPUT_BYTES} bytes per stream was dropped]`);
   parts.push(`[exit code ${result.exitCode}]`);
