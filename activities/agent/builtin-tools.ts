@@ -5,7 +5,7 @@
  * for the model to correct; only sandbox failures and aborts throw.
  */
 import { SandboxFileError, type SandboxExec } from './types';
-import { truncateWithMarker } from './driver-text';
+import { boundedValue, truncateWithMarker } from './driver-text';
 import { DriverAbortedError } from './retry-policy';
 
 /** Longest a single bash call may run (further bounded by the turn deadline). */
@@ -16,6 +16,8 @@ export const BASH_OUTPUT_BYTES = 64 * 1024;
 export const READ_FILE_MAX_BYTES = 256 * 1024;
 /** Characters of one tool result sent back to the model (and shown in the event). */
 export const TOOL_RESULT_MAX_CHARS = 16 * 1024;
+/** Characters of a call's arguments (as JSON) shown in its `tool_use` event. */
+export const TOOL_INPUT_EVENT_CHARS = 64 * 1024;
 
 export const BUILTIN_TOOLS = [
   functionTool('bash', 'Run a shell command (bash -lc) in the workspace (/workspace). Returns stdout, stderr and the exit code.', {
@@ -74,7 +76,7 @@ function parseArguments<K extends string>(name: string, json: string, fields: K[
 /** The arguments as shown in the `tool_use` event: the parsed object, or the raw text when not JSON. */
 export function toolInputForEvent(json: string): unknown {
   try {
-    return JSON.parse(json === '' ? '{}' : json);
+    return boundedValue(JSON.parse(json === '' ? '{}' : json), TOOL_INPUT_EVENT_CHARS);
   } catch {
     return { raw: truncateWithMarker(json, 2048) };
   }

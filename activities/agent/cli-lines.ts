@@ -5,6 +5,7 @@
  * nothing here throws on bad input.
  */
 import type { AgentEventType } from './types';
+import { boundedValue, truncateWithMarker } from './driver-text';
 
 /** Longest stdout line kept (bytes of UTF-16 text, close enough); longer lines become a notice. */
 export const MAX_LINE_CHARS = 1024 * 1024;
@@ -95,7 +96,7 @@ function normalizeObject(obj: Record<string, unknown>, line: string, toolNames: 
     case 'tool_use': {
       if (typeof obj.id !== 'string' || typeof obj.name !== 'string') return malformed(line, '"tool_use" needs "id" and "name"');
       toolNames.set(obj.id, obj.name);
-      return { kind: 'event', type: 'tool_use', payload: { tool_use_id: obj.id, tool_name: obj.name, input: obj.input ?? {} } };
+      return { kind: 'event', type: 'tool_use', payload: { tool_use_id: obj.id, tool_name: obj.name, input: boundedValue(obj.input ?? {}, MAX_EVENT_TEXT_CHARS) } };
     }
     case 'tool_result': {
       if (typeof obj.tool_use_id !== 'string') return malformed(line, '"tool_result" needs "tool_use_id"');
@@ -133,7 +134,7 @@ function notice(kind: string, details: Record<string, unknown>): CliLine {
 }
 
 function bound(text: string): string {
-  return text.length > MAX_EVENT_TEXT_CHARS ? `${text.slice(0, MAX_EVENT_TEXT_CHARS)}\n…[truncated ${text.length - MAX_EVENT_TEXT_CHARS} chars]` : text;
+  return truncateWithMarker(text, MAX_EVENT_TEXT_CHARS);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

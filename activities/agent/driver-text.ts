@@ -19,3 +19,9 @@ export function tailWithMarker(text: string, maxChars: number): string {
 export function redactSecret(text: string, secret: string): string {
   return secret ? text.split(secret).join('***') : text;
 }
+
+/** A value for an event payload: itself when its JSON fits in `maxChars`, else a bounded excerpt of the JSON. */
+export function boundedValue(value: unknown, maxChars: number): unknown {
+  const json = JSON.stringify(value) ?? 'null';
+  return json.length <= maxChars ? value : { truncated: true, excerpt: truncateWithMarker(json, maxChars) };
+}

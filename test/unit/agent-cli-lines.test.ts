@@ -57,6 +57,15 @@ describe('CLI driver line format', () => {
     assert.equal(line.payload.truncated, true);
   });
 
+  it('bounds a huge tool_use input to an excerpt of its JSON', () => {
+    const line = normalize(JSON.stringify({ type: 'tool_use', id: 'w', name: 'write', input: { content: 'c'.repeat(MAX_EVENT_TEXT_CHARS) } }));
+    assert.ok(line.kind === 'event');
+    const input = line.payload.input as { truncated: boolean; excerpt: string };
+    assert.equal(input.truncated, true);
+    assert.ok(input.excerpt.startsWith('{"content":"ccc'));
+    assert.ok(input.excerpt.length < MAX_EVENT_TEXT_CHARS + 100);
+  });
+
   it('normalizes results and errors (rate_limited is retryable unless it says not; error only when it says so)', () => {
     assert.deepEqual(normalize('{"type":"result","text":"All done"}'), { kind: 'result', text: 'All done' });
     assert.deepEqual(normalize('{"type":"rate_limited","retry_after":3,"message":"slow down"}'), { kind: 'error', retryable: true, retryAfter: 3, message: 'slow down' });
