@@ -26,6 +26,11 @@ describe('built-in agent driver', () => {
   after(async () => {
     await container.remove({ force: true });
   });
+  /** True while `pid` is a live process (the test container's init never reaps, so a zombie counts as dead). */
+  async function isRunning(pid: string): Promise<boolean> {
+    const script = `s=$(cat /proc/${pid}/stat 2>/dev/null) || exit 1; case "$s" in *") Z "*) exit 1;; esac`;
+    return (await execIn(container, ['sh', '-c', script])).exitCode === 0;
+  }
   beforeEach(async () => {
     upstream = await startFakeUpstream();
   });
@@ -112,6 +117,34 @@ describe('built-in agent driver', () => {
     assert.equal(upstream.chatRequests().length, 2);
   });
 
+  it('gives up on connection errors after 15 retries, each a retry event', async () => {
+    const closed = await startFakeUpstream();
+    await closed.close();
+    const events = recordingSink();
+    const waits: number[] = [];
+    const input = driverInput(sandbox, {
+      gatewayUrl: closed.origin, events, sessionDir: '/var/agent/sessions/job-down', random: () => 0,
+      sleep: (ms) => { waits.push(ms); return Promise.resolve(); },
+    });
+    await assert.rejects(builtinDriver(input), /The model gateway kept failing \(connection error: ECONNREFUSED\); gave up after 15 retries\./);
+    const retries = events.ofType('retry');
+    assert.deepEqual(retries.map((r) => r.payload.attempt), Array.from({ length: 15 }, (_, i) => i + 1));
+    assert.ok(retries.every((r) => r.payload.status === null));
+    assert.deepEqual(waits.slice(0, 7), [500, 1000, 2000, 4000, 8000, 16_000, 32_000]);
+  });
+
+  it('stops promptly when aborted while waiting to retry', async () => {
+    upstream.enqueue({ kind: 'status', status: 503, retryAfter: 30 });
+    const events = recordingSink();
+    const controller = new AbortController();
+    const running = builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, signal: controller.signal, sessionDir: '/var/agent/sessions/job-wait' }));
+    await waitFor(() => events.ofType('retry').length === 1, 'the retry event');
+    assert.equal(events.events[0]?.payload.wait_ms, 30_000);
+    controller.abort();
+    await assert.rejects(running, { name: 'AbortError' });
+    assert.equal(upstream.chatRequests().length, 1);
+  });
+
   it('fails the turn on a 4xx other than 429 with a message that never shows the grant', async () => {
     upstream.enqueue({ kind: 'status', status: 400, message: `grant ${TEST_GRANT} cannot use this model` });
     const events = recordingSink();
@@ -132,10 +165,10 @@ describe('built-in agent driver', () => {
       const read = await execIn(container, ['cat', '/workspace/sleep.pid']);
       return read.exitCode === 0 ? read.output.trim() : undefined;
     }, 'the bash command to start');
-    assert.equal((await execIn(container, ['test', '-d', `/proc/${pid}`])).exitCode, 0, 'sleep runs before the abort');
+    assert.equal(await isRunning(pid), true, 'sleep runs before the abort');
     controller.abort();
     await assert.rejects(running, { name: 'AbortError' });
-    await waitFor(async () => (await execIn(container, ['test', '-d', `/proc/${pid}`])).exitCode !== 0, 'the sleep to be killed');
+    await waitFor(async () => !(await isRunning(pid)), 'the sleep to be killed');
     assert.deepEqual(events.types(), ['tool_use']);
   });
 });

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { LineSplitter, normalizeCliLine, MAX_EVENT_TEXT_CHARS, type CliLine, type SplitLine } from '../../activities/agent/cli-lines';
-import { splitCommandLine } from '../../activities/agent/drivers';
+import { driverFor, splitCommandLine } from '../../activities/agent/drivers';
+import { builtinDriver } from '../../activities/agent/builtin-driver';
 
 function splitAll(chunks: string[], max?: number): SplitLine[] {
   const splitter = new LineSplitter(max);
@@ -92,6 +93,12 @@ describe('AGENT_CLI_COMMAND splitting', () => {
     assert.deepEqual(splitCommandLine(`  python3 /opt/a\\ b.py  'x y' "say \\"hi\\" \\$HOME" ''  `), ['python3', '/opt/a b.py', 'x y', 'say "hi" $HOME', '']);
     assert.deepEqual(splitCommandLine('run a;b && $X'), ['run', 'a;b', '&&', '$X']);
     assert.deepEqual(splitCommandLine(`'it'"'"'s'`), [`it's`]);
+  });
+
+  it('driverFor picks the built-in loop or a CLI driver, refusing a broken command line', () => {
+    assert.equal(driverFor('builtin', { AGENT_CLI_COMMAND: `'broken` }), builtinDriver);
+    assert.equal(typeof driverFor('cli', { AGENT_CLI_COMMAND: 'agent-cli --json' }), 'function');
+    assert.throws(() => driverFor('cli', { AGENT_CLI_COMMAND: `agent-cli 'broken` }), /AGENT_CLI_COMMAND has an unterminated/);
   });
 
   it('refuses unterminated quotes, a trailing backslash and an empty line', () => {
