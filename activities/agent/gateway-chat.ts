@@ -4,6 +4,7 @@
  * errors (each retry is a `retry` event). Other 4xx fail the turn with a message safe to show
  * (the grant token is never part of it).
  */
+import { randomUUID } from 'node:crypto';
 import { type DriverInput } from './types';
 import { redactSecret, truncateWithMarker } from './driver-text';
 import { abortableSleep, DriverAbortedError, parseRetryAfterSeconds, retryDecision } from './retry-policy';
@@ -117,12 +118,10 @@ function assistantMessage(text: string): ChatMessage | undefined {
   return { role: 'assistant', content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) };
 }
 
-let generatedIds = 0;
 function toToolCall(value: unknown): ToolCall | undefined {
   const raw = value as { id?: unknown; function?: { name?: unknown; arguments?: unknown } } | null;
   if (typeof raw?.function?.name !== 'string') return undefined;
-  generatedIds += 1;
-  const id = typeof raw.id === 'string' && raw.id !== '' ? raw.id : `call_generated_${generatedIds}`;
+  const id = typeof raw.id === 'string' && raw.id !== '' ? raw.id : `call_${randomUUID()}`;
   const args = typeof raw.function.arguments === 'string' ? raw.function.arguments : JSON.stringify(raw.function.arguments ?? {});
   return { id, type: 'function', function: { name: raw.function.name, arguments: args } };
 }

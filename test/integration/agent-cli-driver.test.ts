@@ -74,6 +74,17 @@ describe('CLI agent driver', () => {
     assert.deepEqual(events.types(), ['message']);
   });
 
+  it('gives up after 15 retries of a CLI that stays rate limited, re-running it with AGENT_CLI_RESUME=1', async () => {
+    const events = recordingSink();
+    const script = `echo "$AGENT_CLI_RESUME" >> /tmp/resume-flags; echo '{"type":"rate_limited","message":"still busy"}'; exit 1`;
+    const driver = cliDriver({ command: ['bash', '-c', script] });
+    const input = driverInput(sandbox, { gatewayUrl, events, sessionDir: '/var/agent/sessions/cli-6', random: () => 0, sleep: () => Promise.resolve() });
+    await assert.rejects(driver(input), /The coding CLI kept failing \(still busy\); gave up after 15 retries\./);
+    assert.deepEqual(events.ofType('retry').map((r) => r.payload.wait_ms), [500, 1000, 2000, 4000, 8000, 16_000, ...Array<number>(9).fill(32_000)]);
+    const flags = (await execIn(container, ['cat', '/tmp/resume-flags'])).output.split(/\r?\n/).filter((l, i, all) => i < all.length - 1);
+    assert.deepEqual(flags, ['', ...Array<string>(15).fill('1')]);
+  });
+
   it('fails a non-zero exit without a result with the stderr tail, never showing the grant', async () => {
     const driver = cliDriver({ command: ['bash', '-c', 'echo "fatal: cannot start with $AGENT_GRANT_TOKEN" >&2; exit 3'] });
     await assert.rejects(
