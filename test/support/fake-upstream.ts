@@ -22,6 +22,8 @@ export type Behaviour =
   | { kind: 'embeddings'; dimensions?: number }
   /** A tool-call reply (streaming when the request asked for it). */
   | { kind: 'tool_call'; name: string; arguments: Record<string, unknown>; id?: string }
+  /** Several tool calls in one reply (non-streaming), with optional assistant text alongside. */
+  | { kind: 'tool_calls'; calls: ScriptedToolCall[]; content?: string }
   /** A plain error status with an OpenAI-shaped body; `retryAfter` sets `Retry-After` (seconds). */
   | { kind: 'status'; status: number; message?: string; retryAfter?: number }
   /** Waits `delayMs` before sending anything, then behaves as `then`. */
@@ -32,6 +34,13 @@ export type Behaviour =
   | { kind: 'reset_mid_stream'; afterChunks?: number }
   /** A 400 refusing the prompt as too long for the context window, worded as engines word it. */
   | { kind: 'context_length'; contextLength?: number; requested?: number };
+
+export interface ScriptedToolCall {
+  name: string;
+  /** An object (sent as its JSON) or a raw string (sent as is, e.g. to script bad JSON). */
+  arguments: Record<string, unknown> | string;
+  id?: string;
+}
 
 export interface RecordedRequest {
   method: string;
@@ -56,6 +65,8 @@ export interface FakeUpstream {
   setDefault(behaviour: Behaviour | undefined): void;
   /** Behaviour for every request to exactly `path` (e.g. `/health`), ahead of the queue; `undefined` removes it. */
   setPathBehaviour(path: string, behaviour: Behaviour | undefined): void;
+  /** The recorded requests to `/chat/completions`, in arrival order. */
+  chatRequests(): RecordedRequest[];
   /** Resolves when `count` requests have been received. */
   waitForRequests(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -118,6 +129,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     port,
     requests,
     enqueue: (...b) => queue.push(...b),
+    chatRequests: () => requests.filter((r) => r.path.endsWith('/chat/completions')),
     setDefault: (b) => {
       fallback = b;
     },
@@ -243,6 +255,18 @@ async function respond(behaviour: Behaviour, record: RecordedRequest, res: Serve
           usage: usageBody(DEFAULT_USAGE),
         });
       }
+      return;
+    }
+    case 'tool_calls': {
+      const calls = behaviour.calls.map((c, i) => ({
+        id: c.id ?? `call_${n}_${i}`, type: 'function',
+        function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+      }));
+      sendJson(res, 200, {
+        id, object: 'chat.completion', created: 1, model,
+        choices: [{ index: 0, message: { role: 'assistant', content: behaviour.content ?? null, tool_calls: calls }, finish_reason: 'tool_calls' }],
+        usage: usageBody(DEFAULT_USAGE),
+      });
       return;
     }
     case 'status': {

@@ -1,0 +1,91 @@
+/**
+ * The built-in agent driver: a tool-calling loop against the gateway's chat completions with the
+ * turn's inference grant. Each model answer's text is a `message` event; each tool call is a
+ * `tool_use` event, runs in the sandbox, and is a `tool_result` event whose output goes back to
+ * the model. The chat's history (its native session) lives in the member's session directory, so
+ * a later turn continues the conversation. See docs/agent-events.md.
+ */
+import { posix } from 'node:path';
+import { SandboxFileError, type AgentDriver, type DriverInput } from './types';
+import { completeChat, type ChatMessage, type ToolCall } from './gateway-chat';
+import { BUILTIN_TOOLS, runBuiltinTool, toolInputForEvent } from './builtin-tools';
+import { DriverAbortedError } from './retry-policy';
+import { truncateWithMarker } from './driver-text';
+
+/** Most model calls (answers received) in one turn; the turn fails beyond it. */
+export const MAX_MODEL_CALLS_PER_TURN = 50;
+/** Session file name inside the member's session directory. */
+export const BUILTIN_SESSION_FILE = 'builtin-session.json';
+/** Largest session file read back; a larger (or unreadable) file starts a fresh history. */
+export const SESSION_MAX_BYTES = 16 * 1024 * 1024;
+/** Characters of assistant text in one `message` event. */
+const MESSAGE_EVENT_CHARS = 64 * 1024;
+
+export const BUILTIN_SYSTEM_PROMPT = [
+  'You are a coding agent working inside a sandbox container. The project workspace is /workspace.',
+  'Use the tools to inspect and change files and to run commands; there is no network access.',
+  'When the task is done, answer with a short summary of what you did.',
+].join(' ');
+
+interface BuiltinSession {
+  version: 1;
+  messages: ChatMessage[];
+}
+
+export const builtinDriver: AgentDriver = async (input) => {
+  const sessionPath = posix.join(input.sessionDir, BUILTIN_SESSION_FILE);
+  const history = await loadHistory(input, sessionPath);
+  history.push({ role: 'user', content: input.prompt });
+  for (let call = 1; call <= MAX_MODEL_CALLS_PER_TURN; call += 1) {
+    checkNotAborted(input);
+    const answer = await completeChat(input, { messages: [{ role: 'system', content: BUILTIN_SYSTEM_PROMPT }, ...history], tools: BUILTIN_TOOLS });
+    history.push(answer);
+    if (answer.content) {
+      await input.events.emit('message', { role: 'assistant', text: truncateWithMarker(answer.content, MESSAGE_EVENT_CHARS) });
+    }
+    if (!answer.tool_calls?.length) {
+      await saveHistory(input, sessionPath, history);
+      return { result: answer.content ?? '' };
+    }
+    for (const toolCall of answer.tool_calls) history.push(await runToolCall(input, toolCall));
+    await saveHistory(input, sessionPath, history);
+  }
+  throw new Error(`The agent stopped after ${MAX_MODEL_CALLS_PER_TURN} model calls in this turn without a final answer.`);
+};
+
+async function runToolCall(input: DriverInput, toolCall: ToolCall): Promise<ChatMessage> {
+  const name = toolCall.function.name;
+  const base = { tool_use_id: toolCall.id, tool_name: name };
+  await input.events.emit('tool_use', { ...base, input: toolInputForEvent(toolCall.function.arguments) });
+  const outcome = await runBuiltinTool(name, toolCall.function.arguments, { sandbox: input.sandbox, signal: input.signal, deadline: input.deadline });
+  await input.events.emit('tool_result', { ...base, output: outcome.output, is_error: outcome.isError, ...outcome.details }, { isError: outcome.isError });
+  return { role: 'tool', tool_call_id: toolCall.id, content: outcome.output };
+}
+
+function checkNotAborted(input: DriverInput): void {
+  if (input.signal.aborted) throw new DriverAbortedError();
+}
+
+/** The chat's earlier messages; a missing or unreadable session starts empty (with a notice when unreadable). */
+async function loadHistory(input: DriverInput, sessionPath: string): Promise<ChatMessage[]> {
+  let text: string;
+  try {
+    text = await input.sandbox.readFile(sessionPath, SESSION_MAX_BYTES);
+  } catch (err) {
+    if (err instanceof SandboxFileError) return [];
+    throw err;
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<BuiltinSession>;
+    if (parsed.version === 1 && Array.isArray(parsed.messages)) return parsed.messages;
+  } catch {
+    // fall through: reported below
+  }
+  await input.events.emit('notice', { kind: 'session_reset', message: 'The saved conversation could not be read; this turn starts a fresh one.' });
+  return [];
+}
+
+async function saveHistory(input: DriverInput, sessionPath: string, messages: ChatMessage[]): Promise<void> {
+  const session: BuiltinSession = { version: 1, messages };
+  await input.sandbox.writeFile(sessionPath, JSON.stringify(session));
+}
