@@ -12,7 +12,7 @@ import {
   allHandlersFinished, ParentClosePolicy, type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { ChatActivities, AdmittedTurn, TurnOutcome } from '../activities/control/chat-activities';
-import { cancelTurnSignal, chatStatusQuery, submitTurnUpdate, wakeSignal, type ChatInput } from './chat-definitions';
+import { cancelTurnSignal, chatStatusQuery, submitTurnUpdate, wakeSignal, type ChatInput, type SubmittedTurn } from './chat-definitions';
 import type { HostActivities } from '../activities/host-activities';
 import { grantWorkflow, releaseGrantSignal } from './grant';
 import { grantWorkflowId, hostTaskQueue, searchAttributes } from './names';
@@ -41,7 +41,7 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
     wake = true;
     return { turn_id: turn.turnId, seq: turn.seq, state: 'queued' };
   }, {
-    validator: (turn) => {
+    validator: (turn: SubmittedTurn) => {
       if (!Number.isInteger(turn.seq) || turn.seq < 1 || typeof turn.turnId !== 'string') throw new Error('invalid turn');
     },
   });

@@ -11,7 +11,7 @@ import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
 import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink } from './api-event-sink';
 import { driverFor } from './drivers';
-import { AttemptNotCurrentError, HostApiClient } from './host-api-client';
+import { AttemptNotCurrentError, type HostApiClient } from './host-api-client';
 import type { ExecOptions, ExecResult, SandboxExec } from './types';
 
 export interface TurnRunnerDeps {

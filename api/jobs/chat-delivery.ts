@@ -23,7 +23,7 @@ export function chatConfigFrom(settings: ChatSettings): ChatConfig {
 }
 
 function startOperation(settings: ChatSettings, job: { jobId: string; ownerId: number }) {
-  return WithStartWorkflowOperation.create<(input: ChatInput) => Promise<void>>(CHAT_WORKFLOW_TYPE, {
+  return new WithStartWorkflowOperation<(input: ChatInput) => Promise<void>>(CHAT_WORKFLOW_TYPE, {
     workflowId: chatWorkflowId(job.jobId),
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowIdConflictPolicy: 'USE_EXISTING',

@@ -20,7 +20,7 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
   const router = new Router<AgentState>({ prefix: '/v1/agent' });
   const delivery = new ChatDelivery(deps.temporal, deps.settings, deps.log);
   const allowlist = parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST);
-  router.use(['/jobs', '/conversations', '/sessions'], requireOwner(deps));
+  router.use(['/jobs', '/conversations', '/sessions'], requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN }));
 
   router.post('/jobs', async (ctx) => {
     const owner = ownerOf(ctx.state);

@@ -132,7 +132,7 @@ describe('agent chats (PostgreSQL + Temporal + Docker + gateway)', function () {
     assert.equal(view.conversation_state, 'idle');
     const [container] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
     assert.ok(container, 'the container is retained');
-    const top = await docker().getContainer(container.Id).top({ ps_args: 'ax' });
+    const top: unknown = await docker().getContainer(container.Id).top({ ps_args: 'ax' });
     assert.ok(!JSON.stringify(top).includes('sleep 300'), 'the stopped turn left nothing running');
   });
 

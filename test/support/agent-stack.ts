@@ -12,6 +12,10 @@ import { createHostActivities } from '../../activities/host-activities';
 import { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
 import { HostApiClient } from '../../activities/agent/host-api-client';
 import { enrollHost } from '../../api/hosts/host-registry';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FsObjectStore } from '../../lib/object-store';
 import { loadSettings, type Settings } from '../../lib/settings';
 import { createHeartbeat, type Heartbeat } from '../../workers/host-heartbeat';
 import { hostTaskQueue } from '../../workflows/names';
@@ -85,7 +89,8 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   };
   const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...apiEnv });
   const grants = new GatewayGrantClient({ gatewayUrl: gateway.url, dispatchToken: DISPATCH_TOKEN });
-  const api = await startTestApi({ db: t.db, temporal: env.client, env: apiEnv, grants });
+  const objectStore = new FsObjectStore(mkdtempSync(join(tmpdir(), 'agent-store-')));
+  const api = await startTestApi({ db: t.db, temporal: env.client, env: apiEnv, grants, objectStore });
   const { credential } = await enrollHost(t.db, hostId);
   const heartbeat = createHeartbeat({
     apiUrl: api.url, hostId, credential, defaultSlots: settings.AGENT_HOST_SLOTS, runtime: 'docker-test', log: captureLogs('heartbeat').log,
@@ -116,7 +121,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: hostTaskQueue(hostId),
         activities: createHostActivities({
-          docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(),
+          docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(), objectStore,
           turns: {
             api: new HostApiClient({ apiUrl: api.url, hostId, credential }), apiUrl: api.url, credential,
             gatewayUrl: gateway.url, settings,

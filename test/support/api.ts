@@ -27,6 +27,7 @@ export interface TestApiOptions {
   env?: Record<string, string>;
   temporalReachable?: () => Promise<boolean>;
   objectStore?: ApiDeps['objectStore'];
+  grants?: ApiDeps['grants'];
 }
 
 export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
@@ -40,6 +41,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     temporal,
     temporalReachable: options.temporalReachable ?? (() => Promise.resolve(true)),
     ...(options.objectStore ? { objectStore: options.objectStore } : {}),
+    ...(options.grants ? { grants: options.grants } : {}),
   };
   const serving: Serving = await serve(createApiApp(deps), { host: '127.0.0.1', port: 0 });
   return {
