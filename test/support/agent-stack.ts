@@ -76,7 +76,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   const upstream = await startFakeUpstream();
   const gateway = await startTestGateway({
     db: t.db,
-    modelsYaml: `models:\n  - id: ${AGENT_MODEL}\n    route:\n      - kind: generic_compat\n        base_url: ${upstream.url}\n        api_key: upstream-key\n`,
+    modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${upstream.url}", api_key: upstream-key }\n`,
     env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false' },
   });
   const env = await temporalEnv();
