@@ -61,18 +61,20 @@ function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.Wr
 }
 
 /**
- * The dev stack's access-token key: `AUTH_JWT_SECRET` when set, else a random one kept in
- * `.data/secrets/` (mode 0600) so logins survive restarts of `npm start`.
+ * A dev-stack secret: the environment's value when set, else a random one kept in
+ * `.data/secrets/<file>` (mode 0600) so it survives restarts of `npm start` (logins keep working,
+ * the control worker and the gateway keep agreeing on the grant dispatch token).
  */
-function devJwtSecret(): string {
-  if (process.env.AUTH_JWT_SECRET) return process.env.AUTH_JWT_SECRET;
+function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN', file: string): string {
+  const fromEnv = process.env[envName];
+  if (fromEnv) return fromEnv;
   const dir = join(DATA, 'secrets');
-  const file = join(dir, 'auth-jwt-secret');
-  if (!existsSync(file)) {
+  const path = join(dir, file);
+  if (!existsSync(path)) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(file, randomBytes(48).toString('base64url'), { mode: 0o600 });
+    writeFileSync(path, randomBytes(48).toString('base64url'), { mode: 0o600 });
   }
-  return readFileSync(file, 'utf8').trim();
+  return readFileSync(path, 'utf8').trim();
 }
 
 async function main(): Promise<void> {
@@ -90,7 +92,11 @@ async function main(): Promise<void> {
   const build = run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('build failed');
 
-  const baseEnv: Record<string, string> = { DATABASE_URL: databaseUrl, AUTH_JWT_SECRET: devJwtSecret() };
+  const baseEnv: Record<string, string> = {
+    DATABASE_URL: databaseUrl,
+    AUTH_JWT_SECRET: devSecret('AUTH_JWT_SECRET', 'auth-jwt-secret'),
+    GATEWAY_GRANT_DISPATCH_TOKEN: devSecret('GATEWAY_GRANT_DISPATCH_TOKEN', 'grant-dispatch-token'),
+  };
   const specs: ProcessSpec[] = [
     { name: 'gateway', script: 'dist/gateway/main.js' },
     { name: 'api', script: 'dist/api/main.js' },
