@@ -147,7 +147,7 @@ async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ re
     startToCloseTimeout: '10 minutes',
     heartbeatTimeout: `${input.config.heartbeatTimeoutSeconds} seconds`,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['ImageMissing', 'InvalidRepository', 'GenerationMismatch'] },
+    retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['ImageMissing', 'UnsupportedRepo', 'BaseRevisionNotFound', 'SandboxGenerationMismatch', 'SandboxMissing'] },
   });
   const sandbox = await prepare.prepareSandbox({
     jobId: input.jobId, groupId: admitted.groupId, generation: admitted.generation, attemptId: admitted.attemptId,

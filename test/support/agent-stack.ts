@@ -23,7 +23,7 @@ import { ADMIN_TOKEN } from './admin';
 import { createKey, postJson, signUpAndLogIn } from './accounts';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from './api';
 import { freshDatabase, type TestDatabase } from './db';
-import { docker, SANDBOX_IMAGE, testLabels, removeContainers, TEST_RUN_LABEL, testRunId } from './docker';
+import { docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId } from './docker';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
 import { startTestGateway, type TestGateway } from './gateway';
 import { captureLogs } from './logs';
@@ -56,6 +56,8 @@ export interface AgentStack {
 export interface AgentStackOptions {
   slots?: number;
   env?: Record<string, string>;
+  /** `none`: start no control worker or host runner (a test runs them as processes); default in-process. */
+  workers?: 'in-process' | 'none';
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -140,13 +142,17 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       heartbeat.stop();
       await stack.stopHost().catch(() => undefined);
       await stack.stopControl().catch(() => undefined);
-      await removeContainers({ [TEST_RUN_LABEL]: testRunId, 'agent.host': hostId });
+      await removeContainers({ 'agent.host': hostId });
       await api.close();
       await gateway.close();
       await upstream.close();
       await t.drop();
     },
   };
+  if (options.workers === 'none') {
+    heartbeat.stop();
+    return stack;
+  }
   await stack.startControl();
   await stack.startHost();
   return stack;
