@@ -78,6 +78,9 @@ describe('sandbox host activities', () => {
     assert.equal(head.stdout.trim(), first.baseSha);
     const second = await prepare({ cloneCredential }, input('repo', { repo, attemptId: 'att_2' }));
     assert.deepEqual(second, first);
+    const temporary = await prepare({ cloneCredential }, input('tmp'));
+    assert.equal(temporary.baseSha, TEMPORARY_WORKSPACE_SHA);
+    assert.deepEqual(asked, [repo, repo], 'a temporary workspace asks for no credential');
   });
 
   it('prepares a group once when two attempts on one host runner race', async () => {
