@@ -76,11 +76,29 @@ async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Runs `work` after every earlier call with the same key has settled: two attempts preparing one
+ * group on this host (a retry while the lost one still runs) never initialize it at the same time.
+ */
+function keyedSerializer(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(key: string, work: () => Promise<T>) => {
+    const previous = tails.get(key) ?? Promise.resolve();
+    const run = previous.catch(() => undefined).then(work);
+    tails.set(key, run);
+    void run.catch(() => undefined).finally(() => {
+      if (tails.get(key) === run) tails.delete(key);
+    });
+    return run;
+  };
+}
+
 export function createSandboxActivities(deps: SandboxActivityDeps) {
+  const perGroup = keyedSerializer();
   return {
     /** Creates or reuses the group's container, adds the member and initializes `/workspace` once. */
     async prepareSandbox(input: PrepareSandboxInput): Promise<PrepareSandboxResult> {
-      return heartbeating(async () => {
+      return heartbeating(() => perGroup(input.groupId, async () => {
         const ensured = await ensureSandboxContainer(deps.docker, {
           jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
           hostId: deps.hostId, uid: input.uid, image: deps.image, limits: deps.limits ?? DEFAULT_SANDBOX_LIMITS,
@@ -95,7 +113,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
             ...await credentialFor(deps, input.repo),
           });
         return { containerId: ensured.containerId, containerName: ensured.containerName, baseSha: base.baseSha };
-      });
+      }));
     },
 
     /** Archives a sandbox's whole `/workspace` (gzipped tar) into the object store under `key`. */

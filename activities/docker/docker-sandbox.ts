@@ -70,7 +70,9 @@ export class DockerSandbox implements SandboxExec {
         },
       });
       await killing;
-      return { ...result, exitCode: timedOut ? TIMEOUT_EXIT_CODE : result.exitCode, timedOut };
+      // The waiting setsid reports its killed child; that line is ours, not the command's.
+      const stderr = killing ? result.stderr.replace(/^setsid: child \d+ did not exit normally.*\n?/m, '') : result.stderr;
+      return { ...result, stderr, exitCode: timedOut ? TIMEOUT_EXIT_CODE : result.exitCode, timedOut };
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', kill);

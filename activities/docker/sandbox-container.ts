@@ -87,7 +87,7 @@ export async function ensureSandboxContainer(docker: Docker, spec: SandboxSpec):
   let info = await inspectOrUndefined(docker, name);
   if (!info) {
     created = await createContainer(docker, name, spec);
-    info = await docker.getContainer(name).inspect();
+    info = await inspectAfterCreate(docker, name);
   }
   const labels = info.Config.Labels ?? {};
   if (labels[SANDBOX_LABELS.group] !== spec.groupId || labels[SANDBOX_LABELS.generation] !== String(spec.generation)) {
@@ -96,6 +96,16 @@ export async function ensureSandboxContainer(docker: Docker, spec: SandboxSpec):
   if (!info.State.Running) await startIgnoringAlreadyStarted(docker.getContainer(name));
   await ensureMember(docker, name, spec.uid);
   return { containerId: info.Id, containerName: name, created };
+}
+
+/** After a create (ours or a concurrent one that holds the name), the container shows up shortly. */
+async function inspectAfterCreate(docker: Docker, name: string): Promise<Docker.ContainerInspectInfo> {
+  for (let i = 0; i < 100; i += 1) {
+    const info = await inspectOrUndefined(docker, name);
+    if (info) return info;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new SandboxMissingError(name);
 }
 
 /** Creates the container; false when a concurrent call created it first. */
@@ -149,8 +159,10 @@ async function startIgnoringAlreadyStarted(container: Docker.Container): Promise
 const MEMBER_SETUP = [
   'set -e',
   'uid="$1"; user="member-$1"; home="/home/member-$1"',
-  'getent group "$uid" >/dev/null || groupadd -g "$uid" "$user"',
-  'getent passwd "$uid" >/dev/null || useradd -u "$uid" -g "$uid" -M -d "$home" -s /bin/bash "$user"',
+  // A concurrent setup of the same member may hold the account files' lock or win the race: retry, its account is as good as ours.
+  'i=0; until getent group "$uid" >/dev/null || groupadd -g "$uid" "$user" 2>/dev/null || [ $i -ge 20 ]; do i=$((i+1)); sleep 0.2; done',
+  'i=0; until getent passwd "$uid" >/dev/null || useradd -u "$uid" -g "$uid" -M -d "$home" -s /bin/bash "$user" 2>/dev/null || [ $i -ge 20 ]; do i=$((i+1)); sleep 0.2; done',
+  'getent passwd "$uid" >/dev/null',
   'mkdir -p "$home/.agent" /workspace',
   'chown "$uid:$uid" "$home" "$home/.agent"',
   'chmod 700 "$home"',

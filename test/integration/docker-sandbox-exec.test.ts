@@ -56,6 +56,7 @@ describe('DockerSandbox', () => {
     assert.equal(result.exitCode, 124);
     assert.equal(result.timedOut, true);
     assert.equal(result.stdout, 'started\n');
+    assert.equal(result.stderr, '');
     await waitFor(async () => !(await processes(sandbox)).some((p) => p.startsWith('sleep 30')), 'the timed-out process group is gone');
   });
 

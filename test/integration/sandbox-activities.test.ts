@@ -1,0 +1,117 @@
+/**
+ * The host's sandbox activities in an activity context on the real Docker engine: prepareSandbox
+ * builds the group container and workspace (asking the host for the clone credential), is
+ * idempotent, and turns permanent problems into non-retryable failures with a type.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createSandboxActivities, PERMANENT_SANDBOX_FAILURES, type PrepareSandboxInput, type PrepareSandboxResult, type SandboxActivityDeps } from '../../activities/sandbox-activities';
+import { DockerSandbox } from '../../activities/docker/docker-sandbox';
+import { ensureSandboxContainer } from '../../activities/docker/sandbox-container';
+import { TEMPORARY_WORKSPACE_SHA } from '../../activities/docker/workspace-init';
+import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId } from '../support/docker';
+
+const noop = () => undefined;
+const quiet = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
+
+type Activities = ReturnType<typeof createSandboxActivities>;
+
+function activitiesWith(deps: Partial<SandboxActivityDeps>): Activities {
+  return createSandboxActivities({
+    docker: docker(), hostId: 'host-a', image: SANDBOX_IMAGE, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
+    sandboxLabels: testLabels(), ...deps,
+  });
+}
+
+/** Runs prepareSandbox in an activity context, on `activities` (one host runner) or a fresh set. */
+function prepare(deps: Partial<SandboxActivityDeps> | Activities, input: PrepareSandboxInput): Promise<PrepareSandboxResult> {
+  const activities = 'prepareSandbox' in deps ? deps : activitiesWith(deps);
+  return new MockActivityEnvironment(undefined, { logger: quiet }).run((i: PrepareSandboxInput) => activities.prepareSandbox(i), input);
+}
+
+function input(suffix: string, overrides: Partial<PrepareSandboxInput> = {}): PrepareSandboxInput {
+  return { jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId: `grp-${testRunId}-${suffix}`, generation: 1, attemptId: 'att_1', uid: 1001, repo: null, ...overrides };
+}
+
+function failsWith(type: string) {
+  return (err: { type?: string; nonRetryable?: boolean }) => err.type === type && err.nonRetryable === true;
+}
+
+describe('sandbox host activities', () => {
+  let scratch: string;
+  let bare: string;
+
+  before(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'sbx-act-'));
+    bare = join(scratch, 'origin.git');
+    const work = join(scratch, 'work');
+    const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: scratch, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+    execFileSync('git', ['init', '-q', '--bare', '-b', 'main', bare], { env });
+    execFileSync('git', ['init', '-q', '-b', 'main', work], { env });
+    writeFileSync(join(work, 'app.txt'), 'app\n');
+    execFileSync('git', ['add', '.'], { cwd: work, env });
+    execFileSync('git', ['commit', '-q', '-m', 'app'], { cwd: work, env });
+    execFileSync('git', ['push', '-q', bare, 'main'], { cwd: work, env });
+  });
+
+  after(async () => {
+    await removeContainers();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('clones the repository with the credential the host looks up, and reuses the sandbox afterwards', async () => {
+    const asked: string[] = [];
+    const cloneCredential = (repo: string) => {
+      asked.push(repo);
+      return Promise.resolve('ghs_hostSideCredential');
+    };
+    const repo = `file://${bare}`;
+    const first = await prepare({ cloneCredential }, input('repo', { repo }));
+    assert.deepEqual(asked, [repo]);
+    const sandbox = new DockerSandbox(docker(), first.containerName, 1001);
+    assert.equal(await sandbox.readFile('app.txt', 100), 'app\n');
+    const head = await sandbox.exec(['git', 'rev-parse', 'HEAD'], { timeoutMs: 20_000, maxOutputBytes: 1000 });
+    assert.equal(head.stdout.trim(), first.baseSha);
+    const second = await prepare({ cloneCredential }, input('repo', { repo, attemptId: 'att_2' }));
+    assert.deepEqual(second, first);
+    const temporary = await prepare({ cloneCredential }, input('tmp'));
+    assert.equal(temporary.baseSha, TEMPORARY_WORKSPACE_SHA);
+    assert.deepEqual(asked, [repo, repo], 'a temporary workspace asks for no credential');
+  });
+
+  it('prepares a group once when two attempts on one host runner race', async () => {
+    const runner = activitiesWith({});
+    const [a, b] = await Promise.all([prepare(runner, input('race')), prepare(runner, input('race', { attemptId: 'att_2' }))]);
+    assert.equal(a.containerId, b.containerId);
+    assert.equal(a.baseSha, TEMPORARY_WORKSPACE_SHA);
+    assert.equal(b.baseSha, TEMPORARY_WORKSPACE_SHA);
+    const log = await new DockerSandbox(docker(), a.containerName, 1001).exec(['git', 'rev-list', '--count', 'HEAD'], { timeoutMs: 20_000, maxOutputBytes: 100 });
+    assert.equal(log.stdout.trim(), '1');
+  });
+
+  it('two concurrent creations of one container (two processes) agree on the container', async () => {
+    const spec = {
+      jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId: `grp-${testRunId}-race2`, generation: 1, attemptId: 'att_0', hostId: 'host-a', uid: 1001,
+      image: SANDBOX_IMAGE, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
+    };
+    const [a, b] = await Promise.all([ensureSandboxContainer(docker(), spec), ensureSandboxContainer(docker(), spec)]);
+    assert.equal(a.containerId, b.containerId);
+    assert.deepEqual([a.created, b.created].sort(), [false, true]);
+  });
+
+  it('fails without retry for a missing image, an unsupported repository, a missing base and a generation mismatch', async () => {
+    await assert.rejects(prepare({ image: 'agent-sandbox:does-not-exist' }, input('noimg')), failsWith('ImageMissing'));
+    await assert.rejects(prepare({}, input('scheme', { repo: 'owner/name' })), failsWith('UnsupportedRepo'));
+    await assert.rejects(prepare({}, input('nobase', { repo: `file://${bare}`, baseRef: 'no-such-branch' })), failsWith('BaseRevisionNotFound'));
+    await ensureSandboxContainer(docker(), {
+      jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId: `grp-${testRunId}-gen`, generation: 2, attemptId: 'att_0', hostId: 'host-a', uid: 1001,
+      image: SANDBOX_IMAGE, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
+    });
+    await assert.rejects(prepare({}, input('gen')), failsWith('SandboxGenerationMismatch'));
+    assert.ok(['ImageMissing', 'UnsupportedRepo', 'BaseRevisionNotFound', 'SandboxGenerationMismatch'].every((t) => PERMANENT_SANDBOX_FAILURES.includes(t)));
+  });
+});
