@@ -47,9 +47,15 @@ describe('filesystem object store', () => {
   });
 
   it('leaves no partial object when the body fails midway', async () => {
-    const failing = new Readable({ read() { /* pushed below */ } });
-    failing.push(Buffer.from('first part'));
-    setImmediate(() => failing.destroy(new Error('source broke')));
+    // The source breaks only once the store is reading it (never before it listens for errors).
+    let reads = 0;
+    const failing = new Readable({
+      read() {
+        reads += 1;
+        if (reads === 1) this.push(Buffer.from('first part'));
+        else this.destroy(new Error('source broke'));
+      },
+    });
     await assert.rejects(store.put('k/broken', failing), /source broke/);
     await assert.rejects(store.get('k/broken'), ObjectNotFoundError);
     assert.deepEqual(allFiles(root), []);
