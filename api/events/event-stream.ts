@@ -22,7 +22,7 @@ export interface JobEventStreamOptions {
   afterEventId: string;
   /** A `: keep-alive` comment is written after this long without any write. */
   heartbeatMs: number;
-  /** Events read per backlog query. Default 200. */
+  /** Events read per backlog query (held in memory while written). Default 100. */
   pageSize?: number;
   log: Logger;
 }
@@ -81,7 +81,7 @@ class Waker {
  */
 export async function streamJobEvents(options: JobEventStreamOptions): Promise<void> {
   const { res, db, notifier, jobId, heartbeatMs, log } = options;
-  const pageSize = options.pageSize ?? 200;
+  const pageSize = options.pageSize ?? 100;
   const waker = new Waker();
   let closed = false;
   res.once('close', () => {
