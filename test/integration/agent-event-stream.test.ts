@@ -4,6 +4,11 @@
  * has no active turn, keep-alive comments, and releasing the subscription on disconnect.
  */
 import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { captureLogs } from '../support/logs';
+import { streamJobEvents } from '../../api/events/event-stream';
+import { connectionSettingsOf, createEventNotifier } from '../../api/events/event-notifier';
 import { appendEvents, type NewEvent, type StoredEvent } from '../../api/events/event-store';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
@@ -134,6 +139,48 @@ describe('owner job event stream (SSE)', () => {
     await waitFor(() => api.deps.events?.subscriberCount(jobId) === 1, 'one subscription after a disconnect');
     b.controller.abort();
     await waitFor(() => api.deps.events?.subscriberCount(jobId) === 0, 'no subscription after both disconnect');
+  });
+
+  it('waits for a slow client instead of buffering the backlog', async () => {
+    const jobId = await createJob(t.db, owner.userId);
+    await createTurn(t.db, jobId, 0, 'completed');
+    const payloadBytes = 100 * 1024;
+    const count = 150;
+    for (let from = 0; from < count; from += 50) {
+      await appendEvents(t.db, jobId, Array.from({ length: 50 }, (_, i) => ({ turnSeq: 0, attemptId: null, seq: from + i, eventType: 'message' as const, payload: { text: 'x'.repeat(payloadBytes) } })));
+    }
+    // The stream itself behind a bare server, so the test can watch what the server has buffered.
+    let response: ServerResponse | undefined;
+    const notifier = createEventNotifier({ connection: connectionSettingsOf(t.db), log: captureLogs('notifier').log });
+    const server = createServer((_req, res) => {
+      response = res;
+      void streamJobEvents({ res, db: t.db, notifier, jobId, afterEventId: '0', heartbeatMs: 60_000, log: captureLogs('stream').log });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      socket.pause();
+      socket.write('GET / HTTP/1.1\r\nHost: test\r\n\r\n');
+      await waitFor(() => response?.writableNeedDrain, 'the server to wait for the paused client');
+      const buffered: number[] = [response!.writableLength];
+      let received = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => {
+        buffered.push(response!.writableLength);
+        received += chunk;
+      });
+      const ended = new Promise<void>((resolve) => socket.on('end', resolve));
+      socket.resume();
+      await ended;
+      socket.destroy();
+      assert.equal(received.match(/^id: /gm)?.length, count, 'every event arrives');
+      const bound = response!.writableHighWaterMark + payloadBytes + 1024;
+      assert.ok(Math.max(...buffered) <= bound, `the server buffered at most one frame past its high-water mark (max ${Math.max(...buffered)} bytes)`);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await notifier.close();
+    }
   });
 
   it('answers 401 without credentials, 404 for another owner\'s or an unknown job, 400 for a bad resume point', async () => {
