@@ -215,6 +215,10 @@ export const settingsShape = {
   AGENT_TURN_TIME_LIMIT_SECONDS: z.coerce.number().int().positive().default(1800),
   /** A turn's host activity is presumed lost when it misses heartbeats this long. Default 30. */
   AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).default(30),
+  /** Turns one chat workflow run handles before it continues as new (bounds Temporal history). Default 50. */
+  AGENT_CHAT_TURNS_PER_RUN: z.coerce.number().int().min(1).max(1000).default(50),
+  /** An idle chat workflow ends after this many seconds without turns (the next turn starts it again). Default 3600. */
+  AGENT_CHAT_IDLE_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
   /** Base URL of the gateway that agent drivers call with their inference grant. Default `http://127.0.0.1:8080`. */

@@ -16,6 +16,8 @@ export interface ChatConfig {
   grantRenewSeconds: number;
   /** An idle chat workflow ends after this long without turns; the next turn starts a new run. */
   idleSeconds: number;
+  /** Turns one workflow run handles before it continues as new (bounds the history). */
+  turnsPerRun: number;
 }
 
 export interface ChatInput {

@@ -17,9 +17,6 @@ import type { HostActivities } from '../activities/host-activities';
 import { grantWorkflow, releaseGrantSignal } from './grant';
 import { grantWorkflowId, hostTaskQueue, searchAttributes } from './names';
 
-/** Turns run by one workflow run before it continues as new. */
-const TURNS_PER_RUN = 50;
-
 const control = proxyActivities<ChatActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
@@ -62,18 +59,21 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
   upsertMemo({ jobId: input.jobId, owner: input.ownerId });
 
   for (;;) {
+    // Between turns nothing is in flight and PostgreSQL holds every turn, so a new run can take
+    // over here at any time: this bounds the history however busy the chat is.
+    if (turnsRun >= input.config.turnsPerRun || workflowInfo().continueAsNewSuggested) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof chatWorkflow>(input);
+    }
     wake = false;
     const next = await control.nextTurn({ jobId: input.jobId });
     if (!next) {
       upsertSearchAttributes([{ key: searchAttributes.state, value: 'idle' }]);
-      if (turnsRun >= TURNS_PER_RUN || workflowInfo().continueAsNewSuggested) {
-        await condition(allHandlersFinished);
-        await continueAsNew<typeof chatWorkflow>(input);
-      }
       const woke = await condition(() => wake, `${input.config.idleSeconds} seconds`);
-      if (!woke && !wake) {
+      if (!woke) {
         await condition(allHandlersFinished);
-        return;
+        // A turn that arrived while the handlers finished keeps the workflow going.
+        if (!wake) return;
       }
       continue;
     }

@@ -11,14 +11,16 @@ import { CHAT_WORKFLOW_TYPE, cancelTurnSignal, submitTurnUpdate, wakeSignal, typ
 import { chatWorkflowId, searchAttributes } from '../../workflows/names';
 
 export type ChatSettings = Pick<Settings,
-  'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'>;
+  'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'
+  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS'>;
 
 export function chatConfigFrom(settings: ChatSettings): ChatConfig {
   return {
     turnTimeLimitSeconds: settings.AGENT_TURN_TIME_LIMIT_SECONDS,
     heartbeatTimeoutSeconds: settings.AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS,
     grantRenewSeconds: settings.AGENT_GRANT_RENEW_SECONDS,
-    idleSeconds: 3600,
+    idleSeconds: settings.AGENT_CHAT_IDLE_SECONDS,
+    turnsPerRun: settings.AGENT_CHAT_TURNS_PER_RUN,
   };
 }
 
