@@ -16,6 +16,8 @@ export interface ChatConfig {
   grantRenewSeconds: number;
   /** An idle chat workflow ends after this long without turns; the next turn starts a new run. */
   idleSeconds: number;
+  /** Generate a better title for chats titled from their prompt (spec 8); absent in older inputs: off. */
+  generateTitles?: boolean;
 }
 
 export interface ChatInput {

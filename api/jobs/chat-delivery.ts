@@ -11,7 +11,8 @@ import { CHAT_WORKFLOW_TYPE, cancelTurnSignal, submitTurnUpdate, wakeSignal, typ
 import { chatWorkflowId, searchAttributes } from '../../workflows/names';
 
 export type ChatSettings = Pick<Settings,
-  'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'>;
+  'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'
+  | 'AGENT_TITLE_GENERATION_ENABLED'>;
 
 export function chatConfigFrom(settings: ChatSettings): ChatConfig {
   return {
@@ -19,6 +20,7 @@ export function chatConfigFrom(settings: ChatSettings): ChatConfig {
     heartbeatTimeoutSeconds: settings.AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS,
     grantRenewSeconds: settings.AGENT_GRANT_RENEW_SECONDS,
     idleSeconds: 3600,
+    generateTitles: settings.AGENT_TITLE_GENERATION_ENABLED,
   };
 }
 
