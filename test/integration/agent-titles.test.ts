@@ -117,6 +117,19 @@ describe('generated chat titles (PostgreSQL + Temporal + Docker + gateway)', fun
     assert.equal(titleRequests(stack, 'owner titled chat').length, 0);
   });
 
+  it('title grants at the gateway: operation title-<job_id>, a fixed 120 s, never renewed, issued once', async () => {
+    const grants = new GatewayGrantClient({ gatewayUrl: stack.gateway.url, dispatchToken: DISPATCH_TOKEN });
+    const refused = (status: number) => (err: unknown) => (err as { status?: number }).status === status;
+    await assert.rejects(grants.issue({ userId: ownerId, model: AGENT_MODEL, kind: 'title', operationId: 'title-job_a' }), refused(400));
+    await assert.rejects(grants.issue({ userId: ownerId, model: AGENT_MODEL, kind: 'title', jobId: 'job_a', operationId: 'title-job_b' }), refused(400));
+    const issued = await grants.issue({ userId: ownerId, model: AGENT_MODEL, kind: 'title', jobId: 'job_a', operationId: 'title-job_a', ttlSeconds: 3600 });
+    assert.equal(issued.grantId, 'grant_title-job_a');
+    assert.ok(Date.parse(issued.expiresAt) - Date.now() <= 120_000, 'the lifetime is fixed at 120 s');
+    assert.equal(await grants.renew(issued.grantId, 3600), 'gone');
+    await assert.rejects(grants.issue({ userId: ownerId, model: AGENT_MODEL, kind: 'title', jobId: 'job_a', operationId: 'title-job_a' }), refused(409));
+    await grants.revoke(issued.grantId);
+  });
+
   describe('the title activity on a chat without a workflow', () => {
     const logs = captureLogs('titles');
     let activities: ReturnType<typeof createTitleActivities>;
@@ -150,6 +163,21 @@ describe('generated chat titles (PostgreSQL + Temporal + Docker + gateway)', fun
       await stack.t.db('agent_jobs').where({ job_id: jobId }).update({ title: 'Renamed by owner', title_source: 'owner' });
       assert.deepEqual(await running, { kind: 'skipped', reason: 'renamed' });
       assert.deepEqual(await jobRow(stack.t.db, jobId), { title: 'Renamed by owner', title_source: 'owner' });
+      assert.ok((await titleGrant(stack.t.db, jobId))?.revoked_at instanceof Date);
+    });
+
+    it('stops at the 120 s window (shortened here) when calls keep timing out (10 s each, shortened here)', async () => {
+      const windowed = createTitleActivities({
+        db: stack.t.db, grants: new GatewayGrantClient({ gatewayUrl: stack.gateway.url, dispatchToken: DISPATCH_TOKEN }),
+        settings: stack.settings, log: logs.log, limits: { windowMs: 1500, callTimeoutMs: 1000, retryDelayMs: 50 },
+      });
+      const jobId = await newJob('window case: slow model');
+      stack.upstream.setDefault({ kind: 'slow_first_byte', delayMs: 20_000, then: { kind: 'json', content: 'Too late' } });
+      const outcome = await windowed.generateChatTitle({ jobId });
+      assert.equal(outcome.kind, 'failed');
+      assert.ok(outcome.kind === 'failed' && outcome.calls >= 1 && outcome.calls <= 2, JSON.stringify(outcome));
+      assert.equal(outcome.reason, 'window_elapsed_after_gateway_timeout');
+      assert.equal((await jobRow(stack.t.db, jobId)).title_source, 'prompt');
       assert.ok((await titleGrant(stack.t.db, jobId))?.revoked_at instanceof Date);
     });
 
