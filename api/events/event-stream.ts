@@ -22,7 +22,7 @@ export interface JobEventStreamOptions {
   afterEventId: string;
   /** A `: keep-alive` comment is written after this long without any write. */
   heartbeatMs: number;
-  /** Events read per backlog query. Default 200. */
+  /** Events read per backlog query (held in memory while written). Default 100. */
   pageSize?: number;
   log: Logger;
 }
@@ -81,14 +81,14 @@ class Waker {
  */
 export async function streamJobEvents(options: JobEventStreamOptions): Promise<void> {
   const { res, db, notifier, jobId, heartbeatMs, log } = options;
-  const pageSize = options.pageSize ?? 200;
+  const pageSize = options.pageSize ?? 100;
   const waker = new Waker();
   let closed = false;
   res.once('close', () => {
     closed = true;
     waker.wake();
   });
-  const unsubscribe = notifier.subscribe(jobId, waker.wake);
+  let unsubscribe: (() => void) | undefined;
   let lastWriteAt = Date.now();
   const write = async (chunk: string): Promise<void> => {
     lastWriteAt = Date.now();
@@ -98,6 +98,7 @@ export async function streamJobEvents(options: JobEventStreamOptions): Promise<v
   try {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.flushHeaders();
+    unsubscribe = notifier.subscribe(jobId, waker.wake);
     while (!closed) {
       // Activity is read before the backlog: events committed with the last turn's end are still sent.
       const active = await jobIsActive(db, jobId);
@@ -122,7 +123,7 @@ export async function streamJobEvents(options: JobEventStreamOptions): Promise<v
     log.warn({ err: err instanceof Error ? err.message : String(err), job_id: jobId }, 'agent event stream failed');
     if (!closed && !res.writableEnded) res.write(`event: error\ndata: ${JSON.stringify({ error: { message: 'Event stream failed; reconnect with Last-Event-ID' } })}\n\n`);
   } finally {
-    unsubscribe();
+    unsubscribe?.();
     if (!res.writableEnded) res.end();
   }
 }

@@ -7,6 +7,7 @@ import { apiHealthRouter } from './health';
 import { hostGrantRouter } from './grants';
 import { hostsRouter } from './hosts';
 import { jobsRouter } from './jobs';
+import { ownerVariablesRouter } from './owner-variables';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { promptRewriteRouter } from './prompt-rewrite';
@@ -19,6 +20,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     apiHealthRouter(deps),
     hostsRouter(deps.db),
     jobsRouter(deps),
+    ownerVariablesRouter(deps),
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
     hostGrantRouter(deps),

@@ -7,24 +7,26 @@ import assert from 'node:assert/strict';
 import type Docker from 'dockerode';
 import { builtinDriver } from '../../activities/agent/builtin-driver';
 import type { SandboxExec } from '../../activities/agent/types';
-import { containerExec } from '../support/container-exec';
-import { execIn, startTestContainer } from '../support/docker';
+import { startMemberSandbox, type MemberSandbox } from '../support/member-sandbox';
+import { execIn } from '../support/docker';
 import { driverInput, recordingSink, TEST_GRANT } from '../support/driver-harness';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { scripted, sentMessages } from '../support/scripted-conversation';
 import { waitFor } from '../support/wait';
 
 describe('built-in agent driver', () => {
+  let member: MemberSandbox;
   let container: Docker.Container;
   let sandbox: SandboxExec;
   let upstream: FakeUpstream;
 
   before(async () => {
-    container = await startTestContainer({ 'agent.test': 'builtin-driver' });
-    sandbox = containerExec(container);
+    member = await startMemberSandbox({ 'agent.test': 'builtin-driver' });
+    container = member.container;
+    sandbox = member.sandbox;
   });
   after(async () => {
-    await container.remove({ force: true });
+    await member.remove();
   });
   /** True while `pid` is a live process (the test container's init never reaps, so a zombie counts as dead). */
   async function isRunning(pid: string): Promise<boolean> {
@@ -45,7 +47,7 @@ describe('built-in agent driver', () => {
       scripted.finalText('Wrote and read the file.'),
     );
     const events = recordingSink();
-    const out = await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: '/var/agent/sessions/job-files' }));
+    const out = await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: `${member.sessionRoot}/job-files` }));
 
     assert.equal(out.result, 'Wrote and read the file.');
     assert.deepEqual(events.types(), ['tool_use', 'tool_result', 'tool_use', 'tool_result', 'message']);
@@ -82,7 +84,7 @@ describe('built-in agent driver', () => {
       scripted.finalText('Understood.'),
     );
     const events = recordingSink();
-    const out = await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: '/var/agent/sessions/job-bad' }));
+    const out = await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: `${member.sessionRoot}/job-bad` }));
     assert.equal(out.result, 'Understood.');
     const results = events.ofType('tool_result');
     assert.deepEqual(results.map((r) => [r.payload.tool_use_id, r.payload.is_error, r.isError]), [['c1', true, true], ['c2', true, true], ['c3', true, true]]);
@@ -93,7 +95,7 @@ describe('built-in agent driver', () => {
   });
 
   it('keeps the conversation between turns of one chat in the session directory', async () => {
-    const sessionDir = '/var/agent/sessions/job-history';
+    const sessionDir = `${member.sessionRoot}/job-history`;
     upstream.enqueue(scripted.finalText('First answer.'), scripted.finalText('Second answer.'));
     await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events: recordingSink(), sessionDir, prompt: 'first prompt' }));
     const out = await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events: recordingSink(), sessionDir, prompt: 'second prompt', turnSeq: 2 }));
@@ -108,7 +110,7 @@ describe('built-in agent driver', () => {
   it('retries a 429 after its Retry-After with one retry event, then succeeds', async () => {
     upstream.enqueue({ kind: 'status', status: 429, retryAfter: 1 }, scripted.finalText('After the wait.'));
     const events = recordingSink();
-    const out = await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: '/var/agent/sessions/job-429' }));
+    const out = await builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: `${member.sessionRoot}/job-429` }));
     assert.equal(out.result, 'After the wait.');
     const retries = events.ofType('retry');
     assert.equal(retries.length, 1);
@@ -123,7 +125,7 @@ describe('built-in agent driver', () => {
     const events = recordingSink();
     const waits: number[] = [];
     const input = driverInput(sandbox, {
-      gatewayUrl: closed.origin, events, sessionDir: '/var/agent/sessions/job-down', random: () => 0,
+      gatewayUrl: closed.origin, events, sessionDir: `${member.sessionRoot}/job-down`, random: () => 0,
       sleep: (ms) => { waits.push(ms); return Promise.resolve(); },
     });
     await assert.rejects(builtinDriver(input), /The model gateway kept failing \(connection error: ECONNREFUSED\); gave up after 15 retries\./);
@@ -137,7 +139,7 @@ describe('built-in agent driver', () => {
     upstream.enqueue({ kind: 'status', status: 503, retryAfter: 30 });
     const events = recordingSink();
     const controller = new AbortController();
-    const running = builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, signal: controller.signal, sessionDir: '/var/agent/sessions/job-wait' }));
+    const running = builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, signal: controller.signal, sessionDir: `${member.sessionRoot}/job-wait` }));
     await waitFor(() => events.ofType('retry').length === 1, 'the retry event');
     assert.equal(events.events[0]?.payload.wait_ms, 30_000);
     controller.abort();
@@ -149,7 +151,7 @@ describe('built-in agent driver', () => {
     upstream.enqueue({ kind: 'status', status: 400, message: `grant ${TEST_GRANT} cannot use this model` });
     const events = recordingSink();
     await assert.rejects(
-      builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: '/var/agent/sessions/job-400' })),
+      builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, sessionDir: `${member.sessionRoot}/job-400` })),
       (err: Error) => /HTTP 400/.test(err.message) && /cannot use this model/.test(err.message) && !err.message.includes(TEST_GRANT),
     );
     assert.deepEqual(events.types(), []);
@@ -160,7 +162,7 @@ describe('built-in agent driver', () => {
     upstream.enqueue(scripted.toolCall('bash', { command: 'sleep 300 & echo $! > /workspace/sleep.pid; wait' }, 'call_sleep'));
     const events = recordingSink();
     const controller = new AbortController();
-    const running = builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, signal: controller.signal, sessionDir: '/var/agent/sessions/job-abort' }));
+    const running = builtinDriver(driverInput(sandbox, { gatewayUrl: upstream.origin, events, signal: controller.signal, sessionDir: `${member.sessionRoot}/job-abort` }));
     const pid = await waitFor(async () => {
       const read = await execIn(container, ['cat', '/workspace/sleep.pid']);
       return read.exitCode === 0 ? read.output.trim() : undefined;

@@ -158,6 +158,33 @@ describe('agent chats (PostgreSQL + Temporal + Docker + gateway)', function () {
     await settled(stack, jobId, 1);
   });
 
+  it('keeps owner variables write-only and builds the sandbox environment from base, owner variables and task overrides', async () => {
+    const put = (name: string, value: string) => fetch(`${stack.api.url}/v1/agent/variables/${name}`, {
+      method: 'PUT', headers: { authorization: `Bearer ${stack.ownerKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ value }),
+    });
+    assert.equal((await put('TOOL_TOKEN', 'owner-secret')).status, 200);
+    assert.equal((await put('SHARED', 'from-owner')).status, 200);
+    assert.equal((await put('AGENT_JOB_ID', 'spoof')).status, 400);
+    assert.equal((await put('1BAD', 'x')).status, 400);
+    const listed = await (await ownerCall(stack, 'GET', '/v1/agent/variables')).text();
+    assert.match(listed, /TOOL_TOKEN/);
+    assert.doesNotMatch(listed, /owner-secret/, 'values are never returned');
+
+    stack.upstream.enqueue(
+      { kind: 'tool_call', name: 'bash', arguments: { command: 'echo "vars=$TOOL_TOKEN/$SHARED/$TASK_ONLY/$AGENT_JOB_ID"' } },
+      { kind: 'json', content: 'printed' },
+    );
+    const jobId = await createJob(stack, 'Print my variables', { env: { SHARED: 'from-task', TASK_ONLY: 'task' } });
+    await settled(stack, jobId, 1);
+    const sent = stack.upstream.requests.map((r) => r.rawBody).join('\n');
+    assert.ok(sent.includes(`vars=owner-secret/from-task/task/${jobId}`), 'task overrides beat owner variables, which add to the platform base');
+
+    const del = await fetch(`${stack.api.url}/v1/agent/variables/TOOL_TOKEN`, { method: 'DELETE', headers: { authorization: `Bearer ${stack.ownerKey}` } });
+    assert.equal(del.status, 200);
+    const again = await fetch(`${stack.api.url}/v1/agent/variables/TOOL_TOKEN`, { method: 'DELETE', headers: { authorization: `Bearer ${stack.ownerKey}` } });
+    assert.equal(again.status, 404);
+  });
+
   it('streams the job\'s events in order and resumes after Last-Event-ID without gap or duplicate', async () => {
     stack.upstream.enqueue(
       { kind: 'tool_call', name: 'bash', arguments: { command: 'echo hi > hi.txt' } },

@@ -7,8 +7,12 @@ import assert from 'node:assert/strict';
 import type Docker from 'dockerode';
 import { cliDriver } from '../../activities/agent/cli-driver';
 import type { SandboxExec } from '../../activities/agent/types';
-import { containerExec } from '../support/container-exec';
-import { execIn, startTestContainer } from '../support/docker';
+import { startMemberSandbox, TEST_MEMBER_UID, type MemberSandbox } from '../support/member-sandbox';
+import { memberPaths } from '../../activities/docker/sandbox-container';
+
+/** The scripted coding CLI, installed in the member's home (the member runs it). */
+const CLI_PATH = `${memberPaths(TEST_MEMBER_UID).home}/fake-cli.py`;
+import { execIn } from '../support/docker';
 import { driverInput, recordingSink, TEST_GRANT } from '../support/driver-harness';
 import { waitFor } from '../support/wait';
 
@@ -35,23 +39,25 @@ out({"type": "result", "text": "done with " + os.environ["AGENT_MODEL"] + " for 
 `;
 
 describe('CLI agent driver', () => {
+  let member: MemberSandbox;
   let container: Docker.Container;
   let sandbox: SandboxExec;
   const gatewayUrl = 'http://gateway.test:8080';
 
   before(async () => {
-    container = await startTestContainer({ 'agent.test': 'cli-driver' });
-    sandbox = containerExec(container);
-    await sandbox.writeFile('/opt/fake-cli.py', FAKE_CLI);
+    member = await startMemberSandbox({ 'agent.test': 'cli-driver' });
+    container = member.container;
+    sandbox = member.sandbox;
+    await sandbox.writeFile(CLI_PATH, FAKE_CLI);
   });
   after(async () => {
-    await container.remove({ force: true });
+    await member.remove();
   });
 
   it('normalizes the CLI stream, retries a retryable run after retry_after and returns the result', async () => {
     const events = recordingSink();
-    const driver = cliDriver({ command: ['python3', '/opt/fake-cli.py'] });
-    const out = await driver(driverInput(sandbox, { gatewayUrl, events, prompt: 'fix the bug', sessionDir: '/var/agent/sessions/cli-1' }));
+    const driver = cliDriver({ command: ['python3', CLI_PATH] });
+    const out = await driver(driverInput(sandbox, { gatewayUrl, events, prompt: 'fix the bug', sessionDir: `${member.sessionRoot}/cli-1` }));
 
     assert.equal(out.result, `done with fake-model for job-test-1 via ${gatewayUrl} (grant set)`);
     assert.deepEqual(events.types(), ['message', 'retry', 'message', 'tool_use', 'notice', 'tool_result']);
@@ -61,14 +67,14 @@ describe('CLI agent driver', () => {
     assert.equal(events.events[4]?.payload.kind, 'malformed_line');
     assert.equal(events.events[4]?.payload.excerpt, 'this is not json');
     assert.deepEqual(events.events[5]?.payload, { tool_use_id: 't1', tool_name: 'shell', output: 'resume=1', is_error: false, truncated: false });
-    assert.equal((await execIn(container, ['cat', '/var/agent/sessions/cli-1/runs'])).output, '2');
+    assert.equal((await execIn(container, ['cat', `${member.sessionRoot}/cli-1/runs`])).output, '2');
   });
 
   it('fails without retrying when the CLI asks for a delay above 60 s', async () => {
     const events = recordingSink();
-    const driver = cliDriver({ command: ['env', 'FAKE_RETRY_AFTER=120', 'python3', '/opt/fake-cli.py'] });
+    const driver = cliDriver({ command: ['env', 'FAKE_RETRY_AFTER=120', 'python3', CLI_PATH] });
     await assert.rejects(
-      driver(driverInput(sandbox, { gatewayUrl, events, sessionDir: '/var/agent/sessions/cli-2' })),
+      driver(driverInput(sandbox, { gatewayUrl, events, sessionDir: `${member.sessionRoot}/cli-2` })),
       /The coding CLI kept failing \(upstream busy\); the required delay of 120 s exceeds 60 s/,
     );
     assert.deepEqual(events.types(), ['message']);
@@ -78,7 +84,7 @@ describe('CLI agent driver', () => {
     const events = recordingSink();
     const script = `echo "$AGENT_CLI_RESUME" >> /tmp/resume-flags; echo '{"type":"rate_limited","message":"still busy"}'; exit 1`;
     const driver = cliDriver({ command: ['bash', '-c', script] });
-    const input = driverInput(sandbox, { gatewayUrl, events, sessionDir: '/var/agent/sessions/cli-6', random: () => 0, sleep: () => Promise.resolve() });
+    const input = driverInput(sandbox, { gatewayUrl, events, sessionDir: `${member.sessionRoot}/cli-6`, random: () => 0, sleep: () => Promise.resolve() });
     await assert.rejects(driver(input), /The coding CLI kept failing \(still busy\); gave up after 15 retries\./);
     assert.deepEqual(events.ofType('retry').map((r) => r.payload.wait_ms), [500, 1000, 2000, 4000, 8000, 16_000, ...Array<number>(9).fill(32_000)]);
     const flags = (await execIn(container, ['cat', '/tmp/resume-flags'])).output.split(/\r?\n/).filter((l, i, all) => i < all.length - 1);
@@ -88,7 +94,7 @@ describe('CLI agent driver', () => {
   it('fails a non-zero exit without a result with the stderr tail, never showing the grant', async () => {
     const driver = cliDriver({ command: ['bash', '-c', 'echo "fatal: cannot start with $AGENT_GRANT_TOKEN" >&2; exit 3'] });
     await assert.rejects(
-      driver(driverInput(sandbox, { gatewayUrl, events: recordingSink(), sessionDir: '/var/agent/sessions/cli-3' })),
+      driver(driverInput(sandbox, { gatewayUrl, events: recordingSink(), sessionDir: `${member.sessionRoot}/cli-3` })),
       (err: Error) => /exited with code 3 without a result\. stderr: fatal: cannot start with \*\*\*/.test(err.message) && !err.message.includes(TEST_GRANT),
     );
   });
@@ -97,7 +103,7 @@ describe('CLI agent driver', () => {
     const events = recordingSink();
     const controller = new AbortController();
     const driver = cliDriver({ command: ['bash', '-c', `echo '{"type":"assistant","text":"thinking"}'; sleep 300`] });
-    const running = driver(driverInput(sandbox, { gatewayUrl, events, signal: controller.signal, sessionDir: '/var/agent/sessions/cli-5' }));
+    const running = driver(driverInput(sandbox, { gatewayUrl, events, signal: controller.signal, sessionDir: `${member.sessionRoot}/cli-5` }));
     await waitFor(() => events.ofType('message').length === 1, 'the streamed message');
     controller.abort();
     await assert.rejects(running, { name: 'AbortError' });
@@ -107,7 +113,7 @@ describe('CLI agent driver', () => {
   it('fails on a non-retryable error line with its message', async () => {
     const driver = cliDriver({ command: ['bash', '-c', `echo '{"type":"error","message":"model not allowed"}'`] });
     await assert.rejects(
-      driver(driverInput(sandbox, { gatewayUrl, events: recordingSink(), sessionDir: '/var/agent/sessions/cli-4' })),
+      driver(driverInput(sandbox, { gatewayUrl, events: recordingSink(), sessionDir: `${member.sessionRoot}/cli-4` })),
       /The coding CLI failed: model not allowed/,
     );
   });

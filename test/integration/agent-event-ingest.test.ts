@@ -10,6 +10,7 @@ import { ApiEventSink, AttemptFencedError } from '../../activities/agent/api-eve
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { createAttempt, createJob, createOwner, createTurn } from '../support/agent-records';
+import { waitFor } from '../support/wait';
 
 describe('host event ingestion', () => {
   let t: TestDatabase;
@@ -89,6 +90,23 @@ describe('host event ingestion', () => {
       await t.db('agent_attempts').where({ attempt_id: attemptId }).update({ state: 'running' });
     }
     assert.ok(!(await stored()).some((e) => e.seq === 20));
+  });
+
+  it('makes a batch racing the attempt\'s end wait for it, then refuses it', async () => {
+    const turn = await createTurn(t.db, jobId, 6);
+    const attempt = await createAttempt(t.db, { jobId, turnId: turn, hostId: 'host-a' });
+    let posted: Promise<Response> | undefined;
+    await t.db.transaction(async (trx) => {
+      await trx('agent_attempts').where({ attempt_id: attempt }).update({ state: 'completed', finished_at: trx.fn.now() });
+      posted = post('host-a', attempt, hostA.credential, events(0));
+      await waitFor(async () => {
+        const waiting = await t.db.raw<{ rows: Array<{ n: number }> }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+        return waiting.rows[0]!.n > 0;
+      }, 'the ingestion to wait for the attempt row');
+    });
+    const res = await posted!;
+    assert.equal(res.status, 409);
+    assert.ok(!(await stored()).some((e) => e.attempt_id === attempt));
   });
 
   it('refuses control-plane event types, unknown types and bad bodies with 400 naming the field', async () => {

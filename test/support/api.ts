@@ -48,8 +48,8 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     url: serving.url,
     deps,
     close: async () => {
-      await deps.events?.close();
       await serving.close(1000);
+      await deps.events?.close();
     },
   };
 }

@@ -39,7 +39,7 @@ export function driverInput(sandbox: SandboxExec, overrides: Partial<DriverInput
     grantToken: TEST_GRANT,
     jobId: 'job-test-1',
     turnSeq: 1,
-    sessionDir: '/var/agent/sessions/job-test-1',
+    sessionDir: '/home/member-10001/.agent/job-test-1',
     sandbox,
     signal: new AbortController().signal,
     deadline: Date.now() + 120_000,
