@@ -231,6 +231,8 @@ export const settingsShape = {
   AGENT_GRANT_RENEW_SECONDS: z.coerce.number().int().min(1).default(60),
   /** Deadline of one prompt rewrite (`POST /v1/agent/prompts/rewrite`), grant issue and model call together, in seconds (spec 8: 90). */
   AGENT_PROMPT_REWRITE_DEADLINE_SECONDS: z.coerce.number().positive().max(600).default(90),
+  /** Generate a better title for chats titled from their first prompt, with the job's model (spec 8; docs/agent-api.md "Titles"). Default true. */
+  AGENT_TITLE_GENERATION_ENABLED: flag(true),
   /** Deployment repository allowlist (comma-separated `owner/name` or URL prefixes); empty allows no repository. */
   AGENT_REPO_ALLOWLIST: z.string().default(''),
   /** Agent driver of new jobs: `builtin` (tool loop against the gateway) or `cli` (a coding CLI in the container). */

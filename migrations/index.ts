@@ -10,6 +10,7 @@ import * as runtimeConfig from './20261121030000_runtime_config';
 import * as routewise from './20261121040000_routewise';
 import * as agentJobs from './20261121050000_agent_jobs';
 import * as agentHostRemoved from './20261121071500_agent_host_removed';
+import * as agentTitleGrants from './20261121080000_agent_title_grants';
 
 export interface Migration {
   name: string;
@@ -27,4 +28,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261121040000_routewise', ...routewise },
   { name: '20261121050000_agent_jobs', ...agentJobs },
   { name: '20261121071500_agent_host_removed', ...agentHostRemoved },
+  { name: '20261121080000_agent_title_grants', ...agentTitleGrants },
 ];

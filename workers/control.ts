@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows'),
-    activities: createControlActivities({ db, settings, grants }),
+    activities: createControlActivities({ db, settings, grants, log }),
   });
   const { client, connection: clientConnection } = createTemporalClient(settings);
   const delivery = new ChatDelivery(client, settings, log);

@@ -9,13 +9,14 @@
  */
 import {
   ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, setHandler, startChild, upsertMemo, upsertSearchAttributes, workflowInfo,
-  allHandlersFinished, ParentClosePolicy, type ChildWorkflowHandle,
+  allHandlersFinished, ParentClosePolicy, WorkflowIdReusePolicy, type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { ChatActivities, AdmittedTurn, TurnOutcome } from '../activities/control/chat-activities';
 import { cancelTurnSignal, chatStatusQuery, submitTurnUpdate, wakeSignal, type ChatInput, type SubmittedTurn } from './chat-definitions';
 import type { HostActivities } from '../activities/host-activities';
 import { grantWorkflow, releaseGrantSignal } from './grant';
-import { grantWorkflowId, hostTaskQueue, searchAttributes } from './names';
+import { grantWorkflowId, hostTaskQueue, searchAttributes, titleWorkflowId } from './names';
+import { titleWorkflow } from './title';
 
 const control = proxyActivities<ChatActivities>({
   startToCloseTimeout: '30 seconds',
@@ -57,6 +58,7 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
     { key: searchAttributes.state, value: 'idle' },
   ]);
   upsertMemo({ jobId: input.jobId, owner: input.ownerId });
+  startTitleGeneration(input);
 
   for (;;) {
     // Between turns nothing is in flight and PostgreSQL holds every turn, so a new run can take
@@ -117,6 +119,21 @@ async function runTurn(input: ChatInput, seq: number, onScope: (scope: Cancellat
     // The host runner vanished mid-turn: make sure nothing of that attempt keeps running.
     await fenceOnHost(admitted).catch(() => undefined);
   }
+}
+
+/**
+ * Starts `title:<jobId>` in the first run of a chat workflow, without waiting for it: the title
+ * workflow checks that the title is still prompt-derived; a chat whose title workflow ran before
+ * is refused by the id reuse policy (and by its used title grant), which is ignored here.
+ */
+function startTitleGeneration(input: ChatInput): void {
+  if (input.config.generateTitles !== true || workflowInfo().continuedFromExecutionRunId !== undefined) return;
+  void startChild(titleWorkflow, {
+    workflowId: titleWorkflowId(input.jobId),
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    args: [{ jobId: input.jobId }],
+  }).catch(() => undefined);
 }
 
 async function startGrant(input: ChatInput, admitted: AdmittedTurn): Promise<ChildWorkflowHandle<typeof grantWorkflow>> {

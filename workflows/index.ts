@@ -2,4 +2,5 @@
 export { hostSelfCheck } from './host-self-check';
 export { chatWorkflow } from './chat';
 export { grantWorkflow } from './grant';
+export { titleWorkflow } from './title';
 export { workspaceArchive } from './workspace-archive';

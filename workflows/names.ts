@@ -21,6 +21,11 @@ export function chatWorkflowId(jobId: string): string {
   return `chat:${jobId}`;
 }
 
+/** Workflow id of a chat's title generation (started once per chat by its chat workflow). */
+export function titleWorkflowId(jobId: string): string {
+  return `title:${jobId}`;
+}
+
 /** Workflow id of one inference grant's renewal loop. */
 export function grantWorkflowId(grantId: string): string {
   return `grant:${grantId}`;

@@ -8,7 +8,7 @@
 /** Normalized event types every driver emits (documented in docs/agent-events.md). */
 export const AGENT_EVENT_TYPES = [
   'turn_queued', 'turn_started', 'message', 'tool_use', 'tool_result', 'retry', 'notice',
-  'turn_completed', 'turn_failed', 'turn_cancelled',
+  'turn_completed', 'turn_failed', 'turn_cancelled', 'title_changed',
 ] as const;
 export type AgentEventType = (typeof AGENT_EVENT_TYPES)[number];
 

@@ -3,20 +3,28 @@
  * build the same set over their own database and gateway.
  */
 import type { Db } from '../../lib/db';
+import { createLogger, type Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import { createGrantActivities } from '../grants/grant-activities';
 import type { GatewayGrantClient } from '../grants/gateway-grant-client';
 import { createChatActivities } from './chat-activities';
+import { createTitleActivities, type TitleLimits } from './title-activities';
 
 export interface ControlActivityDeps {
   db: Db;
   settings: Settings;
   grants: GatewayGrantClient;
+  /** Logger of activities that log (title generation); default a `control-activities` logger at LOG_LEVEL. */
+  log?: Logger;
+  /** Title-generation limits (tests shorten them); default spec 8's. */
+  titleLimits?: Partial<TitleLimits>;
 }
 
 export function createControlActivities(deps: ControlActivityDeps) {
+  const log = deps.log ?? createLogger({ name: 'control-activities', level: deps.settings.LOG_LEVEL });
   return {
     ...createChatActivities({ db: deps.db, settings: deps.settings }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
+    ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };
 }

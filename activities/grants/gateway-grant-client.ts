@@ -8,7 +8,7 @@
 export interface GrantIssueInput {
   userId: number;
   model: string;
-  kind: 'turn' | 'prompt_rewrite';
+  kind: 'turn' | 'prompt_rewrite' | 'title';
   jobId?: string;
   attemptId?: string;
   hostId?: string;

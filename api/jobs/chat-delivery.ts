@@ -12,7 +12,7 @@ import { chatWorkflowId, searchAttributes } from '../../workflows/names';
 
 export type ChatSettings = Pick<Settings,
   'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'
-  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS'>;
+  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS' | 'AGENT_TITLE_GENERATION_ENABLED'>;
 
 export function chatConfigFrom(settings: ChatSettings): ChatConfig {
   return {
@@ -21,6 +21,7 @@ export function chatConfigFrom(settings: ChatSettings): ChatConfig {
     grantRenewSeconds: settings.AGENT_GRANT_RENEW_SECONDS,
     idleSeconds: settings.AGENT_CHAT_IDLE_SECONDS,
     turnsPerRun: settings.AGENT_CHAT_TURNS_PER_RUN,
+    generateTitles: settings.AGENT_TITLE_GENERATION_ENABLED,
   };
 }
 

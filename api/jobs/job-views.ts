@@ -60,6 +60,8 @@ export async function jobView(db: Db, job: JobRow) {
   return {
     job_id: job.job_id,
     title: job.title,
+    /** `prompt` (first line), `owner` (given) or `generated`: a UI may stop refreshing once generated. */
+    title_source: job.title_source,
     model: job.model,
     repo: job.repo,
     base_ref: job.base_ref,

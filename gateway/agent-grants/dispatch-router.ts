@@ -17,7 +17,7 @@ import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
 import {
   issueGrant, renewGrant, requireActiveOwner, revokeGrant,
-  PROMPT_REWRITE_OPERATION_PREFIX, PROMPT_REWRITE_TTL_SECONDS, type GrantScope,
+  PROMPT_REWRITE_OPERATION_PREFIX, PROMPT_REWRITE_TTL_SECONDS, TITLE_OPERATION_PREFIX, TITLE_TTL_SECONDS, type GrantScope,
 } from './grant-store';
 
 /** Longest lifetime a dispatcher may ask for, in seconds. */
@@ -28,7 +28,7 @@ const ID = z.string().min(1).max(200);
 const issueSchema = z.object({
   user_id: z.number().int().positive(),
   model: z.string().min(1).max(200),
-  kind: z.enum(['turn', 'prompt_rewrite']),
+  kind: z.enum(['turn', 'prompt_rewrite', 'title']),
   job_id: ID.optional(),
   attempt_id: ID.optional(),
   host_id: ID.optional(),
@@ -40,6 +40,11 @@ const issueSchema = z.object({
   if (b.kind === 'turn') {
     for (const field of ['job_id', 'attempt_id'] as const) {
       if (b[field] === undefined) ctx.addIssue({ code: 'custom', path: [field], message: `is required for kind 'turn'` });
+    }
+  } else if (b.kind === 'title') {
+    if (b.job_id === undefined) ctx.addIssue({ code: 'custom', path: ['job_id'], message: `is required for kind 'title'` });
+    else if (b.operation_id !== `${TITLE_OPERATION_PREFIX}${b.job_id}`) {
+      ctx.addIssue({ code: 'custom', path: ['operation_id'], message: `must be '${TITLE_OPERATION_PREFIX}<job_id>' for kind 'title'` });
     }
   } else if (!b.operation_id?.startsWith(PROMPT_REWRITE_OPERATION_PREFIX)) {
     ctx.addIssue({ code: 'custom', path: ['operation_id'], message: `must start with '${PROMPT_REWRITE_OPERATION_PREFIX}' for kind 'prompt_rewrite'` });
@@ -79,7 +84,8 @@ async function body<T extends z.ZodType>(ctx: { req: IncomingMessage }, schema: 
 function scopeOf(deps: GatewayDeps, input: z.infer<typeof issueSchema>): GrantScope {
   const model = deps.registry.current.byName.get(input.model);
   if (!model) throw new AppError('model_not_found', `The model '${input.model}' does not exist`, { param: 'model' });
-  const ttlSeconds = input.kind === 'prompt_rewrite' ? PROMPT_REWRITE_TTL_SECONDS : input.ttl_seconds ?? deps.settings.AGENT_GRANT_TTL_SECONDS;
+  const fixedTtl = { prompt_rewrite: PROMPT_REWRITE_TTL_SECONDS, title: TITLE_TTL_SECONDS, turn: undefined }[input.kind];
+  const ttlSeconds = fixedTtl ?? input.ttl_seconds ?? deps.settings.AGENT_GRANT_TTL_SECONDS;
   return {
     userId: input.user_id, model: model.id, kind: input.kind, jobId: input.job_id, attemptId: input.attempt_id, hostId: input.host_id,
     groupId: input.group_id ?? undefined, generation: input.generation ?? undefined, operationId: input.operation_id, ttlSeconds,

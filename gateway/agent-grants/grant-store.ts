@@ -1,6 +1,7 @@
 /**
  * Inference grants in PostgreSQL (`agent_grants`, spec 5.3): issue (a `turn` grant per attempt,
- * rotated in place when issued again; a `prompt_rewrite` grant per operation), renew and revoke.
+ * rotated in place when issued again; a `prompt_rewrite` grant per operation; a `title` grant per
+ * chat, used once), renew and revoke.
  * The token (`agr_<43 base64url chars>`) is returned once; only its SHA-256 digest and visible
  * prefix are stored. Every change stamps `updated_at`, which the gateways' grant caches follow.
  */
@@ -13,7 +14,16 @@ export const GRANT_TOKEN_PREFIX = 'agr';
 export const PROMPT_REWRITE_TTL_SECONDS = 120;
 export const PROMPT_REWRITE_OPERATION_PREFIX = 'prompt-rewrite-';
 
-export type GrantKind = 'turn' | 'prompt_rewrite';
+/** Lifetime of a chat-title grant (spec 8: five calls within 120 s): fixed, never renewed. */
+export const TITLE_TTL_SECONDS = 120;
+export const TITLE_OPERATION_PREFIX = 'title-';
+
+export type GrantKind = 'turn' | 'prompt_rewrite' | 'title';
+
+/** Whether grants of `kind` live a fixed short time and are never renewed nor issued twice. */
+export function isShortLivedKind(kind: GrantKind): boolean {
+  return kind === 'prompt_rewrite' || kind === 'title';
+}
 
 export interface GrantScope {
   userId: number;
@@ -83,7 +93,7 @@ export async function issueGrant(db: Db, scope: GrantScope): Promise<IssuedGrant
       if (Number(existing.user_id) !== scope.userId || existing.model !== scope.model || existing.kind !== scope.kind) {
         throw new AppError('conflict', `Grant ${grantId} already exists for another owner, model or kind`);
       }
-      if (scope.kind === 'prompt_rewrite') throw new AppError('conflict', `Grant ${grantId} already exists; prompt-rewrite operation ids are used once`);
+      if (isShortLivedKind(scope.kind)) throw new AppError('conflict', `Grant ${grantId} already exists; ${scope.kind} operation ids are used once`);
     }
     const values = {
       ...columns(scope), token_hash: tokenHash, token_prefix: secretPrefix(token),
@@ -98,14 +108,14 @@ export async function issueGrant(db: Db, scope: GrantScope): Promise<IssuedGrant
 
 /**
  * Extends a live `turn` grant to `ttlSeconds` from now: 404 unknown; 409 revoked, expired or a
- * prompt-rewrite grant (never renewed).
+ * prompt-rewrite or title grant (never renewed).
  */
 export async function renewGrant(db: Db, grantId: string, ttlSeconds: number): Promise<{ expiresAt: Date }> {
   return db.transaction(async (trx) => {
     const row = await trx('agent_grants').where({ grant_id: grantId }).forUpdate()
       .first<(GrantRow & { live: boolean }) | undefined>('*', trx.raw('expires_at > now() as live'));
     if (!row) throw new AppError('not_found', `Grant ${grantId} not found`);
-    if (row.kind === 'prompt_rewrite') throw new AppError('conflict', `Grant ${grantId} is a prompt-rewrite grant; those are never renewed`);
+    if (isShortLivedKind(row.kind)) throw new AppError('conflict', `Grant ${grantId} is a ${row.kind} grant; those are never renewed`);
     if (row.revoked_at) throw new AppError('conflict', `Grant ${grantId} was revoked`);
     if (!row.live) throw new AppError('conflict', `Grant ${grantId} has expired`);
     const [updated] = await trx('agent_grants').where({ grant_id: grantId })

@@ -26,7 +26,7 @@ import { freshDatabase, type TestDatabase } from './db';
 import { docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId } from './docker';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
 import { startTestGateway, type TestGateway } from './gateway';
-import { captureLogs } from './logs';
+import { captureLogs, type CapturedLogs } from './logs';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from './temporal';
 
 export const DISPATCH_TOKEN = 'test-dispatch-token-0123456789-abcdefghij';
@@ -45,6 +45,8 @@ export interface AgentStack {
   /** The owner's API key (`agent.use`). */
   ownerKey: string;
   controlQueue: string;
+  /** Log lines of the in-process control worker's activities (e.g. `agent_title_generation_failed`). */
+  controlLogs: CapturedLogs;
   /** Starts (again) the in-process control worker / host runner; `stop*` shuts them down. */
   startControl(): Promise<void>;
   stopControl(): Promise<void>;
@@ -87,7 +89,9 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   const apiEnv = {
     TEMPORAL_CONTROL_TASK_QUEUE: controlQueue, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, AGENT_GATEWAY_URL: gateway.url,
     AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: '5', AGENT_GRANT_RENEW_SECONDS: '2', AGENT_HOST_SLOTS: String(options.slots ?? 3),
-    AGENT_HOST_ID: hostId, ...options.env,
+    // Title generation calls the same fake upstream as turns and would take their scripted answers;
+    // test/integration/agent-titles.test.ts turns it on.
+    AGENT_HOST_ID: hostId, AGENT_TITLE_GENERATION_ENABLED: 'false', ...options.env,
   };
   const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...apiEnv });
   const grants = new GatewayGrantClient({ gatewayUrl: gateway.url, dispatchToken: DISPATCH_TOKEN });
@@ -101,15 +105,16 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   heartbeat.start(1000);
   const ownerKey = await makeOwner(gateway.url, t, `owner-${hostId}@example.com`);
 
+  const controlLogs = captureLogs('control-activities');
   let control: { worker: Worker; running: Promise<void> } | undefined;
   let host: { worker: Worker; running: Promise<void> } | undefined;
   const stack: AgentStack = {
-    t, upstream, gateway, api, env, settings, hostId, hostCredential: credential, heartbeat, ownerKey, controlQueue,
+    t, upstream, gateway, api, env, settings, hostId, hostCredential: credential, heartbeat, ownerKey, controlQueue, controlLogs,
     async startControl() {
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: controlQueue,
         workflowBundle: await workflowBundle(),
-        activities: createControlActivities({ db: t.db, settings, grants }),
+        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log }),
       });
       control = { worker, running: worker.run() };
     },
