@@ -6,11 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAgentStack, ownerCall, makeOwner, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
 import { waitFor } from '../support/wait';
+import { logIn } from '../support/accounts';
 
 interface JobView {
   job_id: string;
@@ -61,11 +62,52 @@ describe('agent chats (PostgreSQL + Temporal + Docker + gateway)', function () {
   this.timeout(180_000);
   let stack: AgentStack;
 
+  const scratch = mkdtempSync(join(tmpdir(), 'agent-repo-'));
+  const bare = join(scratch, 'app.git');
+  let repoSha = '';
+
   before(async () => {
-    stack = await startAgentStack();
+    // A repository the deployment allowlists, served over file:// (the host clones it, not the sandbox).
+    const work = join(scratch, 'work');
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: work, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+    execFileSync('git', ['init', '-q', '--bare', '-b', 'main', bare]);
+    execFileSync('git', ['init', '-q', '-b', 'main', work]);
+    writeFileSync(join(work, 'README.md'), 'hello from the repository\n');
+    git('add', '.');
+    git('commit', '-q', '-m', 'first');
+    git('push', '-q', bare, 'main');
+    repoSha = git('rev-parse', 'HEAD').trim();
+    stack = await startAgentStack({ env: { AGENT_REPO_ALLOWLIST: `file://${bare}` } });
   });
   after(async () => {
     await stack?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('clones an allowlisted repository at its base into the workspace and records the base', async () => {
+    stack.upstream.enqueue(
+      { kind: 'tool_call', name: 'bash', arguments: { command: 'cat README.md; git rev-parse HEAD; git config --list --local' } },
+      { kind: 'json', content: 'read the readme' },
+    );
+    const jobId = await createJob(stack, 'Read the README', { repo: `file://${bare}`, base_ref: 'main' });
+    const view = await settled(stack, jobId, 1);
+    assert.equal(view.turns[0]!.state, 'completed', view.turns[0]!.error);
+    assert.equal(view.base_sha, repoSha);
+    const toolOutput = stack.upstream.requests.map((r) => r.rawBody).join('\n');
+    assert.ok(toolOutput.includes('hello from the repository') && toolOutput.includes(repoSha), 'the sandbox sees the checkout at the base');
+    const listed = (await (await ownerCall(stack, 'GET', '/v1/agent/jobs?temporary=false')).json()) as { jobs: Array<{ job_id: string }> };
+    assert.ok(listed.jobs.some((j) => j.job_id === jobId));
+    const temporary = (await (await ownerCall(stack, 'GET', '/v1/agent/jobs?temporary=true')).json()) as { jobs: Array<{ job_id: string; repo: string | null }> };
+    assert.ok(temporary.jobs.every((j) => j.repo === null) && !temporary.jobs.some((j) => j.job_id === jobId));
+  });
+
+  it('accepts an owner\'s access token as well as an API key', async () => {
+    const email = `token-owner-${Date.now()}@example.com`;
+    await makeOwner(stack.gateway.url, stack.t, email);
+    const session = await logIn(stack.gateway.url, email, 'correct horse battery');
+    const res = await fetch(`${stack.api.url}/v1/agent/jobs`, { headers: { authorization: `Bearer ${session.accessToken}` } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(((await res.json()) as { jobs: unknown[] }).jobs, []);
   });
 
   it('runs three turns in order in one retained container whose files persist', async () => {
