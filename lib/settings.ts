@@ -189,6 +189,8 @@ export const settingsShape = {
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   /** Temporal namespace. Default `default`. */
   TEMPORAL_NAMESPACE: z.string().default('default'),
+  /** Deadline of the API's calls to Temporal (deliver a turn, cancel, wake); past it the turn waits for the reconciler. Default 5. */
+  TEMPORAL_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(5),
   /** Task queue of the control worker (all workflows, Postgres/object-store activities). Default `control`. */
   TEMPORAL_CONTROL_TASK_QUEUE: z.string().default('control'),
 
@@ -235,6 +237,10 @@ export const settingsShape = {
   AGENT_TITLE_GENERATION_ENABLED: flag(true),
   /** Deployment repository allowlist (comma-separated `owner/name` or URL prefixes); empty allows no repository. */
   AGENT_REPO_ALLOWLIST: z.string().default(''),
+  /** Source-control app id; with the private key below, jobs on repositories need the app loaded (503 otherwise). */
+  AGENT_SOURCE_CONTROL_APP_ID: optionalString(),
+  /** Path of the source-control app's private key (PEM). */
+  AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: optionalString(),
   /** Agent driver of new jobs: `builtin` (tool loop against the gateway) or `cli` (a coding CLI in the container). */
   AGENT_DRIVER: z.enum(['builtin', 'cli']).default('builtin'),
   /** Command line of the coding CLI the `cli` driver runs inside the container (JSON-lines on stdout). */

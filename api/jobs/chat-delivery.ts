@@ -12,7 +12,7 @@ import { chatWorkflowId, searchAttributes } from '../../workflows/names';
 
 export type ChatSettings = Pick<Settings,
   'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'
-  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS' | 'AGENT_TITLE_GENERATION_ENABLED'>;
+  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS' | 'AGENT_TITLE_GENERATION_ENABLED' | 'TEMPORAL_CALL_TIMEOUT_SECONDS'>;
 
 export function chatConfigFrom(settings: ChatSettings): ChatConfig {
   return {
@@ -39,13 +39,18 @@ function startOperation(settings: ChatSettings, job: { jobId: string; ownerId: n
 export class ChatDelivery {
   constructor(private readonly client: Client, private readonly settings: ChatSettings, private readonly log: Logger) {}
 
+  /** Runs a Temporal call under the configured deadline, so an owner never waits long on a down server. */
+  private bounded<T>(call: () => Promise<T>): Promise<T> {
+    return this.client.connection.withDeadline(Date.now() + this.settings.TEMPORAL_CALL_TIMEOUT_SECONDS * 1000, call);
+  }
+
   /** Delivers a queued turn; true when the workflow accepted it. */
   async submitTurn(job: { jobId: string; ownerId: number }, turn: { turnId: string; seq: number }): Promise<boolean> {
     try {
-      await this.client.workflow.executeUpdateWithStart(submitTurnUpdate, {
+      await this.bounded(() => this.client.workflow.executeUpdateWithStart(submitTurnUpdate, {
         args: [{ turnId: turn.turnId, seq: turn.seq }],
         startWorkflowOperation: startOperation(this.settings, job),
-      });
+      }));
       return true;
     } catch (err) {
       this.log.warn({ event: 'agent_turn_delivery_deferred', job_id: job.jobId, seq: turn.seq, err: (err as Error).message }, 'turn queued; the chat workflow will pick it up when Temporal answers');
@@ -56,7 +61,7 @@ export class ChatDelivery {
   /** Starts the chat workflow if needed and wakes it (reconciler, cancels). */
   async wake(job: { jobId: string; ownerId: number }): Promise<boolean> {
     try {
-      await this.client.workflow.signalWithStart<(input: ChatInput) => Promise<void>, []>(CHAT_WORKFLOW_TYPE, {
+      await this.bounded(() => this.client.workflow.signalWithStart<(input: ChatInput) => Promise<void>, []>(CHAT_WORKFLOW_TYPE, {
         workflowId: chatWorkflowId(job.jobId),
         taskQueue: this.settings.TEMPORAL_CONTROL_TASK_QUEUE,
         args: [{ jobId: job.jobId, ownerId: job.ownerId, config: chatConfigFrom(this.settings) }],
@@ -64,7 +69,7 @@ export class ChatDelivery {
         signalArgs: [],
         typedSearchAttributes: [{ key: searchAttributes.owner, value: String(job.ownerId) }],
         memo: { jobId: job.jobId, owner: job.ownerId },
-      });
+      }));
       return true;
     } catch (err) {
       this.log.warn({ event: 'agent_chat_wake_failed', job_id: job.jobId, err: (err as Error).message }, 'could not wake the chat workflow');
@@ -75,7 +80,7 @@ export class ChatDelivery {
   /** Asks the chat workflow to stop its running turn `seq`. */
   async cancelRunning(job: { jobId: string; ownerId: number }, seq: number): Promise<boolean> {
     try {
-      await this.client.workflow.getHandle(chatWorkflowId(job.jobId)).signal(cancelTurnSignal, { seq });
+      await this.bounded(() => this.client.workflow.getHandle(chatWorkflowId(job.jobId)).signal(cancelTurnSignal, { seq }));
       return true;
     } catch (err) {
       this.log.warn({ event: 'agent_turn_cancel_signal_failed', job_id: job.jobId, seq, err: (err as Error).message }, 'could not signal the chat workflow');

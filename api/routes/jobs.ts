@@ -12,6 +12,7 @@ import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '
 import { findOwnedJob } from '../jobs/job-store';
 import { jobView, listJobs, listQuerySchema } from '../jobs/job-views';
 import { assertRepoEntitled, parseAllowlist } from '../jobs/entitlement';
+import { SourceControlApp } from '../jobs/source-control-app';
 
 const BODY_LIMIT = 256 * 1024;
 const seqParam = z.coerce.number().int().min(1).max(2_147_483_647);
@@ -20,12 +21,16 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
   const router = new Router<AgentState>({ prefix: '/v1/agent' });
   const delivery = new ChatDelivery(deps.temporal, deps.settings, deps.log);
   const allowlist = parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST);
+  const sourceControl = new SourceControlApp(deps.settings, deps.log);
   router.use(['/jobs', '/conversations', '/sessions'], requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN }));
 
   router.post('/jobs', async (ctx) => {
     const owner = ownerOf(ctx.state);
     const body = validateBody(createJobSchema, await readJsonBody(ctx.req, BODY_LIMIT));
-    if (body.repo !== null) assertRepoEntitled(body.repo, allowlist);
+    if (body.repo !== null) {
+      sourceControl.assertAvailable();
+      assertRepoEntitled(body.repo, allowlist);
+    }
     const { job, turn } = await createJob(deps.db, { ownerId: owner.userId, body, defaultDriver: deps.settings.AGENT_DRIVER });
     await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId }, { turnId: turn.turn_id, seq: turn.seq });
     ctx.status = 201;

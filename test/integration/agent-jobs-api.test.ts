@@ -1,0 +1,87 @@
+/**
+ * The owner API on its own (real PostgreSQL): a turn accepted while Temporal is unreachable is
+ * durable (201, queued) and the reconciler later starts its chat workflow on the real Temporal
+ * server; a configured source-control app that cannot be loaded refuses repository jobs with 503.
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { reconcileQueuedTurns } from '../../activities/control/chat-reconciler';
+import { ChatDelivery } from '../../api/jobs/chat-delivery';
+import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
+import { loadSettings } from '../../lib/settings';
+import { chatWorkflowId } from '../../workflows/names';
+import { postJson } from '../support/accounts';
+import { insertOwner } from '../support/agent-rows';
+import { startTestApi, type TestApi } from '../support/api';
+import { freshDatabase, type TestDatabase } from '../support/db';
+import { captureLogs } from '../support/logs';
+import { temporalEnv, uniqueTaskQueue } from '../support/temporal';
+
+describe('agent owner API without a reachable Temporal, and the source-control app gate', function () {
+  this.timeout(60_000);
+  let t: TestDatabase;
+  let key: string;
+  const dir = mkdtempSync(join(tmpdir(), 'scm-app-'));
+
+  before(async () => {
+    t = await freshDatabase();
+    const ownerId = await insertOwner(t.db, `owner-${Date.now()}@example.com`);
+    key = generateSecret('gk');
+    await t.db('api_keys').insert({ user_id: ownerId, name: 'test', key_hash: hashSecret(key), prefix: secretPrefix(key) });
+  });
+  after(async () => {
+    await t.drop();
+  });
+
+  async function withApi<T>(env: Record<string, string>, fn: (api: TestApi) => Promise<T>): Promise<T> {
+    const api = await startTestApi({ db: t.db, env: { TEMPORAL_CALL_TIMEOUT_SECONDS: '1', ...env } });
+    try {
+      return await fn(api);
+    } finally {
+      await api.close();
+    }
+  }
+  const createJob = (api: TestApi, body: Record<string, unknown>) =>
+    postJson(`${api.url}/v1/agent/jobs`, { prompt: 'do it', model: 'm', ...body }, { authorization: `Bearer ${key}` });
+
+  it('keeps a turn submitted while Temporal is down, and the reconciler starts its chat workflow later', async () => {
+    const controlQueue = uniqueTaskQueue('control');
+    const jobId = await withApi({ TEMPORAL_CONTROL_TASK_QUEUE: controlQueue }, async (api) => {
+      const res = await createJob(api, { repo: null });
+      assert.equal(res.status, 201, await res.clone().text());
+      return ((await res.json()) as { job_id: string }).job_id;
+    });
+    const turn = await t.db('agent_turns').where({ job_id: jobId }).first<{ state: string }>('state');
+    assert.equal(turn.state, 'queued', 'the turn is durable although no workflow heard of it');
+
+    const env = await temporalEnv();
+    const settings = loadSettings({ TEMPORAL_CONTROL_TASK_QUEUE: controlQueue });
+    const delivery = new ChatDelivery(env.client, settings, captureLogs('reconciler').log);
+    const woken = await reconcileQueuedTurns({ db: t.db, delivery, log: captureLogs('reconciler').log, minQueuedSeconds: 0 });
+    assert.equal(woken, 1);
+    const handle = env.client.workflow.getHandle(chatWorkflowId(jobId));
+    const described = await handle.describe();
+    assert.equal(described.status.name, 'RUNNING');
+    assert.equal(described.taskQueue, controlQueue);
+    await handle.terminate('test done');
+  });
+
+  it('answers 503 for repository jobs while a configured source-control app cannot be loaded', async () => {
+    const missing = { AGENT_SOURCE_CONTROL_APP_ID: '42', AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: join(dir, 'missing.pem'), AGENT_REPO_ALLOWLIST: 'acme/app' };
+    await withApi(missing, async (api) => {
+      const refused = await createJob(api, { repo: 'acme/app' });
+      assert.equal(refused.status, 503);
+      assert.match(await refused.text(), /source-control app/);
+      assert.equal((await createJob(api, { repo: null })).status, 201, 'a temporary workspace needs no app');
+    });
+    const keyPath = join(dir, 'app.pem');
+    writeFileSync(keyPath, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    await withApi({ ...missing, AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: keyPath }, async (api) => {
+      assert.equal((await createJob(api, { repo: 'acme/app' })).status, 201);
+      assert.equal((await createJob(api, { repo: 'acme/other' })).status, 403, 'entitlement still fails closed');
+    });
+  });
+});
