@@ -92,12 +92,12 @@ export function createChatActivities(deps: ChatActivityDeps) {
       const { outcome } = input;
       const attemptState = outcome.kind === 'lost' ? 'abandoned' : outcome.kind;
       await trx('agent_attempts').where({ attempt_id: input.attemptId }).update({
-        state: attemptState, finished_at: trx.fn.now(), error: 'error' in outcome ? outcome.error : null,
+        state: attemptState, finished_at: trx.raw('clock_timestamp()'), error: 'error' in outcome ? outcome.error : null,
       });
       if (!turn || turn.state !== 'running' || turn.attempt_id !== input.attemptId) return;
       const turnState: TurnState = outcome.kind === 'lost' ? 'failed' : outcome.kind;
       await trx('agent_turns').where({ turn_id: attempt.turn_id }).update({
-        state: turnState, finished_at: trx.fn.now(),
+        state: turnState, finished_at: trx.raw('clock_timestamp()'),
         result: outcome.kind === 'completed' ? outcome.result : null,
         error: 'error' in outcome ? outcome.error : null,
       });
@@ -132,8 +132,10 @@ export function createChatActivities(deps: ChatActivityDeps) {
         if ('wait' in placed) throw ApplicationFailure.retryable(`No free execution slot (${placed.wait})`, 'NoFreeSlot');
         const { groupId, generation, uid } = await ensureGroup(trx, job, placed.hostId);
         const attemptId = newId('att');
-        await trx('agent_attempts').insert({ attempt_id: attemptId, turn_id: first.turn_id, job_id: input.jobId, host_id: placed.hostId, state: 'running', generation });
-        await trx('agent_turns').where({ turn_id: first.turn_id }).update({ state: 'running', attempt_id: attemptId, started_at: trx.fn.now() });
+        // clock_timestamp(): the moment the slot was taken (after the host lock), not the transaction's start.
+        const admittedAt = trx.raw('clock_timestamp()');
+        await trx('agent_attempts').insert({ attempt_id: attemptId, turn_id: first.turn_id, job_id: input.jobId, host_id: placed.hostId, state: 'running', generation, started_at: admittedAt });
+        await trx('agent_turns').where({ turn_id: first.turn_id }).update({ state: 'running', attempt_id: attemptId, started_at: admittedAt });
         await trx('agent_sandboxes').where({ group_id: groupId }).update({ last_activity_at: trx.fn.now() });
         await controlEvent(trx, input.jobId, { seq: first.seq, attemptId }, 'turn_started', { turn_id: first.turn_id, host_id: placed.hostId });
         return {

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { createDb } from '../../lib/db';
 import { migrateLatest } from '../../lib/migrations';
 import { enrollHost } from '../../api/hosts/host-registry';
+import { secretMatches } from '../../lib/crypto';
 import { DEV_DATABASE_URL } from './postgres';
 import { DATA, ROOT, run } from './sh';
 
@@ -34,8 +35,10 @@ async function ensureHostEnrollment(databaseUrl: string): Promise<{ hostId: stri
   const file = join(DATA, 'host', `${hostId}.credential`);
   const db = createDb({ url: databaseUrl, applicationName: 'start' });
   try {
-    const row: unknown = await db('agent_hosts').where({ host_id: hostId }).first('host_id');
-    if (row !== undefined && existsSync(file)) return { hostId, credential: readFileSync(file, 'utf8').trim() };
+    // Reuse the kept credential only while it still matches the enrollment (a re-enrollment rotates it).
+    const row = await db('agent_hosts').where({ host_id: hostId }).whereNull('removed_at').first<{ credential_hash: string } | undefined>('credential_hash');
+    const kept = existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
+    if (row && kept && secretMatches(kept, row.credential_hash)) return { hostId, credential: kept };
     const enrolled = await enrollHost(db, hostId);
     mkdirSync(join(DATA, 'host'), { recursive: true, mode: 0o700 });
     writeFileSync(file, enrolled.credential, { mode: 0o600 });
