@@ -1,0 +1,139 @@
+/**
+ * The ordering run: many chats of several turns submitted concurrently (bounded client
+ * concurrency), random cancels of mostly middle turns shortly after submission, and a restart of
+ * the control worker (`stopControl()` then `startControl()`) once a share of the turns is done.
+ * While it runs, the number of `running` attempts is sampled from PostgreSQL (a consistent
+ * snapshot per sample) to find the peak slot use. The checks themselves are in violations.ts.
+ */
+import type { AgentStack } from '../../test/support/agent-stack';
+import { addTurn, cancelTurn, createChat, pool, sleep, type CancelAnswer } from './client';
+import { waitSettled } from './throughput';
+
+export interface OrderingOptions {
+  chats: number;
+  turnsPerChat: number;
+  concurrency: number;
+  /** Share of chats that get one cancel. */
+  cancelShare: number;
+  /** The control worker restarts once this share of all turns is terminal. */
+  restartAtShare: number;
+  /** How long the control worker stays down. */
+  restartDownMs: number;
+  seed: number;
+  progress: (line: string) => void;
+}
+
+export interface OrderingRun {
+  jobIds: string[];
+  /** Turns whose cancel answered `cancelled` (they were queued): they must never start. */
+  queuedCancels: Array<{ jobId: string; seq: number }>;
+  cancelAnswers: Record<CancelAnswer, number>;
+  restart: { atTurnsDone: number; atSecond: number; downMs: number } | undefined;
+  seconds: number;
+  maxSampledRunning: number;
+  samples: number;
+  states: Record<string, number>;
+}
+
+/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Samples `count(*)` of running attempts every `everyMs` until stopped; keeps the peak. */
+export function startRunningSampler(stack: AgentStack, everyMs = 100): { stop(): Promise<{ max: number; samples: number }> } {
+  let stopped = false;
+  let max = 0;
+  let samples = 0;
+  const loop = (async () => {
+    while (!stopped) {
+      const row = await stack.t.db('agent_attempts').where({ state: 'running' }).count<{ count: string }>({ count: '*' }).first();
+      max = Math.max(max, Number(row?.count ?? 0));
+      samples += 1;
+      await sleep(everyMs);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      return { max, samples };
+    },
+  };
+}
+
+async function terminalCount(stack: AgentStack, jobIds: readonly string[]): Promise<number> {
+  if (jobIds.length === 0) return 0;
+  const row = await stack.t.db('agent_turns').whereIn('job_id', jobIds).whereIn('state', ['completed', 'failed', 'cancelled']).count<{ count: string }>({ count: '*' }).first();
+  return Number(row?.count ?? 0);
+}
+
+export async function runOrdering(stack: AgentStack, options: OrderingOptions): Promise<OrderingRun> {
+  const random = seededRandom(options.seed);
+  const total = options.chats * options.turnsPerChat;
+  const jobIds: string[] = [];
+  const queuedCancels: OrderingRun['queuedCancels'] = [];
+  const cancelAnswers: Record<CancelAnswer, number> = { cancelled: 0, running: 0, conflict: 0 };
+  const cancels: Array<Promise<void>> = [];
+  const sampler = startRunningSampler(stack);
+  const started = performance.now();
+  let restart: OrderingRun['restart'];
+
+  // Restarts the control worker once enough turns are terminal (while submission may still run).
+  let settled = false;
+  const restarter = (async () => {
+    while (!restart && !settled) {
+      const done = await terminalCount(stack, jobIds);
+      if (done >= total * options.restartAtShare) {
+        const atSecond = (performance.now() - started) / 1000;
+        options.progress(`ordering: ${done}/${total} turns terminal — stopping the control worker`);
+        await stack.stopControl();
+        await sleep(options.restartDownMs);
+        await stack.startControl();
+        restart = { atTurnsDone: done, atSecond, downMs: options.restartDownMs };
+        options.progress('ordering: control worker started again');
+      }
+      await sleep(200);
+    }
+  })();
+
+  const plan = Array.from({ length: options.chats }, (_, i) => ({
+    index: i,
+    cancelSeq: random() < options.cancelShare ? pickCancelSeq(random, options.turnsPerChat) : undefined,
+    cancelDelayMs: Math.floor(random() * 1500),
+  }));
+  await pool(plan, options.concurrency, async (chat) => {
+    const { jobId } = await createChat(stack, { prompt: `ordering chat ${chat.index} turn 1` });
+    jobIds.push(jobId);
+    for (let seq = 2; seq <= options.turnsPerChat; seq += 1) await addTurn(stack, jobId, `ordering chat ${chat.index} turn ${seq}`);
+    if (chat.cancelSeq !== undefined) {
+      const seq = chat.cancelSeq;
+      cancels.push(sleep(chat.cancelDelayMs).then(async () => {
+        const answer = await cancelTurn(stack, jobId, seq);
+        cancelAnswers[answer] += 1;
+        if (answer === 'cancelled') queuedCancels.push({ jobId, seq });
+      }));
+    }
+    if (jobIds.length % 50 === 0) options.progress(`ordering: ${jobIds.length}/${options.chats} chats submitted`);
+  });
+  await Promise.all(cancels);
+  const states = await waitSettled(stack, jobIds, { timeoutMs: 420_000, progress: options.progress, label: 'ordering' });
+  const seconds = (performance.now() - started) / 1000;
+  settled = true;
+  await restarter;
+  const { max, samples } = await sampler.stop();
+  return { jobIds, queuedCancels, cancelAnswers, restart, seconds, maxSampledRunning: max, samples, states };
+}
+
+/** Mostly a middle turn (2 … n−1), sometimes the last. */
+function pickCancelSeq(random: () => number, turns: number): number {
+  if (random() < 0.15) return turns;
+  return 2 + Math.floor(random() * (turns - 2));
+}
