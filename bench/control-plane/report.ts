@@ -60,7 +60,9 @@ export function orderingNotes(r: ControlPlaneResults): string[] {
   const restart = o.restart
     ? `control worker stopped at ${o.restart.atSecond.toFixed(1)} s (${o.restart.atTurnsDone}/${r.orderingTurns} turns terminal), down ${(o.restart.downMs / 1000).toFixed(0)} s, then started again`
     : 'control worker restart did not happen';
+  const t = r.throughput;
   const notes = [
+    `Throughput run, server side (PostgreSQL, medians): a turn waited ${ms(t.medianWaitMs)} ms from queued to started (behind its chat's earlier turns) and ran ${ms(t.medianRunMs)} ms from started to finished (grant, sandbox check, host activity, \`docker exec\` of the agent, events, finish).`,
     `Ordering run: cancels answered ${o.cancelAnswers.cancelled} cancelled-while-queued, ${o.cancelAnswers.running} stop-requested (running), ${o.cancelAnswers.conflict} 409 (already finished); ${restart}.`,
     `Peak running attempts: ${o.maxSampledRunning} sampled (${o.samples} snapshots of \`agent_attempts\`, every 100 ms) vs ${r.slots} slots; ${r.peakFromTimestamps} from the attempts' started_at/finished_at (transaction-start timestamps, informational).`,
   ];

@@ -6,6 +6,7 @@
  */
 import type { AgentStack } from '../../test/support/agent-stack';
 import { addTurn, createChat, pool, sleep } from './client';
+import { percentile } from './latency';
 
 export interface ThroughputResult {
   chats: number;
@@ -14,6 +15,9 @@ export interface ThroughputResult {
   turnsPerSecond: number;
   /** Turn states of the measured turns. */
   states: Record<string, number>;
+  /** Medians from PostgreSQL over the measured turns: created → started (waiting) and started → finished (running), ms. */
+  medianWaitMs: number;
+  medianRunMs: number;
 }
 
 const TERMINAL = ['completed', 'failed', 'cancelled'];
@@ -55,6 +59,12 @@ export async function measureThroughput(stack: AgentStack, options: { chats: num
   const seconds = (performance.now() - started) / 1000;
   const rows = await stack.t.db('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1)
     .select('state').count<Array<{ state: string; count: string }>>({ count: '*' }).groupBy('state');
+  const timings = await stack.t.db('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1).whereNotNull('started_at').whereNotNull('finished_at')
+    .select<Array<{ created_at: Date; started_at: Date; finished_at: Date }>>('created_at', 'started_at', 'finished_at');
   const turns = options.chats * options.turnsPerChat;
-  return { chats: options.chats, turns, seconds, turnsPerSecond: turns / seconds, states: Object.fromEntries(rows.map((r) => [r.state, Number(r.count)])) };
+  return {
+    chats: options.chats, turns, seconds, turnsPerSecond: turns / seconds, states: Object.fromEntries(rows.map((r) => [r.state, Number(r.count)])),
+    medianWaitMs: percentile(timings.map((t) => t.started_at.getTime() - t.created_at.getTime()), 50),
+    medianRunMs: percentile(timings.map((t) => t.finished_at.getTime() - t.started_at.getTime()), 50),
+  };
 }
