@@ -7,6 +7,7 @@
  */
 import type { AgentStack } from '../../test/support/agent-stack';
 import { addTurn, cancelTurn, createChat, pool, sleep, type CancelAnswer } from './client';
+import { cpuSnapshot, cpuSpent, type CpuSeconds } from './cpu-split';
 import { waitSettled } from './throughput';
 
 export interface OrderingOptions {
@@ -33,6 +34,8 @@ export interface OrderingRun {
   maxSampledRunning: number;
   samples: number;
   states: Record<string, number>;
+  /** CPU seconds by group over the run. */
+  cpu: CpuSeconds;
 }
 
 /** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
@@ -83,11 +86,13 @@ export async function runOrdering(stack: AgentStack, options: OrderingOptions): 
   const cancelAnswers: Record<CancelAnswer, number> = { cancelled: 0, running: 0, conflict: 0 };
   const cancels: Array<Promise<void>> = [];
   const sampler = startRunningSampler(stack);
+  const cpuBefore = cpuSnapshot(stack.t.name);
   const started = performance.now();
   let restart: OrderingRun['restart'];
 
   // Restarts the control worker once enough turns are terminal (while submission may still run).
   let settled = false;
+  let submittedChats = 0;
   const restarter = (async () => {
     while (!restart && !settled) {
       const done = await terminalCount(stack, jobIds);
@@ -121,15 +126,17 @@ export async function runOrdering(stack: AgentStack, options: OrderingOptions): 
         if (answer === 'cancelled') queuedCancels.push({ jobId, seq });
       }));
     }
-    if (jobIds.length % 50 === 0) options.progress(`ordering: ${jobIds.length}/${options.chats} chats submitted`);
+    submittedChats += 1;
+    if (submittedChats % 50 === 0) options.progress(`ordering: ${submittedChats}/${options.chats} chats submitted`);
   });
   await Promise.all(cancels);
   const states = await waitSettled(stack, jobIds, { timeoutMs: 420_000, progress: options.progress, label: 'ordering' });
   const seconds = (performance.now() - started) / 1000;
+  const cpu = cpuSpent(cpuBefore, cpuSnapshot(stack.t.name));
   settled = true;
   await restarter;
   const { max, samples } = await sampler.stop();
-  return { jobIds, queuedCancels, cancelAnswers, restart, seconds, maxSampledRunning: max, samples, states };
+  return { jobIds, queuedCancels, cancelAnswers, restart, seconds, maxSampledRunning: max, samples, states, cpu };
 }
 
 /** Mostly a middle turn (2 … n−1), sometimes the last. */

@@ -4,6 +4,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import type { RunInfo } from '../gateway/report';
+import { CPU_GROUPS, type CpuSeconds } from './cpu-split';
 import { percentile, type LatencyResult, type TurnLatency } from './latency';
 import type { OrderingRun } from './ordering';
 import type { ThroughputResult } from './throughput';
@@ -38,6 +39,17 @@ function latencyRows(name: string, turns: TurnLatency[]): string[][] {
   ];
 }
 
+/** CPU ms per turn by group; `other` = machine busy time not in a named group (other sessions, short-lived processes). */
+function cpuCells(cpu: CpuSeconds, turns: number, seconds: number): string[] {
+  const named = CPU_GROUPS.filter((g) => g !== 'machine').reduce((n, g) => n + cpu[g], 0);
+  const perTurn = (v: number): string => (Number.isFinite(v) ? ((v * 1000) / turns).toFixed(0) : 'n/a');
+  return [
+    `${perTurn(cpu.machine)} (${((100 * cpu.machine) / seconds).toFixed(0)} % of 1 core)`,
+    ...CPU_GROUPS.filter((g) => g !== 'machine').map((g) => perTurn(cpu[g])),
+    perTurn(cpu.machine - named),
+  ];
+}
+
 export function renderTables(r: ControlPlaneResults): string {
   const latency = table(['Queue → first event', 'turns', 'p50 ms', 'p95 ms', 'max ms'], [
     ...latencyRows('cold (new chat, container created)', r.latency.cold),
@@ -48,11 +60,16 @@ export function renderTables(r: ControlPlaneResults): string {
     [`no-op agent, ${r.throughput.chats} warm chats × ${r.throughput.turns / r.throughput.chats} turns, slots ${r.slots}`, String(r.throughput.turns), r.throughput.seconds.toFixed(1), r.throughput.turnsPerSecond.toFixed(2), states(r.throughput.states)],
     [`ordering run, ${o.jobIds.length} new chats × ${r.orderingTurns / o.jobIds.length} turns (cold containers, cancels, worker restart), slots ${r.slots}`, String(r.orderingTurns), o.seconds.toFixed(1), (r.orderingTurns / o.seconds).toFixed(2), states(o.states)],
   ]);
+  const t = r.throughput;
+  const cpu = table(['CPU ms per turn', 'machine busy', ...CPU_GROUPS.filter((g) => g !== 'machine'), 'other'], [
+    ['throughput run', ...cpuCells(t.cpu, t.turns, t.seconds)],
+    ['ordering run', ...cpuCells(o.cpu, r.orderingTurns, o.seconds)],
+  ]);
   const violations = table(['Ordering-run violation', 'count (target 0)'], [
     ...VIOLATION_KINDS.map((k) => [k, String(r.violations.counts[k])]),
     ['total', String(VIOLATION_KINDS.reduce((n, k) => n + r.violations.counts[k], 0))],
   ]);
-  return [latency, rates, violations].join('\n\n');
+  return [latency, rates, cpu, violations].join('\n\n');
 }
 
 export function orderingNotes(r: ControlPlaneResults): string[] {

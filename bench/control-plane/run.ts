@@ -42,6 +42,13 @@ const config = {
   seed: num('CP_SEED', 20261121),
 };
 
+/**
+ * The stack's test settings (5 s turn heartbeat timeout, grant renewal every 2 s) are for fast
+ * failure tests; the bench runs the production defaults, so a loaded machine does not turn slow
+ * heartbeats into lost turns, and grant renewals cost what they cost in production.
+ */
+const STACK_ENV = { AGENT_CLI_COMMAND: NOOP_CLI_COMMAND, AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: '30', AGENT_GRANT_RENEW_SECONDS: '60' };
+
 const started = Date.now();
 const progress = (line: string): void => {
   console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
@@ -73,9 +80,11 @@ async function bench(stack: AgentStack): Promise<void> {
   const root = join(__dirname, '../..');
   const info = runInfo(root, `Stack: one process (test/support/agent-stack.ts) — API, control worker, host runner (${config.slots} slots, Docker \`agent-sandbox:base\`), gateway + fake upstream; PostgreSQL and a Temporal dev server (started by the bench) on the same machine, shared with other sessions' work.`);
   appendResults(join(root, 'bench/RESULTS.md'), info, results, [
+    `Settings: production defaults AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS=30, AGENT_GRANT_RENEW_SECONDS=60 (the test stack's 5 s / 2 s are overridden).`,
     `Agent: CLI driver with AGENT_CLI_COMMAND = \`${NOOP_CLI_COMMAND}\` (no-op: one \`result\` line; latency chats set BENCH_TALK=1 so it first prints one \`assistant\` line = the first driver event). Client concurrency ${config.clientConcurrency} requests.`,
     `Latency: ${config.latencyChats} new chats one at a time (cold: turn 1), each with ${config.warmFollowUps} follow-up turns (warm), each turn posted after the previous one ended; measured from the POST's response to the frame's arrival on \`GET /v1/agent/jobs/:id/events\` (opened after the POST, resuming with Last-Event-ID).`,
     `Throughput: ${config.throughputChats} chats warmed first (turn 1 not counted), then ${config.throughputChats * config.throughputTurnsPerChat} turns posted at once; time from the first POST to the last turn's end.`,
+    'CPU per turn (from /proc over each run): machine busy time, then this one Node process (API, control worker, host runner, gateway, bench client), the Temporal dev server, the PostgreSQL backends of the bench database, the Docker daemons (dockerd, containerd, shims; shared with other sessions); other = the rest of the busy time (other sessions, short-lived processes such as runc and the agent inside containers). Ordering-run figures are per posted turn (cancelled ones included).',
     `Ordering run: ${config.orderingChats} chats × ${config.orderingTurnsPerChat} turns posted concurrently; 30 % of chats cancel one turn (mostly a middle one) 0–1.5 s after their last POST; the control worker is stopped for 3 s once 40 % of turns are terminal. Seed ${config.seed}.`,
   ]);
   progress('appended a section to bench/RESULTS.md');
@@ -83,7 +92,7 @@ async function bench(stack: AgentStack): Promise<void> {
 
 async function main(): Promise<void> {
   progress('starting the stack (fresh database, Temporal dev server, API, workers)');
-  const stack = await startAgentStack({ slots: config.slots, env: { AGENT_CLI_COMMAND: NOOP_CLI_COMMAND } });
+  const stack = await startAgentStack({ slots: config.slots, env: STACK_ENV });
   try {
     await bench(stack);
   } finally {

@@ -6,6 +6,7 @@
  */
 import type { AgentStack } from '../../test/support/agent-stack';
 import { addTurn, createChat, pool, sleep } from './client';
+import { cpuSnapshot, cpuSpent, type CpuSeconds } from './cpu-split';
 import { percentile } from './latency';
 
 export interface ThroughputResult {
@@ -18,6 +19,8 @@ export interface ThroughputResult {
   /** Medians from PostgreSQL over the measured turns: created → started (waiting) and started → finished (running), ms. */
   medianWaitMs: number;
   medianRunMs: number;
+  /** CPU seconds by group over the measured window. */
+  cpu: CpuSeconds;
 }
 
 const TERMINAL = ['completed', 'failed', 'cancelled'];
@@ -48,6 +51,7 @@ export async function measureThroughput(stack: AgentStack, options: { chats: num
   await waitSettled(stack, jobIds, { timeoutMs: 300_000, progress: options.progress, label: 'throughput warm-up' });
   options.progress(`throughput: ${jobIds.length} chats warm (containers running); submitting ${options.chats * options.turnsPerChat} turns`);
 
+  const cpuBefore = cpuSnapshot(stack.t.name);
   const started = performance.now();
   const work = jobIds.flatMap((jobId) => Array.from({ length: options.turnsPerChat }, () => jobId));
   // Round-robin over chats so each chat's turns are spread over the submission window.
@@ -57,6 +61,7 @@ export async function measureThroughput(stack: AgentStack, options: { chats: num
   });
   await waitSettled(stack, jobIds, { timeoutMs: 300_000, progress: options.progress, label: 'throughput' });
   const seconds = (performance.now() - started) / 1000;
+  const cpu = cpuSpent(cpuBefore, cpuSnapshot(stack.t.name));
   const rows = await stack.t.db('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1)
     .select('state').count<Array<{ state: string; count: string }>>({ count: '*' }).groupBy('state');
   const timings = await stack.t.db('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1).whereNotNull('started_at').whereNotNull('finished_at')
@@ -66,5 +71,6 @@ export async function measureThroughput(stack: AgentStack, options: { chats: num
     chats: options.chats, turns, seconds, turnsPerSecond: turns / seconds, states: Object.fromEntries(rows.map((r) => [r.state, Number(r.count)])),
     medianWaitMs: percentile(timings.map((t) => t.started_at.getTime() - t.created_at.getTime()), 50),
     medianRunMs: percentile(timings.map((t) => t.finished_at.getTime() - t.started_at.getTime()), 50),
+    cpu,
   };
 }
