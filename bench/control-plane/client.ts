@@ -3,7 +3,11 @@
  * follow a job's server-sent-event stream (`GET /v1/agent/jobs/:id/events`) as owners do, and a
  * small bounded-concurrency pool for submitting many requests at once.
  */
+import type { Db } from '../../lib/db';
 import { AGENT_MODEL, ownerCall, type AgentStack } from '../../test/support/agent-stack';
+
+/** The stack plus the bench's own small pool for its polling and checks (the stack's pool is left to the stack). */
+export type BenchStack = AgentStack & { observer: Db };
 
 /** The no-op CLI agent: one `result` line; with `BENCH_TALK` set in the chat's env it first says hi. */
 export const NOOP_CLI_COMMAND = `bash -c 'if [ -n "$BENCH_TALK" ]; then echo "{\\"type\\":\\"assistant\\",\\"text\\":\\"hi\\"}"; fi; echo "{\\"type\\":\\"result\\",\\"text\\":\\"ok\\"}"'`;

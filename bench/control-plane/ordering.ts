@@ -5,8 +5,7 @@
  * While it runs, the number of `running` attempts is sampled from PostgreSQL (a consistent
  * snapshot per sample) to find the peak slot use. The checks themselves are in violations.ts.
  */
-import type { AgentStack } from '../../test/support/agent-stack';
-import { addTurn, cancelTurn, createChat, pool, sleep, type CancelAnswer } from './client';
+import { addTurn, cancelTurn, createChat, pool, sleep, type CancelAnswer, type BenchStack } from './client';
 import { cpuSnapshot, cpuSpent, type CpuSeconds } from './cpu-split';
 import { waitSettled } from './throughput';
 
@@ -36,6 +35,8 @@ export interface OrderingRun {
   states: Record<string, number>;
   /** CPU seconds by group over the run. */
   cpu: CpuSeconds;
+  /** Client-side failures (a chat whose submission failed is left out of the run). */
+  errors: string[];
 }
 
 /** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
@@ -51,15 +52,17 @@ export function seededRandom(seed: number): () => number {
 }
 
 /** Samples `count(*)` of running attempts every `everyMs` until stopped; keeps the peak. */
-export function startRunningSampler(stack: AgentStack, everyMs = 100): { stop(): Promise<{ max: number; samples: number }> } {
+export function startRunningSampler(stack: BenchStack, everyMs = 100): { stop(): Promise<{ max: number; samples: number }> } {
   let stopped = false;
   let max = 0;
   let samples = 0;
   const loop = (async () => {
     while (!stopped) {
-      const row = await stack.t.db('agent_attempts').where({ state: 'running' }).count<{ count: string }>({ count: '*' }).first();
-      max = Math.max(max, Number(row?.count ?? 0));
-      samples += 1;
+      try {
+        const row = await stack.observer('agent_attempts').where({ state: 'running' }).count<{ count: string }>({ count: '*' }).first();
+        max = Math.max(max, Number(row?.count ?? 0));
+        samples += 1;
+      } catch { /* a missed sample; the next one follows */ }
       await sleep(everyMs);
     }
   })();
@@ -72,13 +75,13 @@ export function startRunningSampler(stack: AgentStack, everyMs = 100): { stop():
   };
 }
 
-async function terminalCount(stack: AgentStack, jobIds: readonly string[]): Promise<number> {
+async function terminalCount(stack: BenchStack, jobIds: readonly string[]): Promise<number> {
   if (jobIds.length === 0) return 0;
-  const row = await stack.t.db('agent_turns').whereIn('job_id', jobIds).whereIn('state', ['completed', 'failed', 'cancelled']).count<{ count: string }>({ count: '*' }).first();
+  const row = await stack.observer('agent_turns').whereIn('job_id', jobIds).whereIn('state', ['completed', 'failed', 'cancelled']).count<{ count: string }>({ count: '*' }).first();
   return Number(row?.count ?? 0);
 }
 
-export async function runOrdering(stack: AgentStack, options: OrderingOptions): Promise<OrderingRun> {
+export async function runOrdering(stack: BenchStack, options: OrderingOptions): Promise<OrderingRun> {
   const random = seededRandom(options.seed);
   const total = options.chats * options.turnsPerChat;
   const jobIds: string[] = [];
@@ -92,10 +95,11 @@ export async function runOrdering(stack: AgentStack, options: OrderingOptions): 
 
   // Restarts the control worker once enough turns are terminal (while submission may still run).
   let settled = false;
+  const errors: string[] = [];
   let submittedChats = 0;
   const restarter = (async () => {
     while (!restart && !settled) {
-      const done = await terminalCount(stack, jobIds);
+      const done = await terminalCount(stack, jobIds).catch(() => 0);
       if (done >= total * options.restartAtShare) {
         const atSecond = (performance.now() - started) / 1000;
         options.progress(`ordering: ${done}/${total} turns terminal — stopping the control worker`);
@@ -107,7 +111,9 @@ export async function runOrdering(stack: AgentStack, options: OrderingOptions): 
       }
       await sleep(200);
     }
-  })();
+  })().catch((err: unknown) => {
+    errors.push(`control worker restart: ${(err as Error).message}`);
+  });
 
   const plan = Array.from({ length: options.chats }, (_, i) => ({
     index: i,
@@ -115,15 +121,23 @@ export async function runOrdering(stack: AgentStack, options: OrderingOptions): 
     cancelDelayMs: Math.floor(random() * 1500),
   }));
   await pool(plan, options.concurrency, async (chat) => {
-    const { jobId } = await createChat(stack, { prompt: `ordering chat ${chat.index} turn 1` });
-    jobIds.push(jobId);
-    for (let seq = 2; seq <= options.turnsPerChat; seq += 1) await addTurn(stack, jobId, `ordering chat ${chat.index} turn ${seq}`);
+    let jobId: string;
+    try {
+      jobId = (await createChat(stack, { prompt: `ordering chat ${chat.index} turn 1` })).jobId;
+      jobIds.push(jobId);
+      for (let seq = 2; seq <= options.turnsPerChat; seq += 1) await addTurn(stack, jobId, `ordering chat ${chat.index} turn ${seq}`);
+    } catch (err) {
+      errors.push(`chat ${chat.index}: ${(err as Error).message}`);
+      return;
+    }
     if (chat.cancelSeq !== undefined) {
       const seq = chat.cancelSeq;
       cancels.push(sleep(chat.cancelDelayMs).then(async () => {
         const answer = await cancelTurn(stack, jobId, seq);
         cancelAnswers[answer] += 1;
         if (answer === 'cancelled') queuedCancels.push({ jobId, seq });
+      }).catch((err: unknown) => {
+        errors.push(`cancel ${jobId}/${seq}: ${(err as Error).message}`);
       }));
     }
     submittedChats += 1;
@@ -136,7 +150,7 @@ export async function runOrdering(stack: AgentStack, options: OrderingOptions): 
   settled = true;
   await restarter;
   const { max, samples } = await sampler.stop();
-  return { jobIds, queuedCancels, cancelAnswers, restart, seconds, maxSampledRunning: max, samples, states, cpu };
+  return { jobIds, queuedCancels, cancelAnswers, restart, seconds, maxSampledRunning: max, samples, states, cpu, errors };
 }
 
 /** Mostly a middle turn (2 … n−1), sometimes the last. */

@@ -83,6 +83,7 @@ export function orderingNotes(r: ControlPlaneResults): string[] {
     `Ordering run: cancels answered ${o.cancelAnswers.cancelled} cancelled-while-queued, ${o.cancelAnswers.running} stop-requested (running), ${o.cancelAnswers.conflict} 409 (already finished); ${restart}.`,
     `Peak running attempts: ${o.maxSampledRunning} sampled (${o.samples} snapshots of \`agent_attempts\`, every 100 ms) vs ${r.slots} slots; ${r.peakFromTimestamps} from the attempts' started_at/finished_at (transaction-start timestamps, informational).`,
   ];
+  if (o.errors.length > 0) notes.push(`Ordering run client errors: ${o.errors.length} (first: ${o.errors[0]})`);
   for (const kind of VIOLATION_KINDS) {
     for (const example of r.violations.examples[kind] ?? []) notes.push(`${kind}: ${example}`);
   }

@@ -14,10 +14,11 @@
  * RESULTS.md.
  */
 import { join } from 'node:path';
-import { startAgentStack, type AgentStack } from '../../test/support/agent-stack';
+import { createDb } from '../../lib/db';
+import { startAgentStack } from '../../test/support/agent-stack';
 import { teardownTemporal } from '../../test/support/temporal';
 import { runInfo } from '../gateway/report';
-import { NOOP_CLI_COMMAND } from './client';
+import { NOOP_CLI_COMMAND, type BenchStack } from './client';
 import { measureLatency } from './latency';
 import { runOrdering } from './ordering';
 import { appendResults, orderingNotes, renderTables } from './report';
@@ -54,7 +55,7 @@ const progress = (line: string): void => {
   console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
 };
 
-async function bench(stack: AgentStack): Promise<void> {
+async function bench(stack: BenchStack): Promise<void> {
   progress(`stack up: host ${stack.hostId}, ${config.slots} slots, CLI driver = no-op agent`);
   const latency = await measureLatency(stack, { chats: config.latencyChats, followUps: config.warmFollowUps, progress });
   const throughput = await measureThroughput(stack, {
@@ -67,12 +68,12 @@ async function bench(stack: AgentStack): Promise<void> {
   });
   progress(`ordering: settled after ${ordering.seconds.toFixed(1)} s; checking PostgreSQL`);
   const violations = await checkViolations({
-    db: stack.t.db, jobIds: ordering.jobIds, queuedCancels: ordering.queuedCancels, maxSampledRunning: ordering.maxSampledRunning, slots: config.slots,
+    db: stack.observer, jobIds: ordering.jobIds, queuedCancels: ordering.queuedCancels, maxSampledRunning: ordering.maxSampledRunning, slots: config.slots,
   });
   const results = {
     slots: config.slots, latency, throughput, ordering, violations,
-    orderingTurns: config.orderingChats * config.orderingTurnsPerChat,
-    peakFromTimestamps: await peakOverlappingAttempts(stack.t.db, ordering.jobIds),
+    orderingTurns: Number((await stack.observer('agent_turns').whereIn('job_id', ordering.jobIds).count<{ count: string }>({ count: '*' }).first())?.count ?? 0),
+    peakFromTimestamps: await peakOverlappingAttempts(stack.observer, ordering.jobIds),
   };
   console.log(`\n${renderTables(results)}\n`);
   for (const note of orderingNotes(results)) console.log(`- ${note}`);
@@ -80,6 +81,7 @@ async function bench(stack: AgentStack): Promise<void> {
   const root = join(__dirname, '../..');
   const info = runInfo(root, `Stack: one process (test/support/agent-stack.ts) — API, control worker, host runner (${config.slots} slots, Docker \`agent-sandbox:base\`), gateway + fake upstream; PostgreSQL and a Temporal dev server (started by the bench) on the same machine, shared with other sessions' work.`);
   appendResults(join(root, 'bench/RESULTS.md'), info, results, [
+    'Database pool: the stack\'s API, workers and gateway share one pool of 30 connections here (production: three processes × 10); the bench polls through its own pool of 2.',
     `Settings: production defaults AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS=30, AGENT_GRANT_RENEW_SECONDS=60 (the test stack's 5 s / 2 s are overridden).`,
     `Agent: CLI driver with AGENT_CLI_COMMAND = \`${NOOP_CLI_COMMAND}\` (no-op: one \`result\` line; latency chats set BENCH_TALK=1 so it first prints one \`assistant\` line = the first driver event). Client concurrency ${config.clientConcurrency} requests.`,
     `Latency: ${config.latencyChats} new chats one at a time (cold: turn 1), each with ${config.warmFollowUps} follow-up turns (warm), each turn posted after the previous one ended; measured from the POST's response to the frame's arrival on \`GET /v1/agent/jobs/:id/events\` (opened after the POST, resuming with Last-Event-ID).`,
@@ -92,16 +94,22 @@ async function bench(stack: AgentStack): Promise<void> {
 
 async function main(): Promise<void> {
   progress('starting the stack (fresh database, Temporal dev server, API, workers)');
-  const stack = await startAgentStack({ slots: config.slots, env: STACK_ENV });
+  // One pool for API, workers and gateway here; in production they are three processes with 10 each.
+  const stack = await startAgentStack({ slots: config.slots, env: STACK_ENV, poolMax: 30 });
+  const observer = createDb({ url: stack.t.url, poolMax: 2, applicationName: 'bench-observer' });
   try {
-    await bench(stack);
+    await bench(Object.assign(stack, { observer }));
   } finally {
     progress('cleaning up (workers, containers, database)');
+    await observer.destroy();
     await stack.close();
     await teardownTemporal();
   }
   progress('done');
 }
+
+// A stray rejection must not end the run before the stack is cleaned up: log it and go on.
+process.on('unhandledRejection', (err) => console.error('unhandled rejection:', err));
 
 main().then(() => process.exit(0), (err: unknown) => {
   console.error(err);

@@ -4,8 +4,7 @@
  * first (their first turn creates the container and is not counted); then every chat gets
  * `turnsPerChat` more turns at once and the clock runs from the first POST to the last turn's end.
  */
-import type { AgentStack } from '../../test/support/agent-stack';
-import { addTurn, createChat, pool, sleep } from './client';
+import { addTurn, createChat, pool, sleep, type BenchStack } from './client';
 import { cpuSnapshot, cpuSpent, type CpuSeconds } from './cpu-split';
 import { percentile } from './latency';
 
@@ -26,11 +25,11 @@ export interface ThroughputResult {
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 /** Resolves once no turn of `jobIds` is queued or running; returns the turn state counts. */
-export async function waitSettled(stack: AgentStack, jobIds: readonly string[], options: { timeoutMs: number; progress?: (line: string) => void; label: string }): Promise<Record<string, number>> {
+export async function waitSettled(stack: BenchStack, jobIds: readonly string[], options: { timeoutMs: number; progress?: (line: string) => void; label: string }): Promise<Record<string, number>> {
   const deadline = Date.now() + options.timeoutMs;
   let lastReport = Date.now();
   for (;;) {
-    const rows = await stack.t.db('agent_turns').whereIn('job_id', jobIds).select('state').count<Array<{ state: string; count: string }>>({ count: '*' }).groupBy('state');
+    const rows = await stack.observer('agent_turns').whereIn('job_id', jobIds).select('state').count<Array<{ state: string; count: string }>>({ count: '*' }).groupBy('state');
     const states = Object.fromEntries(rows.map((r) => [r.state, Number(r.count)]));
     const active = (states.queued ?? 0) + (states.running ?? 0);
     if (active === 0 || Date.now() > deadline) return states;
@@ -43,7 +42,7 @@ export async function waitSettled(stack: AgentStack, jobIds: readonly string[], 
   }
 }
 
-export async function measureThroughput(stack: AgentStack, options: { chats: number; turnsPerChat: number; concurrency: number; progress: (line: string) => void }): Promise<ThroughputResult> {
+export async function measureThroughput(stack: BenchStack, options: { chats: number; turnsPerChat: number; concurrency: number; progress: (line: string) => void }): Promise<ThroughputResult> {
   const jobIds: string[] = [];
   await pool(Array.from({ length: options.chats }, (_, i) => i), options.concurrency, async (i) => {
     jobIds.push((await createChat(stack, { prompt: `throughput chat ${i}` })).jobId);
@@ -62,9 +61,9 @@ export async function measureThroughput(stack: AgentStack, options: { chats: num
   await waitSettled(stack, jobIds, { timeoutMs: 300_000, progress: options.progress, label: 'throughput' });
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuSpent(cpuBefore, cpuSnapshot(stack.t.name));
-  const rows = await stack.t.db('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1)
+  const rows = await stack.observer('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1)
     .select('state').count<Array<{ state: string; count: string }>>({ count: '*' }).groupBy('state');
-  const timings = await stack.t.db('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1).whereNotNull('started_at').whereNotNull('finished_at')
+  const timings = await stack.observer('agent_turns').whereIn('job_id', jobIds).where('seq', '>', 1).whereNotNull('started_at').whereNotNull('finished_at')
     .select<Array<{ created_at: Date; started_at: Date; finished_at: Date }>>('created_at', 'started_at', 'finished_at');
   const turns = options.chats * options.turnsPerChat;
   return {

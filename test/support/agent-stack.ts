@@ -56,6 +56,8 @@ export interface AgentStack {
 export interface AgentStackOptions {
   slots?: number;
   env?: Record<string, string>;
+  /** Connections of the one pool the API, workers and gateway share here (default 5). */
+  poolMax?: number;
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -72,7 +74,7 @@ export async function makeOwner(gatewayUrl: string, t: TestDatabase, email: stri
 }
 
 export async function startAgentStack(options: AgentStackOptions = {}): Promise<AgentStack> {
-  const t = await freshDatabase();
+  const t = await freshDatabase({ poolMax: options.poolMax });
   const upstream = await startFakeUpstream();
   const gateway = await startTestGateway({
     db: t.db,
