@@ -60,6 +60,8 @@ export interface AgentStackOptions {
   env?: Record<string, string>;
   /** `none`: start no control worker or host runner (a test runs them as processes); default in-process. */
   workers?: 'in-process' | 'none';
+  /** Connections of the one pool the API, workers and gateway share here (default 5). */
+  poolMax?: number;
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -76,7 +78,7 @@ export async function makeOwner(gatewayUrl: string, t: TestDatabase, email: stri
 }
 
 export async function startAgentStack(options: AgentStackOptions = {}): Promise<AgentStack> {
-  const t = await freshDatabase();
+  const t = await freshDatabase({ poolMax: options.poolMax });
   const upstream = await startFakeUpstream();
   const gateway = await startTestGateway({
     db: t.db,

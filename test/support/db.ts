@@ -101,12 +101,12 @@ async function adminStatement(sql: string): Promise<void> {
 }
 
 /** Creates `gw_test_<pid>_<n>` (from `template` when given) and opens a pool on it. */
-async function createTestDatabase(template: string | undefined): Promise<TestDatabase> {
+async function createTestDatabase(template: string | undefined, poolMax = 5): Promise<TestDatabase> {
   counter += 1;
   const name = `gw_test_${process.pid}_${counter}`;
   await adminStatement(template ? `create database ${name} template ${template}` : `create database ${name}`);
   const url = urlFor(name);
-  const db = createDb({ url, poolMax: 5, applicationName: 'test', log: quiet });
+  const db = createDb({ url, poolMax, applicationName: 'test', log: quiet });
   return {
     name,
     url,
@@ -118,10 +118,10 @@ async function createTestDatabase(template: string | undefined): Promise<TestDat
   };
 }
 
-/** A fresh, migrated database for one test file. */
-export async function freshDatabase(): Promise<TestDatabase> {
+/** A fresh, migrated database for one test file (`poolMax` connections in its pool, default 5). */
+export async function freshDatabase(options: { poolMax?: number } = {}): Promise<TestDatabase> {
   templatePromise ??= prepareTemplate();
-  return createTestDatabase(await templatePromise);
+  return createTestDatabase(await templatePromise, options.poolMax);
 }
 
 /**
