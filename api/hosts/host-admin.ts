@@ -7,6 +7,7 @@ import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret } from '../../lib/crypto';
 import { AppError } from '../../lib/errors';
 import { HOST_ID } from './host-registry';
+import { runningCounts } from './placement';
 import { hostView, type HostRow, type HostView, type HostViewContext } from './host-view';
 
 const HOST_COLUMNS = [
@@ -22,18 +23,8 @@ function hostRows(db: Knex): Knex.QueryBuilder {
     .whereNull('removed_at');
 }
 
-async function runningTurns(db: Knex, hostIds: readonly string[]): Promise<Map<string, number>> {
-  const rows = await db('agent_attempts')
-    .select('host_id')
-    .count<Array<{ host_id: string; count: string }>>({ count: '*' })
-    .where('state', 'running')
-    .whereIn('host_id', hostIds)
-    .groupBy('host_id');
-  return new Map(rows.map((r) => [r.host_id, Number(r.count)]));
-}
-
 async function viewsOf(db: Knex, rows: HostRow[], context: HostViewContext): Promise<HostView[]> {
-  const running = await runningTurns(db, rows.map((r) => r.host_id));
+  const running = await runningCounts(db, rows.map((r) => r.host_id));
   return rows.map((row) => hostView(row, running.get(row.host_id) ?? 0, context));
 }
 

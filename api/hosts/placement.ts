@@ -66,8 +66,8 @@ async function lockHosts(trx: Knex.Transaction, input: PlaceTurnInput): Promise<
   return query;
 }
 
-/** Running attempts per host (each holds one slot), read after the host rows are locked. */
-async function runningCounts(trx: Knex.Transaction, hostIds: readonly string[]): Promise<Map<string, number>> {
+/** Running attempts per host (each holds one slot); placement reads them after locking the host rows. */
+export async function runningCounts(trx: Knex | Knex.Transaction, hostIds: readonly string[]): Promise<Map<string, number>> {
   const rows = await trx('agent_attempts')
     .select('host_id')
     .count<Array<{ host_id: string; count: string }>>({ count: '*' })
