@@ -81,7 +81,7 @@ export function orderingNotes(r: ControlPlaneResults): string[] {
   const notes = [
     `Throughput run, server side (PostgreSQL, medians): a turn waited ${ms(t.medianWaitMs)} ms from queued to started (behind its chat's earlier turns) and ran ${ms(t.medianRunMs)} ms from started to finished (grant, sandbox check, host activity, \`docker exec\` of the agent, events, finish).`,
     `Ordering run: cancels answered ${o.cancelAnswers.cancelled} cancelled-while-queued, ${o.cancelAnswers.running} stop-requested (running), ${o.cancelAnswers.conflict} 409 (already finished); ${restart}.`,
-    `Peak running attempts: ${o.maxSampledRunning} sampled (${o.samples} snapshots of \`agent_attempts\`, every 100 ms) vs ${r.slots} slots; ${r.peakFromTimestamps} from the attempts' started_at/finished_at (transaction-start timestamps, informational).`,
+    `Peak running attempts: ${o.maxSampledRunning} sampled (${o.samples} snapshots of \`agent_attempts\`, every 100 ms) vs ${r.slots} slots; ${r.peakFromTimestamps} from the attempts' started_at/finished_at (stamped with clock_timestamp() when the slot is taken and released).`,
   ];
   if (o.errors.length > 0) notes.push(`Ordering run client errors: ${o.errors.length} (first: ${o.errors[0]})`);
   for (const kind of VIOLATION_KINDS) {
