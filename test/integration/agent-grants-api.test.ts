@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { GatewayGrantClient, type GrantIssueInput, type IssuedGatewayGrant } from '../../activities/grants/gateway-grant-client';
-import { DISPATCH_TOKEN, insertOwner, insertResidency, messageOf, postWith, type Residency } from '../support/agent-grants';
+import { DISPATCH_TOKEN, insertOwner, startGrantGateway, insertResidency, messageOf, postWith, type Residency } from '../support/agent-grants';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
-import { startTestGateway, type TestGateway } from '../support/gateway';
+import type { TestGateway } from '../support/gateway';
 
 /** The real client, remembering what it issued (the test needs the tokens the API never returns). */
 class RecordingGrantClient extends GatewayGrantClient {
@@ -63,11 +63,7 @@ describe('inference grants: host grant route and prompt rewrite', function () {
   before(async () => {
     t = await freshDatabase();
     upstream = await startFakeUpstream();
-    gw = await startTestGateway({
-      db: t.db,
-      modelsYaml: `models:\n  - { id: m, name: M, provider: generic_compat, base_url: "${upstream.url}" }\n`,
-      env: { USER_AUTH_ENABLED: 'true', GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, AUTH_KEY_REFRESH_SECONDS: '0.2' },
-    });
+    gw = await startGrantGateway(t.db, upstream.url);
     grants = new RecordingGrantClient({ gatewayUrl: gw.url, dispatchToken: DISPATCH_TOKEN });
     api = await startTestApi({ db: t.db, env: { AGENT_GATEWAY_URL: gw.url } });
     api.deps.grants = grants;

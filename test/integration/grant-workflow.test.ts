@@ -10,10 +10,10 @@ import { createGrantActivities } from '../../activities/grants/grant-activities'
 import { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
 import { grantWorkflow, releaseGrantSignal, type GrantWorkflowInput } from '../../workflows/grant';
 import { grantWorkflowId, searchAttributes } from '../../workflows/names';
-import { DISPATCH_TOKEN, insertOwner, insertResidency, type Residency } from '../support/agent-grants';
+import { DISPATCH_TOKEN, insertOwner, startGrantGateway, insertResidency, type Residency } from '../support/agent-grants';
+import type { TestGateway } from '../support/gateway';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
-import { startTestGateway, type TestGateway } from '../support/gateway';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from '../support/temporal';
 import { waitFor } from '../support/wait';
 
@@ -55,11 +55,7 @@ describe('grant workflow (Temporal + PostgreSQL + gateway)', function () {
     env = await temporalEnv();
     t = await freshDatabase();
     upstream = await startFakeUpstream();
-    gw = await startTestGateway({
-      db: t.db,
-      modelsYaml: `models:\n  - { id: m, name: M, provider: generic_compat, base_url: "${upstream.url}" }\n`,
-      env: { USER_AUTH_ENABLED: 'true', GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, AUTH_KEY_REFRESH_SECONDS: '0.2' },
-    });
+    gw = await startGrantGateway(t.db, upstream.url);
     grants = new GatewayGrantClient({ gatewayUrl: gw.url, dispatchToken: DISPATCH_TOKEN });
     owner = await insertOwner(t.db, 'owner@example.com');
     taskQueue = uniqueTaskQueue('control');

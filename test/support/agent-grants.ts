@@ -4,6 +4,7 @@
  * sandbox group) so grant checks have something real to look at.
  */
 import type { Db } from '../../lib/db';
+import { startTestGateway, type TestGateway } from './gateway';
 import { enrollHost } from '../../api/hosts/host-registry';
 import { newId } from '../../api/jobs/job-store';
 
@@ -62,4 +63,13 @@ export async function insertResidency(db: Db, options: { ownerId: number; model:
   await db('agent_turns').insert({ turn_id: turnId, job_id: jobId, seq: 1, prompt: 'p', state: 'running', attempt_id: attemptId });
   await db('agent_attempts').insert({ attempt_id: attemptId, turn_id: turnId, job_id: jobId, host_id: options.hostId, state: 'running', generation: 3 });
   return { hostId: options.hostId, hostCredential: credential, jobId, turnId, attemptId, groupId, generation: 3 };
+}
+
+/** A gateway with one chat model `m` on `upstreamUrl`, auth on and the test dispatch token. */
+export function startGrantGateway(db: Db, upstreamUrl: string): Promise<TestGateway> {
+  return startTestGateway({
+    db,
+    modelsYaml: `models:\n  - { id: m, name: M, provider: generic_compat, base_url: "${upstreamUrl}" }\n`,
+    env: { USER_AUTH_ENABLED: 'true', GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, AUTH_KEY_REFRESH_SECONDS: '0.2' },
+  });
 }

@@ -31,11 +31,8 @@ export async function insertHost(db: Db, hostId: string, options: HostRowOptions
   }).onConflict('host_id').merge();
 }
 
-/** An owner account row. */
-export async function insertOwner(db: Db, email: string): Promise<number> {
-  const [row] = await db('users').insert({ email, permissions: ['agent.use'] }).returning<Array<{ id: string }>>('id');
-  return Number(row!.id);
-}
+/** An owner account row (`agent.use`). */
+export { insertOwner } from './agent-grants';
 
 /** A job with one queued turn; returns both ids. */
 export async function insertJobWithTurn(db: Db, ownerId: number, hostId: string | null = null): Promise<{ jobId: string; turnId: string }> {
