@@ -13,6 +13,17 @@ import { newId, type JobRow } from './job-store';
 import { titleFromPrompt, cutToChars } from './titles';
 
 export const PROMPT_MAX_CHARS = 32_000;
+
+/** True for a URL with a user name or password in it (kept out of records, logs and workflow history). */
+function hasUserinfo(repo: string): boolean {
+  if (!repo.includes('@') || !repo.includes('://')) return false;
+  try {
+    const url = new URL(repo);
+    return url.username !== '' || url.password !== '';
+  } catch {
+    return false;
+  }
+}
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 const prompt = z.string().trim().min(1, 'must not be empty').max(PROMPT_MAX_CHARS);
@@ -21,7 +32,7 @@ const ref = z.string().min(1).max(255).regex(/^[^\s\0]+$/, 'must not contain whi
 export const createJobSchema = z.object({
   prompt,
   model: z.string().min(1).max(256),
-  repo: z.string().min(1).max(512).nullable(),
+  repo: z.string().min(1).max(512).refine((repo) => !hasUserinfo(repo), 'must not carry credentials (user:password@); access comes from the deployment').nullable(),
   base_ref: ref.optional(),
   base_sha: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a hex commit id').optional(),
   environment_id: z.string().min(1).max(128).optional(),

@@ -64,6 +64,12 @@ describe('agent jobs: create body', () => {
       assert.equal(parsed.error?.issues[0]?.path[0], Object.keys(extra)[0]);
     }
     assert.equal(createJobSchema.safeParse({ ...ok, repo: 'acme/app', base_ref: 'main' }).success, true);
+    assert.equal(createJobSchema.safeParse({ ...ok, repo: 'https://git.example.com/acme/app.git' }).success, true);
+    for (const repo of ['https://user:token@git.example.com/acme/app.git', 'https://token@git.example.com/acme/app.git']) {
+      const parsed = createJobSchema.safeParse({ ...ok, repo });
+      assert.equal(parsed.success, false, repo);
+      assert.match(parsed.error?.issues[0]?.message ?? '', /credentials/);
+    }
   });
   it('requires the repo key, a non-empty prompt and known fields only', () => {
     assert.equal(createJobSchema.safeParse({ prompt: 'hi', model: 'm' }).success, false);
