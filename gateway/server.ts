@@ -13,7 +13,7 @@ import { beginRequest } from '../lib/http/request-context';
 import { createGatewayApp, type GatewayDeps } from './app';
 import type { Caller } from './auth/caller';
 import { describeRequest } from './auth/request-origin';
-import { ensureGrantCached } from './agent-grants/grant-cache';
+import { ensureGrantCached, isGrantToken } from './agent-grants/grant-cache';
 import { bearerToken } from '../lib/http/json-body';
 import { chatHandler } from './surfaces/chat';
 import { completionsHandler } from './surfaces/completions';
@@ -48,8 +48,10 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
-    if (deps.settings.USER_AUTH_ENABLED) {
-      await ensureGrantCached(deps.grants, bearerToken(req.headers.authorization), () => deps.gate.blocklist.blocked(origin.client));
+    if (deps.settings.USER_AUTH_ENABLED && deps.grants) {
+      // Only inference grants may need a database read on a cache miss; API keys never wait here.
+      const token = bearerToken(req.headers.authorization);
+      if (token !== undefined && isGrantToken(token)) await ensureGrantCached(deps.grants, token, () => deps.gate.blocklist.blocked(origin.client));
     }
     state.caller = deps.gate.admit(origin.client, req.headers.authorization, path, state);
     if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
