@@ -43,17 +43,8 @@ export interface StoredEvent {
   created_at: string;
 }
 
-interface EventRow {
-  event_id: string;
-  job_id: string;
-  turn_seq: number;
-  attempt_id: string | null;
-  seq: number;
-  event_type: AgentEventType;
-  payload: Record<string, unknown>;
-  is_error: boolean;
-  created_at: Date;
-}
+/** A row as selected (`EVENT_COLUMNS`): the client shape with the database's time type. */
+type EventRow = Omit<StoredEvent, 'created_at'> & { created_at: Date };
 
 const EVENT_COLUMNS = ['event_id', 'turn_seq', 'attempt_id', 'seq', 'event_type', 'payload', 'is_error', 'created_at'];
 

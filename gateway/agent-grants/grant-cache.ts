@@ -13,7 +13,7 @@ import type { Logger } from '../../lib/logger';
 import { Periodic } from '../../lib/periodic';
 import type { CredentialState } from '../identity/api-keys';
 import { ROLES, type Role } from '../registry/types';
-import { GRANT_TOKEN_PREFIX, type GrantKind } from './grant-store';
+import { GRANT_TOKEN_PREFIX, type GrantKind, type GrantRow } from './grant-store';
 
 export interface CachedGrant {
   grantId: string;
@@ -28,20 +28,13 @@ export interface CachedGrant {
   userDeleted: boolean;
 }
 
-interface GrantCacheRow {
-  grant_id: string;
-  token_hash: string;
-  token_prefix: string;
-  user_id: string;
-  model: string;
-  kind: GrantKind;
-  expires_at: Date;
-  revoked_at: Date | null;
+/** A row of `SELECT_GRANTS`: the grant's own columns and its owner's state. */
+type GrantCacheRow = Omit<GrantRow, 'attempt_id' | 'job_id'> & {
   role: string;
   suspended_at: Date | null;
   deleted_at: Date | null;
   changed_at: Date;
-}
+};
 
 const SELECT_GRANTS = `
   select g.grant_id, g.token_hash, g.token_prefix, g.user_id, g.model, g.kind, g.expires_at, g.revoked_at,

@@ -10,11 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { reconcileQueuedTurns } from '../../activities/control/chat-reconciler';
 import { ChatDelivery } from '../../api/jobs/chat-delivery';
-import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
 import { loadSettings } from '../../lib/settings';
 import { chatWorkflowId } from '../../workflows/names';
 import { postJson } from '../support/accounts';
-import { insertOwner } from '../support/agent-rows';
+import { createOwner } from '../support/agent-records';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { captureLogs } from '../support/logs';
@@ -28,9 +27,7 @@ describe('agent owner API without a reachable Temporal, and the source-control a
 
   before(async () => {
     t = await freshDatabase();
-    const ownerId = await insertOwner(t.db, `owner-${Date.now()}@example.com`);
-    key = generateSecret('gk');
-    await t.db('api_keys').insert({ user_id: ownerId, name: 'test', key_hash: hashSecret(key), prefix: secretPrefix(key) });
+    key = (await createOwner(t.db)).apiKey;
   });
   after(async () => {
     await t.drop();

@@ -24,10 +24,10 @@ export async function createOwner(db: Db, permissions: string[] = ['agent.use'])
   return { userId: Number(user!.id), apiKey };
 }
 
-/** A job (chat) of `ownerId`. */
-export async function createJob(db: Db, ownerId: number): Promise<string> {
+/** A job (chat) of `ownerId`, placed on `hostId` when given. */
+export async function createJob(db: Db, ownerId: number, hostId: string | null = null): Promise<string> {
   const jobId = newId('job');
-  await db('agent_jobs').insert({ job_id: jobId, owner_id: ownerId, title: 'test job', model: 'test-model' });
+  await db('agent_jobs').insert({ job_id: jobId, owner_id: ownerId, title: 'test job', model: 'test-model', host_id: hostId });
   return jobId;
 }
 

@@ -4,7 +4,7 @@
  */
 import type { Db } from '../../lib/db';
 import { hashSecret } from '../../lib/crypto';
-import { newId } from '../../api/jobs/job-store';
+import { createAttempt, createJob, createTurn } from './agent-records';
 
 export interface HostRowOptions {
   slotsSaved?: number | null;
@@ -36,16 +36,11 @@ export { insertOwner } from './agent-grants';
 
 /** A job with one queued turn; returns both ids. */
 export async function insertJobWithTurn(db: Db, ownerId: number, hostId: string | null = null): Promise<{ jobId: string; turnId: string }> {
-  const jobId = newId('job');
-  const turnId = newId('turn');
-  await db('agent_jobs').insert({ job_id: jobId, owner_id: ownerId, title: 'test', model: 'test-model', host_id: hostId });
-  await db('agent_turns').insert({ turn_id: turnId, job_id: jobId, seq: 1, prompt: 'hello' });
-  return { jobId, turnId };
+  const jobId = await createJob(db, ownerId, hostId);
+  return { jobId, turnId: await createTurn(db, jobId, 1, 'queued') };
 }
 
 /** A `running` attempt of the turn on `hostId` (holds one of its slots). */
-export async function insertRunningAttempt(db: Db, ids: { jobId: string; turnId: string; hostId: string }): Promise<string> {
-  const attemptId = newId('att');
-  await db('agent_attempts').insert({ attempt_id: attemptId, turn_id: ids.turnId, job_id: ids.jobId, host_id: ids.hostId, state: 'running' });
-  return attemptId;
+export function insertRunningAttempt(db: Db, ids: { jobId: string; turnId: string; hostId: string }): Promise<string> {
+  return createAttempt(db, { ...ids, state: 'running' });
 }
