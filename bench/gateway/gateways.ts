@@ -27,6 +27,8 @@ const CHAT_PATH = '/v1/chat/completions';
 
 export interface RunningGateway {
   target: Target;
+  /** The gateway's process id (taskset execs the program, so it is the gateway itself). */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -58,7 +60,7 @@ async function startAndVerify(started: Started, target: Target, ready: () => Pro
   try {
     await ready();
     const problem = await verify(target);
-    if (problem === undefined) return { ok: true, gateway: { target, stop: () => started.stop() } };
+    if (problem === undefined) return { ok: true, gateway: { target, pid: started.child.pid, stop: () => started.stop() } };
     await started.stop();
     return { ok: false, reason: problem };
   } catch (err) {

@@ -10,13 +10,14 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { startBenchUpstream } from './upstream';
 import { prepareBenchIdentity } from './gateways';
-import { freePort, waitForHttp } from './processes';
+import { freePort, pinSelf, waitForHttp } from './processes';
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, stream: { type: 'boolean', default: false }, 'log-level': { type: 'string', default: 'info' }, identity: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, stream: { type: 'boolean', default: false }, 'log-level': { type: 'string', default: 'info' }, identity: { type: 'boolean', default: false }, bare: { type: 'boolean', default: false } } });
   // --identity: API keys required and the request log written (a fresh gw_bench database).
+  pinSelf(0); // load generator and fake upstream on core 0, the profiled server alone on core 1
   const identity = values.identity ? await prepareBenchIdentity() : undefined;
   const root = join(__dirname, '../..');
   const dir = join(root, '.data/bench/profile');
@@ -26,7 +27,9 @@ async function main(): Promise<void> {
   const models = join(dir, 'models.yaml');
   writeFileSync(models, `models:\n  - { id: bench-model, name: B, provider: generic_compat, base_url: "http://127.0.0.1:${upstream.port}/v1", api_key: k }\n`);
   const port = await freePort();
-  const gateway = spawn('taskset', ['-c', '1', process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, join(root, 'dist/gateway/main.js')], {
+  // --bare: profile the floor (bench/gateway/bare-proxy.ts) under the same load, for comparison.
+  const program = values.bare ? ['--import', 'tsx', join(root, 'bench/gateway/bare-proxy.ts'), `http://127.0.0.1:${upstream.port}`, String(port)] : [join(root, 'dist/gateway/main.js')];
+  const gateway = spawn('taskset', ['-c', '1', process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, ...program], {
     env: {
       ...process.env, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(port), MODELS_CONFIG_PATH: models, LOG_LEVEL: values['log-level'],
       ...(identity

@@ -10,13 +10,12 @@ import type { Model, Route } from '../registry';
 import { mayOffload, OffloadNow, offloadStatus, OffloadRun, routerOf } from '../routing/offload';
 import { estimatePromptTokens } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
-import { isPermitTimeout, type Admission } from '../upstream/client';
-import type { OpenedStream } from './chat-stream';
+import { isPermitTimeout, type Admission, type UpstreamStream } from '../upstream/client';
 import type { ChatRequest } from './chat-request';
 import type { GatewayContextDeps, GatewayState } from './state';
 
 /** Opens a stream on one route with the given signal and admission (the chat path's opener). */
-export type StreamOpener = (signal: ClientAbort, admission: Admission | undefined) => Promise<OpenedStream>;
+export type StreamOpener = (signal: ClientAbort, admission: Admission | undefined) => Promise<UpstreamStream>;
 
 /**
  * The offload state of a request whose model has a policy in force (spec 2.9), and its try order:
@@ -54,7 +53,7 @@ interface AttemptWaits {
  * attempt-scoped signal the client's abort also reaches) and the attempt throws
  * {@link OffloadNow}; so does a permit wait that expired.
  */
-async function openStreamWaiting(open: StreamOpener, signal: ClientAbort, waits: AttemptWaits): Promise<OpenedStream> {
+async function openStreamWaiting(open: StreamOpener, signal: ClientAbort, waits: AttemptWaits): Promise<UpstreamStream> {
   const attempt = new ClientAbort();
   const forward = () => attempt.abort(signal.reason);
   signal.once('abort', forward);
@@ -99,7 +98,7 @@ async function enterEngineQueue(deps: GatewayContextDeps, run: OffloadRun, route
 }
 
 /** A stream to a local route of a model whose offload policy is in force: queue wait, then engine wait. */
-export async function localStream(deps: GatewayContextDeps, run: OffloadRun, route: Route, signal: ClientAbort, open: StreamOpener): Promise<OpenedStream> {
+export async function localStream(deps: GatewayContextDeps, run: OffloadRun, route: Route, signal: ClientAbort, open: StreamOpener): Promise<UpstreamStream> {
   const holds = await enterEngineQueue(deps, run, route, signal);
   try {
     return await openStreamWaiting(open, signal, { engineMs: run.engineWaitMs, permitMs: run.permitWaitMs, canOffload: () => run.canOffloadNow });

@@ -8,7 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
-import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
+import { abortOnClientClose } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { assertGrantAllows, callerOf } from '../auth/caller';
@@ -22,10 +22,9 @@ import { runWithFallback, type FallbackOptions } from '../routing/fallback';
 import type { OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
-import type { Admission } from '../upstream/client';
-import { UpstreamError, type FailedAttempt } from '../upstream/upstream-error';
+import type { FailedAttempt, UpstreamError } from '../upstream/upstream-error';
 import { localCompletion, localStream, offloadPlan } from './chat-offload';
-import { relayChatStream, type OpenedStream, type StreamShape } from './chat-stream';
+import { relayChatStream, type StreamShape } from './chat-stream';
 import { parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
@@ -69,23 +68,6 @@ function attribution(route: Route, failed: readonly FailedAttempt[], offload: Of
     ...(failed.length > 0 ? { fallback: true, failed_attempts: [...failed] } : {}),
     ...(offload ? { offload } : {}),
   };
-}
-
-async function openStream(deps: GatewayContextDeps, route: Route, body: string, signal: ClientAbort, admission: Admission | undefined): Promise<OpenedStream> {
-  const response = await deps.upstream.post(route, 'chat', body, signal, admission);
-  const rest = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
-  const destroy = () => response.body.destroy();
-  let first: IteratorResult<Buffer>;
-  try {
-    first = await rest.next();
-  } catch (err) {
-    destroy();
-    if (signal.aborted) throw err;
-    const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
-    throw new UpstreamError(`upstream stream failed before the first byte: ${(err as Error).message}`, timedOut ? 'timeout' : 'stream', timedOut ? 504 : 502, true, { cause: err });
-  }
-  if (first.done) throw new UpstreamError('upstream closed the stream without sending data', 'stream', 502, true);
-  return { first: first.value, rest, destroy };
 }
 
 /** How a surface built on the chat path presents results (absent: chat completions as they are). */
@@ -133,8 +115,8 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   }
   if (request.stream) {
     const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
-      ? localStream(deps, run, route, signal, (attempt, admission) => openStream(deps, route, wire(route), attempt, admission))
-      : openStream(deps, route, wire(route), signal, undefined))), fallbackOptions);
+      ? localStream(deps, run, route, signal, (attempt, admission) => deps.upstream.openStream(route, wire(route), attempt, admission))
+      : deps.upstream.openStream(route, wire(route), signal))), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;

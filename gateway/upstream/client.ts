@@ -1,15 +1,18 @@
 /**
- * Calls upstreams over keep-alive undici pools (one per origin). Targets (origin + path) are
- * computed once per route and cached. Responses are returned unread so streams are piped, never
- * buffered; error bodies are read with a bound.
+ * Calls upstreams over keep-alive undici pools (one per origin). Targets (origin + path, request
+ * headers per key) are computed once per route and cached. Each call is one {@link Exchange}
+ * dispatched straight to the pool: JSON answers are read whole (bounded), streams are pushed to
+ * the caller chunk by chunk with backpressure, never buffered; error bodies are read with a bound.
  */
-import { Pool, type Dispatcher } from 'undici';
-import type { Readable } from 'node:stream';
+import { Pool } from 'undici';
 import type { ClientAbort } from '../../lib/http/client-abort';
 import { chatCompletionsUrl, embeddingsUrl, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
 import type { Route } from '../registry';
-import { PermitRefusedError, type ConcurrencyLimiter, type Lane } from '../routing/concurrency';
+import { PermitRefusedError, type ConcurrencyLimiter, type Lane, type PermitOutcome } from '../routing/concurrency';
+import { BufferedExchange, ExchangeError, StreamExchange, type ExchangeFailure, type UpstreamStream } from './exchange';
 import { httpError, transportError, UpstreamError } from './upstream-error';
+
+export type { UpstreamStream, StreamSink } from './exchange';
 
 export interface UpstreamTimeouts {
   connectMs: number;
@@ -22,19 +25,19 @@ interface Target {
   path: string;
   keys: KeyPool;
   profile: AdapterProfile;
+  /** Request headers by API key ('' for none), built once. */
+  headers: Map<string, Record<string, string>>;
   /** Whether the outbound concurrency limit applies to this host. */
   limited: boolean;
   /** Concurrency lanes by API key, filled lazily. */
   lanes: Map<string, Lane>;
 }
 
-export interface UpstreamResponse {
-  statusCode: number;
-  headers: Dispatcher.ResponseData['headers'];
-  body: Readable & { text(): Promise<string>; json(): Promise<unknown> };
-}
-
-const ERROR_BODY_LIMIT = 64 * 1024;
+/**
+ * The largest 2xx JSON body read from an upstream (a chat completion is a few KiB; a large
+ * embeddings batch tens of MiB). A bigger answer fails the attempt (502, another route may help).
+ */
+export const UPSTREAM_JSON_LIMIT = 128 * 1024 * 1024;
 
 /** How one call is admitted (absent: the defaults). */
 export interface Admission {
@@ -77,26 +80,75 @@ export class UpstreamClient {
       const url = new URL(surface === 'chat' ? chatCompletionsUrl(route.kind, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath));
       target = {
         origin: url.origin, path: `${url.pathname}${url.search}`, keys: new KeyPool(route.apiKeys), profile: resolveAdapterKind(route.kind),
-        limited: this.concurrency?.applies(url.hostname) ?? false, lanes: new Map(),
+        headers: new Map(), limited: this.concurrency?.applies(url.hostname) ?? false, lanes: new Map(),
       };
       cache.set(route, target);
     }
     return target;
   }
 
-  /**
-   * POSTs a JSON body. Resolves with a 2xx response whose body is still unread; rejects with an
-   * {@link UpstreamError} for transport failures and non-2xx answers (their body read, bounded).
-   */
-  async post(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort, admission?: Admission): Promise<UpstreamResponse> {
-    const target = this.target(route, surface);
-    if (!target.limited || !this.concurrency) {
-      admission?.admitted?.();
-      return this.send(target, target.keys.next(), body, signal, undefined);
+  private headers(target: Target, key: string | undefined): Record<string, string> {
+    let headers = target.headers.get(key ?? '');
+    if (!headers) {
+      headers = upstreamHeaders(key, target.profile, this.siteName ? { siteName: this.siteName } : {});
+      target.headers.set(key ?? '', headers);
     }
-    const { key, lane } = await this.permit(route, target, admission?.acquireTimeoutMs);
+    return headers;
+  }
+
+  /**
+   * Sends `body` once the call is admitted (a concurrency permit when the host is limited). The
+   * permit is held until the exchange ends (a stream holds it to its end); `settled` releases it.
+   */
+  private async dispatch<E extends BufferedExchange | StreamExchange>(route: Route, target: Target, body: string, admission: Admission | undefined, make: (settled: (failure?: ExchangeFailure) => void) => E): Promise<E> {
+    let key: string | undefined;
+    let lane: Lane | undefined;
+    if (!target.limited || !this.concurrency) key = target.keys.next();
+    else ({ key, lane } = await this.permit(route, target, admission?.acquireTimeoutMs));
     admission?.admitted?.();
-    return this.send(target, key, body, signal, lane);
+    const limiter = this.concurrency;
+    const exchange = make(lane === undefined || !limiter ? noop : (failure) => {
+      const { outcome, retryAfter } = permitOutcome(failure);
+      limiter.release(lane, outcome, retryAfter);
+    });
+    this.pool(target.origin).dispatch({ method: 'POST', path: target.path, headers: this.headers(target, key), body }, exchange);
+    return exchange;
+  }
+
+  /**
+   * POSTs a JSON body and parses the 2xx answer. Rejects with an {@link UpstreamError} for
+   * transport failures, non-2xx answers (their body read, bounded) and bodies that break off, are
+   * too large or are not JSON (all before anything reached the client, so another route may help).
+   */
+  async postJson<T>(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort, admission?: Admission): Promise<T> {
+    const target = this.target(route, surface);
+    const exchange = await this.dispatch(route, target, body, admission, (settled) => new BufferedExchange(signal, UPSTREAM_JSON_LIMIT, settled));
+    let raw: Buffer;
+    try {
+      raw = await exchange.result;
+    } catch (err) {
+      throw upstreamFailure(err, signal, 'body');
+    }
+    try {
+      return JSON.parse(raw.toString('utf8')) as T;
+    } catch (err) {
+      throw new UpstreamError(`upstream returned a ${surface} body that is not JSON`, 'http', 502, true, { cause: err });
+    }
+  }
+
+  /**
+   * POSTs a chat body and resolves once the first chunk of a 2xx streamed answer has arrived (the
+   * moment a stream commits to its route). Everything before that rejects with a retryable
+   * {@link UpstreamError}, as {@link postJson} does.
+   */
+  async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission): Promise<UpstreamStream> {
+    const target = this.target(route, 'chat');
+    const exchange = await this.dispatch(route, target, body, admission, (settled) => new StreamExchange(signal, settled));
+    try {
+      return await exchange.opened;
+    } catch (err) {
+      throw upstreamFailure(err, signal, 'first_byte');
+    }
   }
 
   /**
@@ -147,68 +199,46 @@ export class UpstreamClient {
     return lane;
   }
 
-  private async send(target: Target, key: string | undefined, body: string, signal: ClientAbort, lane: Lane | undefined): Promise<UpstreamResponse> {
-    const headers = upstreamHeaders(key, target.profile, this.siteName ? { siteName: this.siteName } : {});
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.pool(target.origin).request({ method: 'POST', path: target.path, headers, body, signal });
-    } catch (err) {
-      if (lane) this.concurrency!.release(lane, 'other');
-      if (signal.aborted) throw err;
-      throw transportError(err, 'headers');
-    }
-    if (response.statusCode >= 200 && response.statusCode < 300) {
-      // The permit is held until the body is done (a stream holds it to its end).
-      if (lane) response.body.once('close', () => this.concurrency!.release(lane, 'ok'));
-      return response;
-    }
-    const text = await readBounded(response.body, ERROR_BODY_LIMIT).catch(() => '');
-    const header = response.headers['retry-after'];
-    const retryAfter = Array.isArray(header) ? header[0] : header;
-    if (lane) {
-      const limited = response.statusCode === 429;
-      this.concurrency!.release(lane, limited ? 'rate_limited' : 'other', limited ? retryAfter : undefined);
-    }
-    throw httpError(response.statusCode, text, retryAfter);
-  }
-
-  /**
-   * {@link post}, then the whole body parsed as JSON. A body that breaks off or is not JSON is a
-   * retryable {@link UpstreamError} (nothing has reached the client yet).
-   */
-  async postJson<T>(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort, admission?: Admission): Promise<T> {
-    const response = await this.post(route, surface, body, signal, admission);
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (err) {
-      if (signal.aborted) throw err;
-      throw new UpstreamError(`upstream response failed: ${(err as Error).message}`, 'stream', 502, true, { cause: err });
-    }
-    try {
-      return JSON.parse(text) as T;
-    } catch (err) {
-      throw new UpstreamError(`upstream returned a ${surface} body that is not JSON`, 'http', 502, true, { cause: err });
-    }
-  }
-
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
     this.pools.clear();
   }
 }
 
-/** Reads at most `limit` bytes of a body as text and discards the rest. */
-export async function readBounded(body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    if (size < limit) {
-      chunks.push(chunk.subarray(0, limit - size));
-      size += Math.min(chunk.length, limit - size);
+function noop(): void {}
+
+/** How a permit is given back when an exchange ends (absent failure: it completed). */
+function permitOutcome(failure: ExchangeFailure | undefined): { outcome: PermitOutcome; retryAfter?: string } {
+  if (failure?.kind === 'refused') {
+    return failure.answer.statusCode === 429 ? { outcome: 'rate_limited', retryAfter: failure.answer.retryAfter } : { outcome: 'other' };
+  }
+  // A 2xx answer that later broke off was still admitted by the upstream.
+  if (failure?.kind === 'transport' && failure.phase === 'headers') return { outcome: 'other' };
+  return { outcome: 'ok' };
+}
+
+/**
+ * The {@link UpstreamError} for an exchange that failed before it produced its result; a call
+ * the client abandoned rethrows the abort as it is.
+ */
+function upstreamFailure(err: unknown, signal: ClientAbort, stage: 'body' | 'first_byte'): unknown {
+  if (signal.aborted) return (err instanceof ExchangeError && err.cause) || err;
+  if (!(err instanceof ExchangeError)) return err;
+  const { failure } = err;
+  switch (failure.kind) {
+    case 'refused':
+      return httpError(failure.answer.statusCode, failure.answer.body, failure.answer.retryAfter);
+    case 'empty':
+      return new UpstreamError('upstream closed the stream without sending data', 'stream', 502, true);
+    case 'too_large':
+      return new UpstreamError(`upstream answer is larger than ${failure.limit} bytes`, 'http', 502, true);
+    case 'transport': {
+      if (failure.phase === 'headers') return transportError(failure.error, 'headers');
+      if (stage === 'body') return new UpstreamError(`upstream response failed: ${failure.error.message}`, 'stream', 502, true, { cause: failure.error });
+      const timedOut = (failure.error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
+      return new UpstreamError(`upstream stream failed before the first byte: ${failure.error.message}`, timedOut ? 'timeout' : 'stream', timedOut ? 504 : 502, true, { cause: failure.error });
     }
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export { UpstreamError };

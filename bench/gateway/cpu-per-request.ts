@@ -1,0 +1,75 @@
+/**
+ * `npm run bench:gateway:cpu`: CPU time the gateway process spends per request (user + system,
+ * from /proc) under c=64 non-streaming load, next to the bare proxy. CPU per request is far less
+ * sensitive to other load on the machine than req/s, so it is the figure to A/B a hot-path change
+ * with. Flags: `--seconds N` (measured window, default 6), `--rounds N` (alternating rounds,
+ * default 2), `--only ours|bare`, `--log-level`, `--stream`, `--against <checkout>` (also measures the
+ * built gateway of another checkout, e.g. a worktree of the previous commit, in alternation).
+ * Targets 127.0.0.1 only; bounded.
+ */
+import { readFileSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { startBareProxy, startOurGateway, type GatewayStart } from './gateways';
+import { installCleanupHooks, pinSelf } from './processes';
+import { startBenchUpstream } from './upstream';
+
+const TICKS_PER_SECOND = 100;
+
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14 and 15)
+}
+
+async function load(origin: string, headers: Record<string, string>, body: string, seconds: number): Promise<number> {
+  const result = await autocannon({ url: `${origin}/v1/chat/completions`, method: 'POST', headers, body, connections: 64, duration: seconds });
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`non2xx ${result.non2xx} errors ${result.errors}`);
+  return result.requests.total;
+}
+
+async function measure(name: string, start: () => Promise<GatewayStart>, seconds: number, stream: boolean): Promise<void> {
+  const started = await start();
+  if (!started.ok) throw new Error(`${name}: ${started.reason}`);
+  const { target } = started.gateway;
+  const { pid } = started.gateway;
+  try {
+    const body = stream ? target.streamBody : target.body;
+    await load(target.origin, target.headers, body, 2);
+    if (pid === undefined) throw new Error('no pid');
+    const before = cpuTicks(pid);
+    const requests = await load(target.origin, target.headers, body, seconds);
+    const cpuMs = ((cpuTicks(pid) - before) * 1000) / TICKS_PER_SECOND;
+    console.log(`${name.padEnd(28)} ${String(Math.round(requests / seconds)).padStart(6)} req/s  ${((cpuMs * 1000) / requests).toFixed(1).padStart(6)} µs CPU/request`);
+  } finally {
+    await started.gateway.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' } } });
+  installCleanupHooks();
+  pinSelf(0);
+  const root = resolve(__dirname, '..', '..');
+  const workDir = join(root, '.data', 'bench', 'cpu');
+  mkdirSync(workDir, { recursive: true });
+  const upstream = await startBenchUpstream({ port: 0, sseBatch: 1 });
+  const logLevel = values['log-level'] === 'info' ? 'info' : 'warn';
+  const seconds = Number(values.seconds);
+  try {
+    for (let round = 0; round < Number(values.rounds); round += 1) {
+      if (values.only !== 'ours') await measure('bare Node proxy (floor)', () => startBareProxy(root, 1, upstream.port, workDir), seconds, values.stream);
+      if (values.only !== 'bare') await measure(`ours (LOG_LEVEL=${logLevel})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir }), seconds, values.stream);
+      const against = values.against;
+      if (against) await measure(`against (LOG_LEVEL=${logLevel})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel, workDir }), seconds, values.stream);
+    }
+  } finally {
+    await upstream.close();
+  }
+}
+
+main().then(() => process.exit(0), (err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
