@@ -3,16 +3,19 @@
  * stored only as a SHA-256 digest. A 256-bit random secret needs no slow hash: the digest
  * cannot be brute-forced, and lookup by digest stays one indexed query.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A new secret `<prefix>_<43 base64url chars>`. */
 export function generateSecret(prefix: string): string {
   return `${prefix}_${randomBytes(32).toString('base64url')}`;
 }
 
-/** Hex SHA-256 of a secret, as stored at rest. */
+/**
+ * Hex SHA-256 of a secret, as stored at rest. The one-shot `crypto.hash` (no Hash object): the
+ * gateway hashes the presented API key on every request, and `createHash` cost ~6 µs of it.
+ */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** The visible part of a secret (prefix plus a few characters), safe to show and log. */
