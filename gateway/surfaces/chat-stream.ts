@@ -32,31 +32,86 @@ export interface StreamOutcome {
 }
 
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+const DATA_PREFIX = Buffer.from('data: ');
+const DONE_EVENT = Buffer.from('data: [DONE]\n\n');
+const LF = 10;
+const CR = 13;
+
+/** Whether `chunk` ends where an event ends (its last line is empty), leaving an SSE parser with nothing pending. */
+function endsAtEventBoundary(chunk: Buffer): boolean {
+  const n = chunk.length;
+  return n >= 2 && chunk[n - 1] === LF && (chunk[n - 2] === LF || (n >= 3 && chunk[n - 2] === CR && chunk[n - 3] === LF));
+}
+
+const QUOTE = 34;
+
+/** Whether `name` (ASCII, ending in its closing quote) follows position `at` of `chunk`. */
+function followedBy(chunk: Buffer, at: number, name: Buffer): boolean {
+  if (at + name.length > chunk.length) return true; // cut off: treat as a match (not plain)
+  for (let k = 0; k < name.length; k += 1) if (chunk[at + k] !== name[k]) return false;
+  return true;
+}
+
+const USAGE_REST = Buffer.from('usage"');
+const ROUTING_REST = Buffer.from('_routing"');
+
+/**
+ * The end (after its blank line) of the plain event starting at `pos`: `data: <one line>\n\n`
+ * with no CR, not `[DONE]`, mentioning neither `"usage"` nor `"_routing"`; -1 otherwise (also
+ * when the event is not complete in this chunk).
+ */
+function plainEventEnd(chunk: Buffer, pos: number): number {
+  const n = chunk.length;
+  if (n - pos < DATA_PREFIX.length + 2) return -1;
+  for (let k = 0; k < DATA_PREFIX.length; k += 1) if (chunk[pos + k] !== DATA_PREFIX[k]) return -1;
+  if (chunk[pos + 6] === 0x5b && followedBy(chunk, pos, DONE_EVENT)) return -1; // [DONE]
+  for (let i = pos + DATA_PREFIX.length; i < n; i += 1) {
+    const c = chunk[i];
+    if (c === LF) return i + 1 < n && chunk[i + 1] === LF ? i + 2 : -1;
+    if (c === CR) return -1;
+    if (c === QUOTE && (followedBy(chunk, i + 1, USAGE_REST) || followedBy(chunk, i + 1, ROUTING_REST))) return -1;
+  }
+  return -1;
+}
 
 /**
  * Turns upstream bytes into client frames. Frames are collected and written with one `res.write`
  * per tick: an upstream socket read usually carries many chunks (each its own `onData`), and one
  * write per chunk would send each as its own piece of a vectored socket write (measured: a
  * 66-chunk answer took a 265-piece `writev` and ~50 % more CPU per stream than one write).
+ *
+ * Pass-through: on the plain chat surface with the default processor, a complete event that is
+ * one `data: ` line in LF framing, mentions neither `"usage"` nor `"_routing"` and is not
+ * `[DONE]` is forwarded as the upstream's bytes (no decoding, splitting or re-encoding): exactly
+ * the bytes the parsing path would write for it. Everything else (usage chunks, attribution,
+ * CRLF framing, comments, multi-line events, an event split across upstream chunks) takes the
+ * parsing path, which then holds any partial event until it completes.
  */
-class ChatStreamRelay {
+export class ChatStreamRelay {
   private readonly splitter = new SseSplitter();
   private readonly processor: StreamProcessor | undefined;
+  private readonly passThrough: boolean;
+  /** True while the SSE parser holds no partial event (so whole events may skip it). */
+  private parserIdle = true;
   private finished = false;
   private doneSent = false;
-  private pending = '';
+  /** Output queued for the next write: byte runs and text, in order. */
+  private pieces: Array<string | Buffer> = [];
+  private text = '';
   private flushQueued = false;
   usage: Usage | undefined;
 
-  constructor(private readonly res: ServerResponse, private readonly route: Route, private readonly shape: StreamShape | undefined) {
+  constructor(private readonly res: Pick<ServerResponse, 'write' | 'writableNeedDrain' | 'destroyed'>, private readonly route: Route, private readonly shape: StreamShape | undefined, options: { passThrough?: boolean } = {}) {
     this.processor = route.processor === 'default' ? undefined : createStreamProcessor(route.processor);
-    if (shape) for (const frame of shape.start()) this.pending += frame;
+    this.passThrough = options.passThrough !== false && !this.processor && !shape;
+    if (shape) for (const frame of shape.start()) this.text += frame;
   }
 
   /** Queues the events completed by `chunk` (written at the end of the tick); false when the socket wants a drain. */
   push(chunk: Buffer): boolean {
-    for (const data of this.splitter.push(chunk)) this.event(data);
-    if (this.pending.length > 0 && !this.flushQueued) {
+    if (this.passThrough && this.parserIdle) this.pushEvents(chunk);
+    else this.parse(chunk);
+    if ((this.text.length > 0 || this.pieces.length > 0) && !this.flushQueued) {
       this.flushQueued = true;
       process.nextTick(this.flushQueuedFrames);
     }
@@ -77,23 +132,58 @@ class ChatStreamRelay {
 
   /** Writes what is queued now (also before an error event or the end of the response). */
   flush(): void {
-    if (this.pending.length === 0 || this.res.destroyed) return;
-    const out = this.pending;
-    this.pending = '';
-    this.res.write(out);
+    if (this.text.length > 0) {
+      this.pieces.push(this.text);
+      this.text = '';
+    }
+    if (this.pieces.length === 0 || this.res.destroyed) return;
+    const pieces = this.pieces;
+    this.pieces = [];
+    this.res.write(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))));
+  }
+
+  /** Bytes through the SSE parser. */
+  private parse(chunk: Buffer): void {
+    for (const data of this.splitter.push(chunk)) this.event(data);
+    this.parserIdle = endsAtEventBoundary(chunk);
+  }
+
+  /**
+   * Whole events of a chunk, the parser idle: plain ones pass through as bytes (see the class
+   * comment). Scanned in JS (Buffer's native search costs more than it saves on ~150-byte events);
+   * at the first event that is not plain, the rest of the chunk goes to the parser.
+   */
+  private pushEvents(chunk: Buffer): void {
+    const n = chunk.length;
+    let pos = 0;
+    while (pos < n) {
+      const end = plainEventEnd(chunk, pos);
+      if (end === -1) break;
+      pos = end;
+    }
+    if (pos > 0) this.bytes(pos === n ? chunk : chunk.subarray(0, pos));
+    if (pos < n) this.parse(pos === 0 ? chunk : chunk.subarray(pos));
+  }
+
+  private bytes(run: Buffer): void {
+    if (this.text.length > 0) {
+      this.pieces.push(this.text);
+      this.text = '';
+    }
+    this.pieces.push(run);
   }
 
   private done(): void {
     this.doneSent = true;
-    for (const frame of this.shape ? this.shape.done() : [sseEvent('[DONE]')]) this.pending += frame;
+    for (const frame of this.shape ? this.shape.done() : [sseEvent('[DONE]')]) this.text += frame;
   }
 
   private send(chunk: ChatCompletionChunk): void {
     if (!this.shape) {
-      this.pending += sseEvent(JSON.stringify(chunk));
+      this.text += sseEvent(JSON.stringify(chunk));
       return;
     }
-    for (const frame of this.shape.frames(chunk)) this.pending += frame;
+    for (const frame of this.shape.frames(chunk)) this.text += frame;
   }
 
   private event(data: string): void {
@@ -103,14 +193,14 @@ class ChatStreamRelay {
       return;
     }
     if (!this.processor && !this.shape && !data.includes('"_routing"') && !USAGE_OBJECT.test(data)) {
-      this.pending += sseEvent(data);
+      this.text += sseEvent(data);
       return;
     }
     let chunk: ChatCompletionChunk & { _routing?: unknown; usage?: Usage | null };
     try {
       chunk = JSON.parse(data) as typeof chunk;
     } catch {
-      this.pending += sseEvent(data);
+      this.text += sseEvent(data);
       return;
     }
     if (chunk._routing !== undefined) {

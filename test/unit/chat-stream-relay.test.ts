@@ -1,0 +1,122 @@
+/**
+ * The chat stream relay's byte pass-through gives exactly the output of its parsing path, however
+ * the upstream's bytes are cut into chunks: plain events forwarded as bytes, usage chunks completed,
+ * attribution removed, comments and other fields dropped, CRLF and multi-line events parsed.
+ */
+import assert from 'node:assert/strict';
+import { ChatStreamRelay } from '../../gateway/surfaces/chat-stream';
+import type { Route } from '../../gateway/registry';
+
+const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
+
+/** A response stand-in that records what the relay writes (the relay only calls `write`). */
+function recorder(): { res: { write(chunk: string | Buffer): boolean; writableNeedDrain: boolean; destroyed: boolean }; text: () => string; writes: number } {
+  const out: Buffer[] = [];
+  const rec = {
+    writes: 0,
+    res: {
+      writableNeedDrain: false,
+      destroyed: false,
+      write(chunk: string | Buffer): boolean {
+        rec.writes += 1;
+        out.push(Buffer.from(chunk));
+        return true;
+      },
+    },
+    text: () => Buffer.concat(out).toString('utf8'),
+  };
+  return rec;
+}
+
+function relayed(bytes: Buffer, cuts: number[], passThrough: boolean): { text: string; usage: unknown } {
+  const rec = recorder();
+  const relay = new ChatStreamRelay(rec.res, ROUTE, undefined, { passThrough });
+  let start = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    if (cut > start) relay.push(bytes.subarray(start, cut));
+    start = Math.max(start, cut);
+  }
+  relay.end();
+  return { text: rec.text(), usage: relay.usage };
+}
+
+/** A seeded generator (mulberry32), so a failing chunking can be replayed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const chunk = (content: string, extra: Record<string, unknown> = {}): string => JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }], ...extra });
+
+const STREAMS: Record<string, string> = {
+  plain: [...Array.from({ length: 20 }, (_, i) => `data: ${chunk(`tok${i} `)}\n\n`), `data: ${JSON.stringify({ id: 'c1', choices: [], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29, prompt_tokens_details: { cached_tokens: 3 } } })}\n\n`, 'data: [DONE]\n\n'].join(''),
+  'multibyte text, a quoted "usage" in content, attribution': [
+    `data: ${chunk('héllo 🌍 ')}\n\n`,
+    `data: ${chunk('the word "usage" in quotes')}\n\n`,
+    `data: ${chunk('x', { _routing: { provider: 'secret-route' } })}\n\n`,
+    `data: ${JSON.stringify({ _routing: { provider: 'only' } })}\n\n`,
+    `data: ${chunk('日本語のテキスト')}\n\n`,
+    `data: ${JSON.stringify({ id: 'c1', choices: [], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } })}\n\n`,
+    'data: [DONE]\n\n',
+  ].join(''),
+  'comments, other fields, no space after the colon, multi-line data': [
+    ': keep-alive\n\n',
+    `event: message\ndata: ${chunk('a')}\n\n`,
+    `data:${chunk('b')}\n\n`,
+    'data: {"id":"c1",\ndata: "choices":[]}\n\n',
+    `id: 7\ndata: ${chunk('c')}\n\n`,
+    `data: ${chunk('d')}\n\n`,
+    'data: [DONE]\n\n',
+  ].join(''),
+  'CRLF framing': [`data: ${chunk('a')}\r\n\r\n`, `data: ${chunk('b')}\r\n\r\n`, 'data: [DONE]\r\n\r\n'].join(''),
+  'mixed framing and a last event without its blank line': [`data: ${chunk('a')}\n\n`, `data: ${chunk('b')}\r\n\r\n`, `data: ${chunk('c')}\n\n`, `data: ${chunk('d')}`].join(''),
+};
+
+describe('chat stream relay: byte pass-through', () => {
+  for (const [name, text] of Object.entries(STREAMS)) {
+    it(`matches the parsing path for every chunking: ${name}`, () => {
+      const bytes = Buffer.from(text, 'utf8');
+      const reference = relayed(bytes, [], false);
+      assert.doesNotMatch(reference.text, /secret-route|_routing/);
+      assert.ok(reference.text.length > 0);
+      // Whole, byte by byte, and 300 random chunkings (cuts anywhere, inside UTF-8 sequences too).
+      const cutsList: number[][] = [[], Array.from({ length: bytes.length }, (_, i) => i)];
+      const random = rng(20261121);
+      for (let i = 0; i < 300; i += 1) {
+        const n = 1 + Math.floor(random() * 12);
+        cutsList.push(Array.from({ length: n }, () => Math.floor(random() * bytes.length)).sort((a, b) => a - b));
+      }
+      for (const cuts of cutsList) {
+        for (const passThrough of [true, false]) {
+          const got = relayed(bytes, cuts, passThrough);
+          assert.equal(got.text, reference.text, `cuts ${cuts.join(',')} passThrough=${passThrough}`);
+          assert.deepEqual(got.usage, reference.usage);
+        }
+      }
+    });
+  }
+
+  it('completes the usage chunk and forwards plain events unchanged', () => {
+    const { text, usage } = relayed(Buffer.from(STREAMS.plain!), [], true);
+    assert.ok(text.startsWith(`data: ${chunk('tok0 ')}\n\n`));
+    assert.match(text, /"cached_tokens":3/);
+    assert.deepEqual((usage as { cached_tokens?: number }).cached_tokens, 3);
+    assert.ok(text.endsWith('data: [DONE]\n\n'));
+  });
+
+  it('writes once per tick, whatever the number of chunks', async () => {
+    const rec = recorder();
+    const relay = new ChatStreamRelay(rec.res, ROUTE, undefined);
+    for (let i = 0; i < 10; i += 1) relay.push(Buffer.from(`data: ${chunk(String(i))}\n\n`));
+    assert.equal(rec.writes, 0);
+    await new Promise((r) => process.nextTick(r));
+    assert.equal(rec.writes, 1);
+    assert.equal(rec.text().split('\n\n').length - 1, 10);
+  });
+});
