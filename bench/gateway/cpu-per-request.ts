@@ -1,9 +1,9 @@
 /**
  * `npm run bench:gateway:cpu`: CPU time the gateway process spends per request (user + system,
- * from /proc) under c=64 non-streaming load, next to the bare proxy. CPU per request is far less
+ * from /proc) under c=64 (or `--connections`) non-streaming load, next to the bare proxy. CPU per request is far less
  * sensitive to other load on the machine than req/s, so it is the figure to A/B a hot-path change
  * with. Flags: `--seconds N` (measured window, default 6), `--rounds N` (alternating rounds,
- * default 2), `--only ours|bare`, `--log-level`, `--stream`, `--against <checkout>` (also measures the
+ * default 2), `--only ours|bare`, `--log-level`, `--stream`, `--connections N` (default 64), `--against <checkout>` (also measures the
  * built gateway of another checkout, e.g. a worktree of the previous commit, in alternation).
  * Targets 127.0.0.1 only; bounded.
  */
@@ -17,14 +17,17 @@ import { startBenchUpstream } from './upstream';
 
 const TICKS_PER_SECOND = 100;
 
-function cpuTicks(pid: number): number {
+/** [user, system] clock ticks of a process. */
+function cpuTicks(pid: number): [number, number] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14 and 15)
+  return [Number(fields[11]), Number(fields[12])]; // utime, stime (fields 14 and 15)
 }
 
+let connections = 64;
+
 async function load(origin: string, headers: Record<string, string>, body: string, seconds: number): Promise<number> {
-  const result = await autocannon({ url: `${origin}/v1/chat/completions`, method: 'POST', headers, body, connections: 64, duration: seconds });
+  const result = await autocannon({ url: `${origin}/v1/chat/completions`, method: 'POST', headers, body, connections, duration: seconds });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`non2xx ${result.non2xx} errors ${result.errors}`);
   return result.requests.total;
 }
@@ -40,15 +43,19 @@ async function measure(name: string, start: () => Promise<GatewayStart>, seconds
     if (pid === undefined) throw new Error('no pid');
     const before = cpuTicks(pid);
     const requests = await load(target.origin, target.headers, body, seconds);
-    const cpuMs = ((cpuTicks(pid) - before) * 1000) / TICKS_PER_SECOND;
-    console.log(`${name.padEnd(28)} ${String(Math.round(requests / seconds)).padStart(6)} req/s  ${((cpuMs * 1000) / requests).toFixed(1).padStart(6)} µs CPU/request`);
+    const after = cpuTicks(pid);
+    const perRequest = (ticks: number): string => ((ticks * 1_000_000) / TICKS_PER_SECOND / requests).toFixed(1);
+    const user = after[0] - before[0];
+    const system = after[1] - before[1];
+    console.log(`${name.padEnd(28)} ${String(Math.round(requests / seconds)).padStart(6)} req/s  ${perRequest(user + system).padStart(6)} µs CPU/request (user ${perRequest(user)}, system ${perRequest(system)})`);
   } finally {
     await started.gateway.stop();
   }
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' }, connections: { type: 'string', default: '64' } } });
+  connections = Number(values.connections);
   installCleanupHooks();
   pinSelf(0);
   const root = resolve(__dirname, '..', '..');
