@@ -72,7 +72,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   constructor(protected readonly signal: ClientAbort) {
     this.onClientAbort = () => this.abort(signal.reason ?? new Error('client closed the connection'));
-    signal.once('abort', this.onClientAbort);
+    signal.on('abort', this.onClientAbort); // fires at most once (ClientAbort aborts once)
   }
 
   /** Aborts the upstream request (its socket is closed); `onError` follows. */
