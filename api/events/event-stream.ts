@@ -96,7 +96,8 @@ export async function streamJobEvents(options: JobEventStreamOptions): Promise<v
   };
   let after = options.afterEventId;
   try {
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    // No forced `Connection: keep-alive`: Node keeps the connection when the client wants it and closes it after the stream when the client sent `Connection: close`.
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
     res.flushHeaders();
     unsubscribe = notifier.subscribe(jobId, waker.wake);
     while (!closed) {

@@ -116,6 +116,26 @@ describe('owner job event stream (SSE)', () => {
     await waitFor(() => api.deps.events?.subscriberCount(jobId) === 0, 'the subscription to be released');
   });
 
+  it('closes the connection after the end frame when the client asked for Connection: close', async () => {
+    const jobId = await createJob(t.db, owner.userId);
+    await createTurn(t.db, jobId, 0, 'completed');
+    await appendEvents(t.db, jobId, messages(0, 2));
+    const { hostname, port } = new URL(api.url);
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(`GET /v1/agent/jobs/${jobId}/events HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${owner.apiKey}\r\nconnection: close\r\n\r\n`);
+    // The server keeps idle connections for 65 s: a close well before that is the server honouring the request.
+    const outcome = await Promise.race([closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 20_000))]);
+    socket.destroy();
+    assert.equal(outcome, 'closed');
+    const text = Buffer.concat(chunks).toString('utf8');
+    assert.match(text, /^HTTP\/1\.1 200/);
+    assert.match(text, /\r\nconnection: close\r\n/i);
+    assert.match(text, /event: end/);
+  });
+
   it('sends events committed with the last turn\'s end before closing', async () => {
     const jobId = await createJob(t.db, owner.userId);
     const turn = await createTurn(t.db, jobId, 0);
