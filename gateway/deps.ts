@@ -96,6 +96,7 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
       connectMs: settings.UPSTREAM_CONNECT_TIMEOUT_SECONDS * 1000,
       firstByteMs: settings.UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS * 1000,
       idleMs: settings.UPSTREAM_IDLE_TIMEOUT_SECONDS * 1000,
+      plainHttpClient: settings.UPSTREAM_HTTP_CLIENT,
     }, undefined, concurrency),
     routing: routingCoreFrom(settings, { rng, now, log: options.log, routewise }),
     concurrency,

@@ -107,6 +107,11 @@ export const settingsShape = {
   UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
   /** Seconds an upstream may stay silent between body chunks (a stalled stream). Default 120. */
   UPSTREAM_IDLE_TIMEOUT_SECONDS: z.coerce.number().positive().default(120),
+  /**
+   * HTTP client for plain-HTTP (`http://`) upstreams: `native` (the gateway's lean keep-alive
+   * client, ~20 µs of CPU a request less) or `undici`. TLS upstreams always use undici. Default native.
+   */
+  UPSTREAM_HTTP_CLIENT: z.enum(['native', 'undici']).default('native'),
   /** Estimated prompt tokens from which a request is in the `large` priority tier (upstream priority 15). Default 8192. */
   ROUTING_LARGE_PROMPT_TOKENS: z.coerce.number().int().positive().default(8192),
   /** Estimated prompt tokens from which a request is an elephant (upstream priority 0). Default 32768. */

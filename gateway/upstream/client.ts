@@ -9,6 +9,7 @@ import type { ClientAbort } from '../../lib/http/client-abort';
 import { chatCompletionsUrl, embeddingsUrl, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
 import type { Route } from '../registry';
 import { PermitRefusedError, type ConcurrencyLimiter, type Lane, type PermitOutcome } from '../routing/concurrency';
+import { Http1Pool } from './http1-pool';
 import { BufferedExchange, ExchangeError, StreamExchange, type ExchangeFailure, type UpstreamStream } from './exchange';
 import { httpError, transportError, UpstreamError } from './upstream-error';
 
@@ -18,6 +19,14 @@ export interface UpstreamTimeouts {
   connectMs: number;
   firstByteMs: number;
   idleMs: number;
+  /** The client for `http:` origins (`UPSTREAM_HTTP_CLIENT`); TLS origins always use undici. Default native. */
+  plainHttpClient?: 'native' | 'undici';
+}
+
+/** What a call needs of a pool: undici's, or the lean one for plain HTTP. */
+interface OriginPool {
+  dispatch(request: { method: string; path: string; headers: Record<string, string>; body: string }, handler: BufferedExchange | StreamExchange): void;
+  close(): Promise<void>;
 }
 
 interface Target {
@@ -53,21 +62,19 @@ export function isPermitTimeout(err: unknown): boolean {
 }
 
 export class UpstreamClient {
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, OriginPool>();
   private readonly chatTargets = new WeakMap<Route, Target>();
   private readonly embeddingTargets = new WeakMap<Route, Target>();
 
   constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string, private readonly concurrency?: ConcurrencyLimiter) {}
 
-  private pool(origin: string): Pool {
+  private pool(origin: string): OriginPool {
     let pool = this.pools.get(origin);
     if (!pool) {
-      pool = new Pool(origin, {
-        connect: { timeout: this.timeouts.connectMs },
-        headersTimeout: this.timeouts.firstByteMs,
-        bodyTimeout: this.timeouts.idleMs,
-        keepAliveTimeout: 30_000,
-      });
+      const keepAliveMs = 30_000;
+      pool = origin.startsWith('http:') && this.timeouts.plainHttpClient !== 'undici'
+        ? new Http1Pool(origin, { connectTimeoutMs: this.timeouts.connectMs, headersTimeoutMs: this.timeouts.firstByteMs, bodyTimeoutMs: this.timeouts.idleMs, keepAliveTimeoutMs: keepAliveMs })
+        : new Pool(origin, { connect: { timeout: this.timeouts.connectMs }, headersTimeout: this.timeouts.firstByteMs, bodyTimeout: this.timeouts.idleMs, keepAliveTimeout: keepAliveMs });
       this.pools.set(origin, pool);
     }
     return pool;
