@@ -51,6 +51,23 @@ const CRLF = Buffer.from('\r\n');
 const SAFE_HEADER_VALUE = /^[^\r\n\0]*$/;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/** Validated header lines by headers object (the upstream client reuses one, never changed, per route and key). */
+const headerBlocks = new WeakMap<Record<string, string>, string>();
+
+/** `name: value\r\n` for every header, or an error for a name that is not a token or a value with CR, LF or NUL. */
+function headerLines(headers: Record<string, string>): string | Error {
+  let lines = headerBlocks.get(headers);
+  if (lines !== undefined) return lines;
+  lines = '';
+  for (const name in headers) {
+    const value = headers[name]!;
+    if (!TOKEN.test(name) || !SAFE_HEADER_VALUE.test(value)) return new Http1Error(`invalid request header ${JSON.stringify(name)}`, 'UND_ERR_INVALID_ARG');
+    lines += `${name}: ${value}\r\n`;
+  }
+  headerBlocks.set(headers, lines);
+  return lines;
+}
+
 type Framing = 'length' | 'chunked' | 'close';
 const enum Phase { Head, Body, ChunkSize, ChunkData, ChunkEnd, Trailers, Done }
 
@@ -64,7 +81,6 @@ class Connection {
   private keepAlive = true;
   private keepAliveHintMs = Infinity;
   private paused = false;
-  private ended = false;
   /** Set when the socket may not carry another request. */
   private spent = false;
   private readonly resume = (): void => this.resumeBody();
@@ -397,16 +413,12 @@ export class Http1Pool {
       handler.onError?.(new Http1Error('the pool is closed', 'UND_ERR_DESTROYED'));
       return;
     }
-    let head = `${request.method} ${request.path} HTTP/1.1\r\nhost: ${this.host}\r\n`;
-    for (const name in request.headers) {
-      const value = request.headers[name]!;
-      if (!TOKEN.test(name) || !SAFE_HEADER_VALUE.test(value)) {
-        handler.onError?.(new Http1Error(`invalid request header ${JSON.stringify(name)}`, 'UND_ERR_INVALID_ARG'));
-        return;
-      }
-      head += `${name}: ${value}\r\n`;
+    const lines = headerLines(request.headers);
+    if (lines instanceof Error) {
+      handler.onError?.(lines);
+      return;
     }
-    head += `content-length: ${Buffer.byteLength(request.body)}\r\n\r\n`;
+    const head = `${request.method} ${request.path} HTTP/1.1\r\nhost: ${this.host}\r\n${lines}content-length: ${Buffer.byteLength(request.body)}\r\n\r\n`;
     let connection = this.idle.pop();
     while (connection && !connection.reusable) connection = this.idle.pop();
     if (connection) {
