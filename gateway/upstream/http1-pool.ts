@@ -68,6 +68,17 @@ function headerLines(headers: Record<string, string>): string | Error {
   return lines;
 }
 
+const CR = 13;
+const LF = 10;
+
+/** The value of a hex digit's byte, or -1. */
+function hexDigit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
 type Framing = 'length' | 'chunked' | 'close';
 const enum Phase { Head, Body, ChunkSize, ChunkData, ChunkEnd, Trailers, Done }
 
@@ -218,29 +229,56 @@ class Connection {
         if (!more) return;
         continue;
       }
-      if (this.phase === Phase.ChunkSize || this.phase === Phase.Trailers || this.phase === Phase.ChunkEnd) {
-        const eol = buf.indexOf(CRLF);
-        if (eol === -1) {
-          if (buf.length > MAX_HEAD_BYTES) this.fail(new Http1Error('chunk framing line too long', 'UND_ERR_SOCKET'));
-          return;
+      if (this.phase === Phase.ChunkEnd) {
+        // The CRLF after a chunk's data.
+        if (buf.length < 2) return;
+        if (buf[0] !== CR || buf[1] !== LF) return this.fail(new Http1Error('malformed chunk end', 'UND_ERR_SOCKET'));
+        this.buffered = buf.length === 2 ? undefined : buf.subarray(2);
+        this.phase = Phase.ChunkSize;
+        continue;
+      }
+      if (this.phase === Phase.ChunkSize) {
+        // Hex digits read in place (no string per chunk); `;extensions` and spaces up to the CRLF skipped.
+        let size = 0;
+        let i = 0;
+        for (; i < buf.length; i += 1) {
+          const digit = hexDigit(buf[i]!);
+          if (digit < 0) break;
+          if (i === 8) return this.fail(new Http1Error('chunk size too large', 'UND_ERR_SOCKET'));
+          size = size * 16 + digit;
         }
-        const line = buf.toString('latin1', 0, eol);
-        this.buffered = buf.subarray(eol + 2);
-        if (this.phase === Phase.ChunkEnd) {
-          if (line !== '') return this.fail(new Http1Error('malformed chunk end', 'UND_ERR_SOCKET'));
-          this.phase = Phase.ChunkSize;
-        } else if (this.phase === Phase.Trailers) {
-          if (line === '') this.finish();
-        } else {
-          const sizeText = line.split(';', 1)[0]!.trim();
-          if (!/^[0-9a-fA-F]{1,8}$/.test(sizeText)) return this.fail(new Http1Error(`malformed chunk size: ${sizeText.slice(0, 20)}`, 'UND_ERR_SOCKET'));
-          const size = parseInt(sizeText, 16);
-          if (size === 0) this.phase = Phase.Trailers;
-          else {
-            this.remaining = size;
-            this.phase = Phase.ChunkData;
+        if (i === buf.length) {
+          if (i > 8) this.fail(new Http1Error('chunk size too large', 'UND_ERR_SOCKET'));
+          return; // more digits may follow
+        }
+        if (i === 0) return this.fail(new Http1Error('malformed chunk size', 'UND_ERR_SOCKET'));
+        let eol = i;
+        if (!(buf[i] === CR && buf[i + 1] === LF)) {
+          const c = buf[i];
+          if (c !== 59 /* ; */ && c !== 32 && c !== 9 && c !== CR) return this.fail(new Http1Error('malformed chunk size', 'UND_ERR_SOCKET'));
+          eol = buf.indexOf(CRLF, i);
+          if (eol === -1) {
+            if (buf.length > MAX_HEAD_BYTES) this.fail(new Http1Error('chunk framing line too long', 'UND_ERR_SOCKET'));
+            return;
           }
         }
+        this.buffered = eol + 2 === buf.length ? undefined : buf.subarray(eol + 2);
+        if (size === 0) this.phase = Phase.Trailers;
+        else {
+          this.remaining = size;
+          this.phase = Phase.ChunkData;
+        }
+        continue;
+      }
+      if (this.phase === Phase.Trailers) {
+        // Trailer lines (ignored) up to the empty line that ends the message.
+        const eol = buf.indexOf(CRLF);
+        if (eol === -1) {
+          if (buf.length > MAX_HEAD_BYTES) this.fail(new Http1Error('trailer line too long', 'UND_ERR_SOCKET'));
+          return;
+        }
+        this.buffered = eol + 2 === buf.length ? undefined : buf.subarray(eol + 2);
+        if (eol === 0) this.finish();
         continue;
       }
       if (this.phase === Phase.ChunkData) {
