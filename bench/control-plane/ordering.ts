@@ -8,6 +8,7 @@
 import { addTurn, cancelTurn, createChat, pool, sleep, type CancelAnswer, type BenchStack } from './client';
 import { cpuSnapshot, cpuSpent, type CpuSeconds } from './cpu-split';
 import { waitSettled } from './throughput';
+import { seededRng } from '../../gateway/routing/weighted-order';
 
 export interface OrderingOptions {
   chats: number;
@@ -37,18 +38,6 @@ export interface OrderingRun {
   cpu: CpuSeconds;
   /** Client-side failures (a chat whose submission failed is left out of the run). */
   errors: string[];
-}
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Samples `count(*)` of running attempts every `everyMs` until stopped; keeps the peak. */
@@ -82,7 +71,7 @@ async function terminalCount(stack: BenchStack, jobIds: readonly string[]): Prom
 }
 
 export async function runOrdering(stack: BenchStack, options: OrderingOptions): Promise<OrderingRun> {
-  const random = seededRandom(options.seed);
+  const random = seededRng(options.seed);
   const total = options.chats * options.turnsPerChat;
   const jobIds: string[] = [];
   const queuedCancels: OrderingRun['queuedCancels'] = [];

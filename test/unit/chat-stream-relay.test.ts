@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { ChatStreamRelay } from '../../gateway/surfaces/chat-stream';
 import type { Route } from '../../gateway/registry';
+import { seededRng } from '../../gateway/routing/weighted-order';
 
 const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
 
@@ -38,18 +39,6 @@ function relayed(bytes: Buffer, cuts: number[], passThrough: boolean): { text: s
   }
   relay.end();
   return { text: rec.text(), usage: relay.usage };
-}
-
-/** A seeded generator (mulberry32), so a failing chunking can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const chunk = (content: string, extra: Record<string, unknown> = {}): string => JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }], ...extra });
@@ -87,7 +76,7 @@ describe('chat stream relay: byte pass-through', () => {
       assert.ok(reference.text.length > 0);
       // Whole, byte by byte, and 300 random chunkings (cuts anywhere, inside UTF-8 sequences too).
       const cutsList: number[][] = [[], Array.from({ length: bytes.length }, (_, i) => i)];
-      const random = rng(20261121);
+      const random = seededRng(20261121); // seeded: a failing chunking can be replayed
       for (let i = 0; i < 300; i += 1) {
         const n = 1 + Math.floor(random() * 12);
         cutsList.push(Array.from({ length: n }, () => Math.floor(random() * bytes.length)).sort((a, b) => a - b));
