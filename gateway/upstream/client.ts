@@ -1,5 +1,7 @@
 /**
- * Calls upstreams over keep-alive undici pools (one per origin). Targets (origin + path, request
+ * Calls upstreams over keep-alive pools, one per origin: the lean HTTP/1.1 client of
+ * `http1-pool.ts` for `http://` origins (unless `UPSTREAM_HTTP_CLIENT=undici`), undici for TLS.
+ * Targets (origin + path, request
  * headers per key) are computed once per route and cached. Each call is one {@link Exchange}
  * dispatched straight to the pool: JSON answers are read whole (bounded), streams are pushed to
  * the caller chunk by chunk with backpressure, never buffered; error bodies are read with a bound.
