@@ -1,10 +1,10 @@
 /**
  * Calls upstreams over keep-alive pools, one per origin: the lean HTTP/1.1 client of
  * `http1-pool.ts` for `http://` origins (unless `UPSTREAM_HTTP_CLIENT=undici`), undici for TLS.
- * Targets (origin + path, request
- * headers per key) are computed once per route and cached. Each call is one {@link Exchange}
- * dispatched straight to the pool: JSON answers are read whole (bounded), streams are pushed to
- * the caller chunk by chunk with backpressure, never buffered; error bodies are read with a bound.
+ * Targets (origin + path, request headers per key) are computed once per route and cached. Each
+ * call is one exchange (`exchange.ts`) dispatched straight to the pool: JSON answers are read
+ * whole (bounded), streams are pushed to the caller chunk by chunk with backpressure, never
+ * buffered; error bodies are read with a bound.
  */
 import { Pool } from 'undici';
 import type { ClientAbort } from '../../lib/http/client-abort';
