@@ -1,10 +1,10 @@
 /**
  * A lean HTTP/1.1 client for plain-HTTP upstreams (local engines on `http://`): keep-alive
- * sockets per origin, one socket write per request, a small response parser, and the same
+ * sockets per origin, one socket write per request, the wire format of `http1-wire.ts`, and the
  * dispatcher handler callbacks undici calls (`onConnect`, `onHeaders`, `onData`, `onComplete`,
- * `onError`), so the exchanges of `exchange.ts` run on either. Measured against undici's pool on
- * the bench machine: ~20 µs less CPU per request (bench/RESULTS.md, 17:5x). TLS origins stay on
- * undici.
+ * `onError`), so the exchanges of `exchange.ts` run on either. Measured in the gateway against
+ * undici's dispatcher: ~99 vs ~104 µs of CPU per request at c=64 (bench/RESULTS.md, 18:1x); in a
+ * bare proxy the gap was ~20 µs. TLS origins stay on undici.
  *
  * Behaviour:
  * - Sockets: LIFO reuse of idle keep-alive sockets, no cap (as undici's pool). An idle socket is
@@ -22,6 +22,9 @@
  */
 import { connect, type Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
+import { CR, CRLF, Http1Error, LF, MAX_HEAD_BYTES, parseChunkSize, parseResponseHead, requestHead } from './http1-wire';
+
+export { Http1Error } from './http1-wire';
 
 export interface Http1PoolOptions {
   connectTimeoutMs: number;
@@ -35,48 +38,6 @@ export interface Http1Request {
   path: string;
   headers: Record<string, string>;
   body: string;
-}
-
-/** An error with a code, like undici's (`UND_ERR_*`) or the socket's (`ECONNRESET`). */
-export class Http1Error extends Error {
-  constructor(message: string, readonly code: string) {
-    super(message);
-    this.name = 'Http1Error';
-  }
-}
-
-const MAX_HEAD_BYTES = 64 * 1024;
-const CRLF_CRLF = Buffer.from('\r\n\r\n');
-const CRLF = Buffer.from('\r\n');
-const SAFE_HEADER_VALUE = /^[^\r\n\0]*$/;
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-/** Validated header lines by headers object (the upstream client reuses one, never changed, per route and key). */
-const headerBlocks = new WeakMap<Record<string, string>, string>();
-
-/** `name: value\r\n` for every header, or an error for a name that is not a token or a value with CR, LF or NUL. */
-function headerLines(headers: Record<string, string>): string | Error {
-  let lines = headerBlocks.get(headers);
-  if (lines !== undefined) return lines;
-  lines = '';
-  for (const name in headers) {
-    const value = headers[name]!;
-    if (!TOKEN.test(name) || !SAFE_HEADER_VALUE.test(value)) return new Http1Error(`invalid request header ${JSON.stringify(name)}`, 'UND_ERR_INVALID_ARG');
-    lines += `${name}: ${value}\r\n`;
-  }
-  headerBlocks.set(headers, lines);
-  return lines;
-}
-
-const CR = 13;
-const LF = 10;
-
-/** The value of a hex digit's byte, or -1. */
-function hexDigit(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  if (c >= 65 && c <= 70) return c - 55;
-  return -1;
 }
 
 type Framing = 'length' | 'chunked' | 'close';
@@ -238,34 +199,13 @@ class Connection {
         continue;
       }
       if (this.phase === Phase.ChunkSize) {
-        // Hex digits read in place (no string per chunk); `;extensions` and spaces up to the CRLF skipped.
-        let size = 0;
-        let i = 0;
-        for (; i < buf.length; i += 1) {
-          const digit = hexDigit(buf[i]!);
-          if (digit < 0) break;
-          if (i === 8) return this.fail(new Http1Error('chunk size too large', 'UND_ERR_SOCKET'));
-          size = size * 16 + digit;
-        }
-        if (i === buf.length) {
-          if (i > 8) this.fail(new Http1Error('chunk size too large', 'UND_ERR_SOCKET'));
-          return; // more digits may follow
-        }
-        if (i === 0) return this.fail(new Http1Error('malformed chunk size', 'UND_ERR_SOCKET'));
-        let eol = i;
-        if (!(buf[i] === CR && buf[i + 1] === LF)) {
-          const c = buf[i];
-          if (c !== 59 /* ; */ && c !== 32 && c !== 9 && c !== CR) return this.fail(new Http1Error('malformed chunk size', 'UND_ERR_SOCKET'));
-          eol = buf.indexOf(CRLF, i);
-          if (eol === -1) {
-            if (buf.length > MAX_HEAD_BYTES) this.fail(new Http1Error('chunk framing line too long', 'UND_ERR_SOCKET'));
-            return;
-          }
-        }
-        this.buffered = eol + 2 === buf.length ? undefined : buf.subarray(eol + 2);
-        if (size === 0) this.phase = Phase.Trailers;
+        const line = parseChunkSize(buf);
+        if (line === undefined) return;
+        if (line instanceof Http1Error) return this.fail(line);
+        this.buffered = line.next === buf.length ? undefined : buf.subarray(line.next);
+        if (line.size === 0) this.phase = Phase.Trailers;
         else {
-          this.remaining = size;
+          this.remaining = line.size;
           this.phase = Phase.ChunkData;
         }
         continue;
@@ -293,88 +233,31 @@ class Connection {
     }
   }
 
-  /** Parses a response head from `buf`; false when more bytes are needed (or the exchange ended). */
+  /** Reads a response head from `buf`; false when more bytes are needed (or the exchange ended). */
   private head(buf: Buffer): boolean {
-    const end = buf.indexOf(CRLF_CRLF);
-    if (end === -1 || end > MAX_HEAD_BYTES) {
-      if (end > MAX_HEAD_BYTES || buf.length > MAX_HEAD_BYTES) this.fail(new Http1Error('response head larger than 64 KiB', 'UND_ERR_HEADERS_OVERFLOW'));
+    const head = parseResponseHead(buf);
+    if (head === undefined) return false;
+    if (head instanceof Http1Error) {
+      this.fail(head);
       return false;
     }
-    const lines = buf.toString('latin1', 0, end).split('\r\n');
-    this.buffered = buf.subarray(end + 4);
-    const status = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(lines[0]!);
-    if (!status) {
-      this.fail(new Http1Error('malformed status line', 'UND_ERR_SOCKET'));
-      return false;
-    }
-    const statusCode = Number(status[2]);
-    let keepAlive = status[1] === '1';
-    let length: number | undefined;
-    let chunked = false;
-    const raw: string[] = [];
-    for (let i = 1; i < lines.length; i += 1) {
-      const line = lines[i]!;
-      const colon = line.indexOf(':');
-      if (colon <= 0) {
-        this.fail(new Http1Error('malformed header line', 'UND_ERR_SOCKET'));
-        return false;
-      }
-      const name = line.slice(0, colon).trim();
-      const value = line.slice(colon + 1).trim();
-      raw.push(name, value);
-      switch (name.length) {
-        case 14:
-          if (name.toLowerCase() === 'content-length') {
-            const parsed = /^\d{1,15}$/.test(value) ? Number(value) : NaN;
-            if (Number.isNaN(parsed) || (length !== undefined && length !== parsed)) {
-              this.fail(new Http1Error('invalid Content-Length', 'UND_ERR_SOCKET'));
-              return false;
-            }
-            length = parsed;
-          }
-          break;
-        case 17:
-          if (name.toLowerCase() === 'transfer-encoding') chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
-          break;
-        case 10: {
-          const lower = name.toLowerCase();
-          if (lower === 'connection') {
-            if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) keepAlive = false;
-            else if (/(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) keepAlive = true;
-          } else if (lower === 'keep-alive') {
-            const timeout = /timeout\s*=\s*(\d+)/i.exec(value);
-            if (timeout) this.keepAliveHintMs = Number(timeout[1]) * 1000;
-          }
-          break;
-        }
-        default:
-      }
-    }
-    if (statusCode < 200) {
-      // An informational answer (1xx): the real one follows on the same socket.
-      if (statusCode === 101) {
-        this.fail(new Http1Error('unexpected protocol switch', 'UND_ERR_SOCKET'));
-        return false;
-      }
-      return true;
-    }
-    if (chunked && length !== undefined) {
-      this.fail(new Http1Error('both Content-Length and chunked framing', 'UND_ERR_SOCKET'));
-      return false;
-    }
-    this.keepAlive = keepAlive;
+    this.buffered = buf.subarray(head.bodyStart);
+    if (head.keepAliveHintMs !== undefined) this.keepAliveHintMs = head.keepAliveHintMs;
+    const { statusCode } = head;
+    if (statusCode < 200) return true; // an informational answer (1xx): the real one follows
+    this.keepAlive = head.keepAlive;
     const handler = this.handler!;
     const noBody = statusCode === 204 || statusCode === 304;
-    if (chunked && !noBody) this.phase = Phase.ChunkSize;
+    if (head.chunked && !noBody) this.phase = Phase.ChunkSize;
     else {
       this.phase = Phase.Body;
-      this.framing = noBody ? 'length' : length !== undefined ? 'length' : 'close';
-      this.remaining = noBody ? 0 : length ?? 0;
+      this.framing = noBody || head.length !== undefined ? 'length' : 'close';
+      this.remaining = noBody ? 0 : head.length ?? 0;
       if (this.framing === 'close') this.keepAlive = false;
     }
     this.arm(this.pool.options.bodyTimeoutMs);
-    // The raw headers are read only for refused answers (their Retry-After): not built for 2xx.
-    const more = handler.onHeaders?.(statusCode, (statusCode >= 300 ? raw : []) as unknown as Buffer[], this.resume, '') !== false;
+    // The raw headers are read only for refused answers (their Retry-After).
+    const more = handler.onHeaders?.(statusCode, (statusCode >= 300 ? head.raw : []) as unknown as Buffer[], this.resume, '') !== false;
     if (this.handler !== handler) return false;
     if (this.phase === Phase.Body && this.framing === 'length' && this.remaining === 0) {
       this.finish();
@@ -451,12 +334,11 @@ export class Http1Pool {
       handler.onError?.(new Http1Error('the pool is closed', 'UND_ERR_DESTROYED'));
       return;
     }
-    const lines = headerLines(request.headers);
-    if (lines instanceof Error) {
-      handler.onError?.(lines);
+    const head = requestHead(request.method, request.path, this.host, request.headers, request.body);
+    if (head instanceof Http1Error) {
+      handler.onError?.(head);
       return;
     }
-    const head = `${request.method} ${request.path} HTTP/1.1\r\nhost: ${this.host}\r\n${lines}content-length: ${Buffer.byteLength(request.body)}\r\n\r\n`;
     let connection = this.idle.pop();
     while (connection && !connection.reusable) connection = this.idle.pop();
     if (connection) {
