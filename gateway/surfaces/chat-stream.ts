@@ -132,10 +132,7 @@ export class ChatStreamRelay {
 
   /** Writes what is queued now (also before an error event or the end of the response). */
   flush(): void {
-    if (this.text.length > 0) {
-      this.pieces.push(this.text);
-      this.text = '';
-    }
+    this.closeText();
     if (this.pieces.length === 0 || this.res.destroyed) return;
     const pieces = this.pieces;
     this.pieces = [];
@@ -166,11 +163,15 @@ export class ChatStreamRelay {
   }
 
   private bytes(run: Buffer): void {
-    if (this.text.length > 0) {
-      this.pieces.push(this.text);
-      this.text = '';
-    }
+    this.closeText();
     this.pieces.push(run);
+  }
+
+  /** Moves the text collected so far into the ordered pieces. */
+  private closeText(): void {
+    if (this.text.length === 0) return;
+    this.pieces.push(this.text);
+    this.text = '';
   }
 
   private done(): void {
