@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { Percentiles, Throughput } from './load';
+import { idlePolicy } from './idle';
 
 /** Targets the gateway must meet (printed next to the figures). */
 export const TARGETS = { rpsC64: 10_000, addedP50Ms: 0.3, addedP99Ms: 1.5 } as const;
@@ -28,6 +29,8 @@ export interface RunInfo {
   cpu: string;
   node: string;
   commit: string;
+  /** The guest's CPU idle policy (see idle.ts): it moves c=1 latency more than any code path. */
+  idle: string;
   settings: string;
 }
 
@@ -102,6 +105,7 @@ export function runInfo(root: string, settings: string): RunInfo {
     cpu,
     node: process.version,
     commit: dirty !== '' && dirty !== 'unknown' ? `${commit} (working tree modified)` : commit,
+    idle: idlePolicy(),
     settings,
   };
 }
@@ -114,7 +118,7 @@ export function appendResults(path: string, info: RunInfo, table: string, notes:
     '',
     `## ${stamp} — gateway overhead (\`npm run bench:gateway\`)`,
     '',
-    `- Machine: nproc ${info.nproc}, CPU ${info.cpu}; Node ${info.node}; commit ${info.commit}`,
+    `- Machine: nproc ${info.nproc}, CPU ${info.cpu}; Node ${info.node}; commit ${info.commit}; idle: ${info.idle}`,
     `- ${info.settings}`,
     ...notes.map((n) => `- ${n}`),
     '',

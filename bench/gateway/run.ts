@@ -7,13 +7,15 @@
  * duration and every child process is stopped on exit, on an error and on SIGINT/SIGTERM.
  *
  * Environment: `BENCH_QUICK=1` shortens every phase (a smoke run; figures are not comparable),
- * `BENCH_SKIP_BUILD=1` skips `npm run build`, `BENCH_NO_RESULTS=1` does not append to RESULTS.md.
+ * `BENCH_SKIP_BUILD=1` skips `npm run build`, `BENCH_NO_RESULTS=1` does not append to RESULTS.md,
+ * `BENCH_GUEST_HALT_POLL_NS=<ns>` sets the VM guest's halt polling for the run (see idle.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { directTarget, prepareBenchIdentity, startBareProxy, startOurGateway, startPortkey, PORTKEY_VERSION, type GatewayStart } from './gateways';
 import { latencyC1, requestsPerSecond, streamsPerSecond, ttfbC1, type Target } from './load';
 import { cpuSnapshot, cpuUse, waitForQuiet } from './cpu';
+import { applyHaltPollFromEnv } from './idle';
 import { firstLine, installCleanupHooks, pinSelf, runCommand, startPinned } from './processes';
 import { appendResults, renderTable, runInfo, TARGETS, type Measured, type Row } from './report';
 import { STREAM_CHUNKS } from './upstream';
@@ -70,7 +72,13 @@ async function measure(name: string, target: Target): Promise<Measured> {
 /** Starts a gateway, measures it if it came up, and always stops it. */
 async function measureGateway(name: string, start: () => Promise<GatewayStart>): Promise<Row> {
   console.log(`bench: starting ${name}`);
-  const started = await start();
+  let started: GatewayStart;
+  try {
+    started = await start();
+  } catch (err) {
+    // One system that cannot be set up (e.g. PostgreSQL down for the key rows) costs its row, not the run.
+    started = { ok: false, reason: `could not start: ${err instanceof Error ? err.message : String(err)}` };
+  }
   if (!started.ok) {
     console.log(`bench: ${name}: ${started.reason}`);
     return { name, result: { unavailable: started.reason } };
@@ -88,6 +96,11 @@ async function measureGateway(name: string, start: () => Promise<GatewayStart>):
 
 async function main(): Promise<void> {
   installCleanupHooks();
+  const haltPoll = applyHaltPollFromEnv();
+  if (haltPoll) {
+    console.log(`bench: ${haltPoll}`);
+    notes.push(haltPoll);
+  }
   pinSelf(LOAD_CORE);
   const root = resolve(__dirname, '..', '..');
   const workDir = join(root, '.data', 'bench');
