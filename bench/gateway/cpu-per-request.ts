@@ -4,14 +4,18 @@
  * sensitive to other load on the machine than req/s, so it is the figure to A/B a hot-path change
  * with. Flags: `--seconds N` (measured window, default 6), `--rounds N` (alternating rounds,
  * default 2), `--only ours|bare`, `--log-level`, `--stream`, `--connections N` (default 64), `--against <checkout>` (also measures the
- * built gateway of another checkout, e.g. a worktree of the previous commit, in alternation).
+ * built gateway of another checkout, e.g. a worktree of the previous commit, in alternation),
+ * `--key` (our gateway authenticates an API key; needs PostgreSQL, as `npm start` brings up),
+ * `--request-log` (implies `--key`; also writes the request log). "others" is the CPU that
+ * processes outside the bench (PostgreSQL, for the request log) spent in the window, per request.
  * Targets 127.0.0.1 only; bounded.
  */
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { startBareProxy, startOurGateway, type GatewayStart } from './gateways';
+import { cpuSnapshot, cpuUse } from './cpu';
+import { prepareBenchIdentity, startBareProxy, startOurGateway, type BenchIdentity, type GatewayStart } from './gateways';
 import { installCleanupHooks, pinSelf } from './processes';
 import { startBenchUpstream } from './upstream';
 
@@ -42,19 +46,24 @@ async function measure(name: string, start: () => Promise<GatewayStart>, seconds
     await load(target.origin, target.headers, body, 2);
     if (pid === undefined) throw new Error('no pid');
     const before = cpuTicks(pid);
+    const machineBefore = cpuSnapshot();
+    const startedAt = process.hrtime.bigint();
     const requests = await load(target.origin, target.headers, body, seconds);
     const after = cpuTicks(pid);
+    const { others } = cpuUse(machineBefore, cpuSnapshot());
+    const wallSeconds = Number(process.hrtime.bigint() - startedAt) / 1e9;
     const perRequest = (ticks: number): string => ((ticks * 1_000_000) / TICKS_PER_SECOND / requests).toFixed(1);
     const user = after[0] - before[0];
     const system = after[1] - before[1];
-    console.log(`${name.padEnd(28)} ${String(Math.round(requests / seconds)).padStart(6)} req/s  ${perRequest(user + system).padStart(6)} µs CPU/request (user ${perRequest(user)}, system ${perRequest(system)})`);
+    const othersUs = ((others / 100) * wallSeconds * 1_000_000) / requests;
+    console.log(`${name.padEnd(28)} ${String(Math.round(requests / seconds)).padStart(6)} req/s  ${perRequest(user + system).padStart(6)} µs CPU/request (user ${perRequest(user)}, system ${perRequest(system)}; others ${othersUs.toFixed(1)})`);
   } finally {
     await started.gateway.stop();
   }
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' }, connections: { type: 'string', default: '64' } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' }, connections: { type: 'string', default: '64' }, key: { type: 'boolean', default: false }, 'request-log': { type: 'boolean', default: false } } });
   connections = Number(values.connections);
   installCleanupHooks();
   pinSelf(0);
@@ -64,12 +73,15 @@ async function main(): Promise<void> {
   const upstream = await startBenchUpstream({ port: 0, sseBatch: 1 });
   const logLevel = values['log-level'] === 'info' ? 'info' : 'warn';
   const seconds = Number(values.seconds);
+  const requestLog = values['request-log'];
+  const identity: BenchIdentity | undefined = values.key || requestLog ? { ...(await prepareBenchIdentity()), requestLog } : undefined;
+  const label = `LOG_LEVEL=${logLevel}${identity ? (requestLog ? ', key + request log' : ', key') : ''}`;
   try {
     for (let round = 0; round < Number(values.rounds); round += 1) {
       if (values.only !== 'ours') await measure('bare Node proxy (floor)', () => startBareProxy(root, 1, upstream.port, workDir), seconds, values.stream);
-      if (values.only !== 'bare') await measure(`ours (LOG_LEVEL=${logLevel})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir }), seconds, values.stream);
+      if (values.only !== 'bare') await measure(`ours (${label})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir, identity }), seconds, values.stream);
       const against = values.against;
-      if (against) await measure(`against (LOG_LEVEL=${logLevel})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel, workDir }), seconds, values.stream);
+      if (against) await measure(`against (${label})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel, workDir, identity }), seconds, values.stream);
     }
   } finally {
     await upstream.close();
