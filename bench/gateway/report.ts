@@ -96,8 +96,8 @@ export function runInfo(root: string, settings: string): RunInfo {
     const match = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
     if (match?.[1]) cpu = match[1].trim();
   } catch { /* keep os.cpus() */ }
-  // The gateway is built from the working tree: say so when it differs from HEAD outside bench/.
-  const dirty = sh('git', ['status', '--porcelain', '--', '.', ':(exclude)bench'], root);
+  // The gateway is built from the working tree: say so when it differs from HEAD outside bench/ and the docs.
+  const dirty = sh('git', ['status', '--porcelain', '--', '.', ':(exclude)bench', ':(exclude)docs', ':(exclude)*.md'], root);
   const commit = sh('git', ['rev-parse', '--short', 'HEAD'], root);
   return {
     date: new Date(),
