@@ -48,9 +48,9 @@ on conflict (hour, provider, model, endpoint_id) do update set
 /** Stores request-log batches in `api_logs` and `provider_hourly_stats`. */
 export function postgresSink(db: Db): LogSink {
   return {
-    write: async (rows) => {
+    write: async (rows, json) => {
       if (rows.length === 0) return;
-      await db.raw(INSERT, [JSON.stringify(rows)]);
+      await db.raw(INSERT, [json ?? JSON.stringify(rows)]);
     },
     purge: async () => {
       await db.raw(`delete from provider_hourly_stats where hour < now() - make_interval(days => ?)`, [HOURLY_STATS_RETENTION_DAYS]);

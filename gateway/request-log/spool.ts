@@ -90,21 +90,22 @@ export class Spool {
   }
 
   /**
-   * Appends rows (serialized here); resolves with how many were stored. Rows that would pass the
-   * size cap, or that could not be written, are not stored.
+   * Appends rows; resolves with how many were stored. `texts`, when given, are the rows already
+   * serialized (`JSON.stringify(rows[i])`). Rows that would pass the size cap, or that could not be
+   * written, are not stored.
    */
-  append(rows: readonly ApiLogRow[]): Promise<number> {
-    const run = this.tail.then(() => this.write(rows));
+  append(rows: readonly ApiLogRow[], texts?: readonly string[]): Promise<number> {
+    const run = this.tail.then(() => this.write(rows, texts));
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async write(rows: readonly ApiLogRow[]): Promise<number> {
+  private async write(rows: readonly ApiLogRow[], texts: readonly string[] | undefined): Promise<number> {
     let text = '';
     let bytes = 0;
     let accepted = 0;
-    for (const row of rows) {
-      const line = `${JSON.stringify(row)}\n`;
+    for (let i = 0; i < rows.length; i += 1) {
+      const line = `${texts?.[i] ?? JSON.stringify(rows[i])}\n`;
       const size = Buffer.byteLength(line);
       if (this.totalBytes + bytes + size > this.options.maxBytes) break;
       text += line;

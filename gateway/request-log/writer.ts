@@ -15,13 +15,17 @@
  */
 import type { Logger } from '../../lib/logger';
 import type { LogEntry } from './entry';
-import { toApiLogRow, type ApiLogRow } from './row';
+import { batchJson, buildBatch, serializeRows, type RowBatch } from './batch';
+import type { ApiLogRow } from './row';
 import type { Spool } from './spool';
 
 /** Where rows are stored (PostgreSQL in production, a fake in unit tests). */
 export interface LogSink {
-  /** Stores the rows in one statement; rows whose `log_id` is already stored are skipped. */
-  write(rows: readonly ApiLogRow[]): Promise<void>;
+  /**
+   * Stores the rows in one statement; rows whose `log_id` is already stored are skipped. `json`,
+   * when given, is the rows already serialized as one JSON array.
+   */
+  write(rows: readonly ApiLogRow[], json?: string): Promise<void>;
   /** Deletes aggregates past retention (cheap; called about hourly). */
   purge(): Promise<void>;
 }
@@ -60,9 +64,6 @@ export interface WriterCounters {
 }
 
 const WARN_EVERY_MS = 10_000;
-
-/** Rows built per slice before yielding to the event loop (about half a millisecond of work). */
-const ROWS_PER_SLICE = 50;
 
 export class RequestLogWriter {
   private queue: LogEntry[] = [];
@@ -112,9 +113,9 @@ export class RequestLogWriter {
     await this.ticking;
     await this.spillPending();
     while (this.queue.length > 0) {
-      const rows = await this.takeBatch();
-      if (!this.canWrite() || !(await this.attempt(rows))) await this.toSpool(rows, 'shutdown while the database is down');
-      else this.counters.written += rows.length;
+      const batch = await this.takeBatch();
+      if (!this.canWrite() || !(await this.attempt(batch))) await this.toSpool(batch, 'shutdown while the database is down');
+      else this.counters.written += batch.rows.length;
     }
     this.options.log.info({ event: 'request_log_stopped', ...this.counters, spool_bytes: this.options.spool.bytes }, 'request log writer stopped');
   }
@@ -140,9 +141,9 @@ export class RequestLogWriter {
   private async tick(): Promise<void> {
     if (!this.canWrite()) return;
     while (this.queue.length > 0 && this.canWrite()) {
-      const rows = await this.takeBatch();
-      if (await this.attempt(rows)) this.counters.written += rows.length;
-      else await this.toSpool(rows, 'database write failed');
+      const batch = await this.takeBatch();
+      if (await this.attempt(batch)) this.counters.written += batch.rows.length;
+      else await this.toSpool(batch, 'database write failed');
       if (this.queue.length < this.options.batchSize) break;
     }
     // Replay while live rows are not backing up (less than a batch waits), so steady traffic cannot starve it.
@@ -156,22 +157,16 @@ export class RequestLogWriter {
   }
 
   /**
-   * Takes a batch off the queue and builds its rows (about 10 µs each) in slices, yielding to the
-   * event loop between slices: a full batch never blocks requests for more than a slice's time.
+   * Takes a batch off the queue and builds its rows in time-cut slices (see batch.ts): a full
+   * batch never blocks requests for more than a slice.
    */
-  private async takeBatch(): Promise<ApiLogRow[]> {
-    const entries = this.queue.splice(0, this.options.batchSize);
-    const rows: ApiLogRow[] = [];
-    for (let i = 0; i < entries.length; i += 1) {
-      rows.push(toApiLogRow(entries[i]!));
-      if ((i + 1) % ROWS_PER_SLICE === 0 && i + 1 < entries.length) await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    return rows;
+  private takeBatch(): Promise<RowBatch> {
+    return buildBatch(this.queue.splice(0, this.options.batchSize));
   }
 
-  /** Writes rows with a timeout (see {@link guarded}). */
-  private attempt(rows: readonly ApiLogRow[]): Promise<boolean> {
-    return this.guarded(() => this.options.sink.write(rows), 'write_failed');
+  /** Writes a batch with a timeout (see {@link guarded}). */
+  private attempt(batch: RowBatch): Promise<boolean> {
+    return this.guarded(() => this.options.sink.write(batch.rows, batchJson(batch)), 'write_failed');
   }
 
   /**
@@ -208,8 +203,8 @@ export class RequestLogWriter {
     const segment = await this.options.spool.oldest();
     if (!segment) return;
     for (let i = 0; i < segment.rows.length; i += this.options.batchSize) {
-      const rows = segment.rows.slice(i, i + this.options.batchSize);
-      if (!(await this.attempt(rows))) return; // kept: replaying it again adds nothing twice
+      const batch = await serializeRows(segment.rows.slice(i, i + this.options.batchSize));
+      if (!(await this.attempt(batch))) return; // kept: replaying it again adds nothing twice
     }
     await segment.remove();
     this.counters.replayed += segment.rows.length;
@@ -244,7 +239,7 @@ export class RequestLogWriter {
       try {
         while (this.spilling.length > 0) {
           const entries = this.spilling[0]!;
-          await this.toSpool(entries.map((entry) => toApiLogRow(entry)), 'queue full');
+          await this.toSpool(await buildBatch(entries), 'queue full');
           this.spilling.shift();
         }
       } catch (err) {
@@ -257,11 +252,11 @@ export class RequestLogWriter {
     return this.spillRun;
   }
 
-  private async toSpool(rows: readonly ApiLogRow[], why: string): Promise<void> {
-    const stored = await this.options.spool.append(rows);
+  private async toSpool(batch: RowBatch, why: string): Promise<void> {
+    const stored = await this.options.spool.append(batch.rows, batch.texts);
     this.counters.spilled += stored;
-    if (stored < rows.length) {
-      this.counters.dropped += rows.length - stored;
+    if (stored < batch.rows.length) {
+      this.counters.dropped += batch.rows.length - stored;
       this.warn('spool_full', { dropped_total: this.counters.dropped, spool_bytes: this.options.spool.bytes, why }, 'request log spool full or unwritable; rows dropped');
     }
   }

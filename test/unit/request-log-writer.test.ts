@@ -19,8 +19,11 @@ class FakeSink implements LogSink {
   readonly batches: number[] = [];
   mode: 'ok' | 'fail' | 'hang' = 'ok';
   private hung: Array<() => void> = [];
-  write(rows: readonly ApiLogRow[]): Promise<void> {
+  /** Writes whose pre-serialized JSON was missing or did not match the rows. */
+  jsonMismatches = 0;
+  write(rows: readonly ApiLogRow[], json?: string): Promise<void> {
     this.batches.push(rows.length);
+    if (json !== JSON.stringify(rows)) this.jsonMismatches += 1;
     const store = () => {
       for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
     };
@@ -104,6 +107,7 @@ describe('request log: batching writer', () => {
     assert.ok(sink.batches.some((n) => n > 1), 'rows are grouped');
     assert.deepEqual(sink.requestIds(), ids(0, 10));
     assert.equal(w.counters.spilled, 0);
+    assert.equal(sink.jsonMismatches, 0, 'every batch arrives with its rows serialized once, as the rows');
   });
 
   it('keeps the queue bounded while the database fails, spills overflow to the spool, and replays it once', async () => {
@@ -124,6 +128,7 @@ describe('request log: batching writer', () => {
     await until(() => readdirSync(dir).length === 0, 'spool emptied');
     assert.deepEqual(sink.requestIds(), ids(0, 300));
     assert.equal(w.counters.dropped, 0);
+    assert.equal(sink.jsonMismatches, 0, 'replayed batches are serialized as their rows too');
     assert.ok(logs.lines.some((l) => l.event === 'request_log_overflow'), 'overflow is logged');
   });
 
