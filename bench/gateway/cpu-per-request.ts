@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { cpuSnapshot, cpuUse } from './cpu';
 import { prepareBenchIdentity, startBareProxy, startOurGateway, type BenchIdentity, type GatewayStart } from './gateways';
-import { installCleanupHooks, pinSelf } from './processes';
+import { installCleanupHooks, pinProcessesNamed, pinSelf } from './processes';
 import { startBenchUpstream } from './upstream';
 
 const TICKS_PER_SECOND = 100;
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
   connections = Number(values.connections);
   installCleanupHooks();
   pinSelf(0);
+  pinProcessesNamed('postgres', 0); // the gateway alone on core 1, as in bench:gateway
   const root = resolve(__dirname, '..', '..');
   const workDir = join(root, '.data', 'bench', 'cpu');
   mkdirSync(workDir, { recursive: true });

@@ -38,6 +38,29 @@ export function pinSelf(core: number): void {
   if (r.status !== 0) throw new Error(`taskset failed to pin the runner: ${r.stderr}`);
 }
 
+/**
+ * Pins every running process named `name` (all threads; e.g. `postgres`, whose new backends fork
+ * from the pinned postmaster and inherit it) to `core`, so the gateway's core is not shared with
+ * the database the key + request-log rows write to. Their previous affinity is put back when the
+ * runner exits, however it exits. Returns how many processes were pinned (0 when none run).
+ */
+export function pinProcessesNamed(name: string, core: number): number {
+  const found = spawnSync('pgrep', ['-x', name], { encoding: 'utf8' });
+  const pids = found.status === 0 ? found.stdout.split('\n').filter((line) => /^\d+$/.test(line)) : [];
+  const restore: Array<[string, string]> = [];
+  for (const pid of pids) {
+    const before = /affinity list: (\S+)/.exec(spawnSync('taskset', ['-c', '-p', pid], { encoding: 'utf8' }).stdout);
+    if (!before?.[1]) continue;
+    if (spawnSync('taskset', ['-a', '-c', '-p', String(core), pid]).status === 0) restore.push([pid, before[1]]);
+  }
+  if (restore.length > 0) {
+    process.on('exit', () => {
+      for (const [pid, list] of restore) spawnSync('taskset', ['-a', '-c', '-p', list, pid]);
+    });
+  }
+  return restore.length;
+}
+
 export interface Started {
   child: ChildProcess;
   /** Stops the child (SIGTERM, then SIGKILL after `graceMs`). */

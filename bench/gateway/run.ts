@@ -16,7 +16,7 @@ import { directTarget, prepareBenchIdentity, startBareProxy, startOurGateway, st
 import { latencyC1, requestsPerSecond, streamsPerSecond, ttfbC1, type Target } from './load';
 import { cpuSnapshot, cpuUse, waitForQuiet } from './cpu';
 import { applyHaltPollFromEnv } from './idle';
-import { firstLine, installCleanupHooks, pinSelf, runCommand, startPinned } from './processes';
+import { firstLine, installCleanupHooks, pinProcessesNamed, pinSelf, runCommand, startPinned } from './processes';
 import { appendResults, renderTable, runInfo, TARGETS, type Measured, type Row } from './report';
 import { STREAM_CHUNKS } from './upstream';
 
@@ -102,6 +102,8 @@ async function main(): Promise<void> {
     notes.push(haltPoll);
   }
   pinSelf(LOAD_CORE);
+  const pinnedDb = pinProcessesNamed('postgres', LOAD_CORE);
+  if (pinnedDb > 0) console.log(`bench: ${pinnedDb} PostgreSQL processes pinned to core ${LOAD_CORE} for the run`);
   const root = resolve(__dirname, '..', '..');
   const workDir = join(root, '.data', 'bench');
   mkdirSync(workDir, { recursive: true });
@@ -152,7 +154,7 @@ async function main(): Promise<void> {
   console.log(`Targets for our gateway: ≥ ${TARGETS.rpsC64.toLocaleString('en-US')} req/s at c=64; added p50 ≤ ${TARGETS.addedP50Ms} ms and p99 ≤ ${TARGETS.addedP99Ms} ms at c=1.`);
 
   const settings = [
-    `Layout: load generator (this runner: undici c=1 loops, autocannon, undici stream pool) + fake upstream on core ${LOAD_CORE}, gateway on core ${GATEWAY_CORE}.`,
+    `Layout: load generator (this runner: undici c=1 loops, autocannon, undici stream pool) + fake upstream${pinnedDb > 0 ? ' + PostgreSQL' : ''} on core ${LOAD_CORE}, gateway on core ${GATEWAY_CORE}.`,
     `c=1: ${PLAN.count} requests after a warm-up of ${during(PLAN.warmup)}; streams (${STREAM_CHUNKS} chunks + usage + [DONE]): ${PLAN.streamCount} after ${during(PLAN.streamWarmup)};`,
     `c=${PLAN.connections}: ${PLAN.seconds} s after ${PLAN.warmupSeconds} s warm-up.${QUICK ? ' QUICK smoke run: not comparable.' : ''}`,
     '"added" = gateway − direct at the same percentile. CPU column: busy % of core 0 / core 1 over the measured c=64 window, and (other) CPU used by processes outside the benchmark, in % of one core.',
