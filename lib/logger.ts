@@ -5,6 +5,7 @@
  * objects on the path to a secret, so the common secret-free line costs one pass over its keys.
  */
 import pino, { type Logger } from 'pino';
+import { BatchedLineSink } from './log-sink';
 
 export type { Logger };
 
@@ -58,22 +59,11 @@ export interface LoggerOptions {
   destination?: pino.DestinationStream;
 }
 
-/**
- * Standard output, written in batches: lines collect up to 8 KiB and are flushed every 250 ms,
- * and synchronously when the process exits, so a busy gateway makes a few writes per second
- * instead of one per request.
- */
+/** Standard output in batches (see log-sink.ts), written out synchronously when the process exits. */
 function batchedStdout(): pino.DestinationStream {
-  const destination = pino.destination({ sync: false, minLength: 8192 });
-  setInterval(() => destination.flush(), 250).unref();
-  process.once('exit', () => {
-    try {
-      destination.flushSync();
-    } catch {
-      // nothing left to do at exit
-    }
-  });
-  return destination;
+  const sink = new BatchedLineSink();
+  process.once('exit', () => sink.flushSync());
+  return sink;
 }
 
 /** Creates the process's root logger. */

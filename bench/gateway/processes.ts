@@ -82,7 +82,7 @@ export function startPinned(options: StartOptions): Started {
   let stdio: StdioOptions = ['pipe', 'pipe', 'inherit'];
   let fd: number | undefined;
   if (options.logFile) {
-    fd = openSync(options.logFile, 'a');
+    fd = openSync(options.logFile, 'w'); // the last run's log only: a day of runs appended grew to hundreds of MB
     stdio = ['pipe', fd, fd];
   }
   const child = spawn('taskset', ['-c', String(options.core), options.command, ...options.args], {

@@ -1,0 +1,119 @@
+/**
+ * The batched log destination against real file descriptors: every line arrives once and in
+ * order across many batches, a quiet line is written by the interval, lines queued when a process
+ * calls `process.exit` are written at exit, and a reader that stops reading (a FIFO nobody reads)
+ * makes the sink drop and count lines instead of growing, then report the count once it drains.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { BatchedLineSink } from '../../lib/log-sink';
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i += 1) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+describe('log sink: batched standard output', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'log-sink-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('writes every line once and in order across many batches', async () => {
+    const path = join(dir, 'out.log');
+    const fd = openSync(path, 'a');
+    const sink = new BatchedLineSink({ fd, flushChars: 1000, flushIntervalMs: 10_000 });
+    try {
+      for (let i = 0; i < 5000; i += 1) {
+        sink.write(`{"n":${i}}\n`);
+        if (i % 100 === 99) await new Promise((r) => setImmediate(r));
+      }
+      sink.flush();
+      await until(() => readFileSync(path, 'utf8').split('\n').length > 4990, 'the batches');
+      sink.close();
+      const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+      assert.deepEqual(lines, Array.from({ length: 5000 }, (_, i) => `{"n":${i}}`));
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('writes a lone line on the interval', async () => {
+    const path = join(dir, 'out.log');
+    const fd = openSync(path, 'a');
+    const sink = new BatchedLineSink({ fd, flushIntervalMs: 20 });
+    try {
+      sink.write('quiet\n');
+      assert.equal(readFileSync(path, 'utf8'), '', 'not written per line');
+      await until(() => readFileSync(path, 'utf8') === 'quiet\n', 'the interval flush');
+    } finally {
+      sink.close();
+      closeSync(fd);
+    }
+  });
+
+  it('writes queued lines when the process exits through process.exit', () => {
+    const path = join(dir, 'out.log');
+    const sinkModule = resolve(__dirname, '../../lib/log-sink.ts');
+    const script = `
+      const { openSync } = require('node:fs');
+      const { BatchedLineSink } = require(${JSON.stringify(sinkModule)});
+      const sink = new BatchedLineSink({ fd: openSync(${JSON.stringify(path)}, 'a') });
+      process.once('exit', () => sink.flushSync());
+      for (let i = 0; i < 300; i += 1) sink.write('line ' + i + '\\n');
+      process.exit(3);`;
+    assert.throws(() => execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { stdio: 'pipe' }), (err: { status?: number }) => err.status === 3);
+    assert.deepEqual(readFileSync(path, 'utf8').trimEnd().split('\n'), Array.from({ length: 300 }, (_, i) => `line ${i}`));
+  });
+
+  it('drops and counts lines while nobody reads, then says how many once the reader is back', async () => {
+    const fifo = join(dir, 'pipe');
+    execFileSync('mkfifo', [fifo]);
+    // Read-write keeps the FIFO open without a reader; non-blocking makes a full pipe answer EAGAIN.
+    const writeFd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+    const readFd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const sink = new BatchedLineSink({ fd: writeFd, flushChars: 4096, flushIntervalMs: 10_000, maxPendingChars: 256 * 1024 });
+    try {
+      const line = `${'x'.repeat(99)}\n`;
+      for (let i = 0; i < 10_000; i += 1) {
+        sink.write(line); // 1 MB in all: far more than the pipe (64 KiB) plus what the sink may hold
+        if (i % 50 === 49) await new Promise((r) => setImmediate(r));
+      }
+      await until(() => sink.droppedLines > 0, 'lines to be dropped');
+      const dropped = sink.droppedLines;
+      let text = '';
+      const chunk = Buffer.alloc(65536);
+      await until(() => {
+        for (;;) {
+          let n: number;
+          try {
+            n = readSync(readFd, chunk);
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code === 'EAGAIN') break;
+            throw err;
+          }
+          if (n === 0) break;
+          text += chunk.toString('utf8', 0, n);
+        }
+        sink.flush();
+        return text.includes('"event":"log_lines_dropped"');
+      }, 'the drop notice');
+      const notice = JSON.parse(text.split('\n').find((l) => l.includes('log_lines_dropped'))!) as { dropped: number };
+      assert.ok(notice.dropped >= dropped, `notice counts the dropped lines (${notice.dropped} ≥ ${dropped})`);
+      const kept = text.split('\n').filter((l) => l === line.trimEnd()).length;
+      assert.equal(kept + notice.dropped, 10_000, 'every line is either written or counted');
+      assert.ok(kept < 10_000);
+    } finally {
+      sink.close();
+      closeSync(readFd);
+      closeSync(writeFd);
+    }
+  });
+});
