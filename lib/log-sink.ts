@@ -4,7 +4,7 @@
  * once 64 Ki characters wait, every 250 ms, and synchronously when the process exits. At most one
  * write is in flight (on libuv's thread pool, so a slow reader of standard output never blocks the
  * event loop); partial writes continue where they stopped and a full non-blocking pipe (`EAGAIN`)
- * is retried. When more than `maxPendingChars` wait behind a stuck write, new lines are dropped
+ * is retried. When more than `maxPendingChars` wait behind a stuck (or very slow) write, new lines are dropped
  * and counted, and a line saying how many follows once writing resumes: memory stays bounded.
  *
  * This replaces pino's sonic-boom destination, which measured about 5.5 µs of CPU per line against
