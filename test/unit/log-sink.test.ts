@@ -10,14 +10,7 @@ import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rm
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BatchedLineSink } from '../../lib/log-sink';
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i += 1) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
+import { waitFor } from '../support/wait';
 
 describe('log sink: batched standard output', () => {
   let dir: string;
@@ -36,7 +29,7 @@ describe('log sink: batched standard output', () => {
         if (i % 100 === 99) await new Promise((r) => setImmediate(r));
       }
       sink.flush();
-      await until(() => readFileSync(path, 'utf8').split('\n').length > 4990, 'the batches');
+      await waitFor(() => readFileSync(path, 'utf8').split('\n').length > 4990, 'the batches');
       sink.close();
       const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
       assert.deepEqual(lines, Array.from({ length: 5000 }, (_, i) => `{"n":${i}}`));
@@ -52,7 +45,7 @@ describe('log sink: batched standard output', () => {
     try {
       sink.write('quiet\n');
       assert.equal(readFileSync(path, 'utf8'), '', 'not written per line');
-      await until(() => readFileSync(path, 'utf8') === 'quiet\n', 'the interval flush');
+      await waitFor(() => readFileSync(path, 'utf8') === 'quiet\n', 'the interval flush');
     } finally {
       sink.close();
       closeSync(fd);
@@ -103,7 +96,7 @@ describe('log sink: batched standard output', () => {
         }
         return { kept, noticed, notices };
       };
-      await until(() => {
+      await waitFor(() => {
         for (;;) {
           let n: number;
           try {
