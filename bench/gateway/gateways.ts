@@ -144,7 +144,8 @@ export async function startOurGateway(options: OurGatewayOptions): Promise<Gatew
       : { USER_AUTH_ENABLED: 'false', DB_ENABLED: 'false' }),
   };
   const started = startPinned({
-    core: options.core, command: process.execPath, args: [main], env, cwd: options.root,
+    // BENCH_GATEWAY_NODE_ARGS: Node/V8 flags to try on our gateway only (e.g. GC settings), for an A/B.
+    core: options.core, command: process.execPath, args: [...(process.env.BENCH_GATEWAY_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []), main], env, cwd: options.root,
     logFile: join(options.workDir, `gateway-${options.logLevel}${options.identity ? '-identity' : ''}.log`),
   });
   const target: Target = {
