@@ -7,6 +7,7 @@
  * aggregated. Aggregates older than 30 days are purged.
  */
 import type { Db } from '../../lib/db';
+import { batchJson } from './batch';
 import type { LogSink } from './writer';
 import type { ApiLogRow } from './row';
 
@@ -48,9 +49,9 @@ on conflict (hour, provider, model, endpoint_id) do update set
 /** Stores request-log batches in `api_logs` and `provider_hourly_stats`. */
 export function postgresSink(db: Db): LogSink {
   return {
-    write: async (rows, json) => {
-      if (rows.length === 0) return;
-      await db.raw(INSERT, [json ?? JSON.stringify(rows)]);
+    write: async (batch) => {
+      if (batch.rows.length === 0) return;
+      await db.raw(INSERT, [batchJson(batch)]);
     },
     purge: async () => {
       await db.raw(`delete from provider_hourly_stats where hour < now() - make_interval(days => ?)`, [HOURLY_STATS_RETENTION_DAYS]);

@@ -9,6 +9,7 @@
 import { appendFile, mkdir, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ApiLogRow } from './row';
+import type { RowBatch } from './batch';
 
 export interface SpoolOptions {
   dir: string;
@@ -90,22 +91,21 @@ export class Spool {
   }
 
   /**
-   * Appends rows; resolves with how many were stored. `texts`, when given, are the rows already
-   * serialized (`JSON.stringify(rows[i])`). Rows that would pass the size cap, or that could not be
-   * written, are not stored.
+   * Appends a batch's rows (their texts, serialized when the batch was built); resolves with how
+   * many were stored. Rows that would pass the size cap, or that could not be written, are not stored.
    */
-  append(rows: readonly ApiLogRow[], texts?: readonly string[]): Promise<number> {
-    const run = this.tail.then(() => this.write(rows, texts));
+  append(batch: RowBatch): Promise<number> {
+    const run = this.tail.then(() => this.write(batch.texts));
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async write(rows: readonly ApiLogRow[], texts: readonly string[] | undefined): Promise<number> {
+  private async write(texts: readonly string[]): Promise<number> {
     let text = '';
     let bytes = 0;
     let accepted = 0;
-    for (let i = 0; i < rows.length; i += 1) {
-      const line = `${texts?.[i] ?? JSON.stringify(rows[i])}\n`;
+    for (const row of texts) {
+      const line = `${row}\n`;
       const size = Buffer.byteLength(line);
       if (this.totalBytes + bytes + size > this.options.maxBytes) break;
       text += line;

@@ -15,17 +15,13 @@
  */
 import type { Logger } from '../../lib/logger';
 import type { LogEntry } from './entry';
-import { batchJson, buildBatch, serializeRows, type RowBatch } from './batch';
-import type { ApiLogRow } from './row';
+import { buildBatch, serializeRows, type RowBatch } from './batch';
 import type { Spool } from './spool';
 
 /** Where rows are stored (PostgreSQL in production, a fake in unit tests). */
 export interface LogSink {
-  /**
-   * Stores the rows in one statement; rows whose `log_id` is already stored are skipped. `json`,
-   * when given, is the rows already serialized as one JSON array.
-   */
-  write(rows: readonly ApiLogRow[], json?: string): Promise<void>;
+  /** Stores the batch's rows in one statement; rows whose `log_id` is already stored are skipped. */
+  write(batch: RowBatch): Promise<void>;
   /** Deletes aggregates past retention (cheap; called about hourly). */
   purge(): Promise<void>;
 }
@@ -166,7 +162,7 @@ export class RequestLogWriter {
 
   /** Writes a batch with a timeout (see {@link guarded}). */
   private attempt(batch: RowBatch): Promise<boolean> {
-    return this.guarded(() => this.options.sink.write(batch.rows, batchJson(batch)), 'write_failed');
+    return this.guarded(() => this.options.sink.write(batch), 'write_failed');
   }
 
   /**
@@ -253,7 +249,7 @@ export class RequestLogWriter {
   }
 
   private async toSpool(batch: RowBatch, why: string): Promise<void> {
-    const stored = await this.options.spool.append(batch.rows, batch.texts);
+    const stored = await this.options.spool.append(batch);
     this.counters.spilled += stored;
     if (stored < batch.rows.length) {
       this.counters.dropped += batch.rows.length - stored;

@@ -62,7 +62,7 @@ describe('request log: batch building', () => {
       const spool = new Spool({ dir, maxBytes: 1024 * 1024 });
       await spool.open();
       const batch = await buildBatch([entry(1), entry(2), entry(3)]);
-      assert.equal(await spool.append(batch.rows, batch.texts), 3);
+      assert.equal(await spool.append(batch), 3);
       const segment = await spool.oldest();
       assert.ok(segment);
       assert.deepEqual(segment.rows, JSON.parse(JSON.stringify(batch.rows)));

@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LogEntry } from '../../gateway/request-log/entry';
+import { batchJson, type RowBatch } from '../../gateway/request-log/batch';
 import type { ApiLogRow } from '../../gateway/request-log/row';
 import { Spool } from '../../gateway/request-log/spool';
 import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
@@ -19,11 +20,12 @@ class FakeSink implements LogSink {
   readonly batches: number[] = [];
   mode: 'ok' | 'fail' | 'hang' = 'ok';
   private hung: Array<() => void> = [];
-  /** Writes whose pre-serialized JSON was missing or did not match the rows. */
+  /** Batches whose statement JSON did not match their rows. */
   jsonMismatches = 0;
-  write(rows: readonly ApiLogRow[], json?: string): Promise<void> {
+  write(batch: RowBatch): Promise<void> {
+    const rows = batch.rows;
     this.batches.push(rows.length);
-    if (json !== JSON.stringify(rows)) this.jsonMismatches += 1;
+    if (batchJson(batch) !== JSON.stringify(rows)) this.jsonMismatches += 1;
     const store = () => {
       for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
     };
