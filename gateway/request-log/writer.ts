@@ -4,7 +4,8 @@
  * write at a time:
  *
  * - a batch is written when `batchSize` rows are queued or every `flushIntervalMs`, as one
- *   multi-row statement (the {@link LogSink});
+ *   multi-row statement (the {@link LogSink}); the end of a write starts another only for a full
+ *   batch, so light traffic costs one statement per interval, not one per request;
  * - a write that fails or takes longer than `writeTimeoutMs` marks the database down: its rows go
  *   to the spool, no new write starts until the slow one settles and a retry delay passed;
  * - the queue holds at most `maxQueue` rows: when full, the whole queue is handed to the spool
@@ -68,6 +69,8 @@ export class RequestLogWriter {
   private ticking: Promise<void> | undefined;
   private spillRun: Promise<void> | undefined;
   private scheduled = false;
+  /** The interval passed since the last flush of a partly filled batch: write what is queued at the next chance. */
+  private partialDue = false;
   private timer: NodeJS.Timeout | undefined;
   private databaseUp = true;
   private retryAt = 0;
@@ -93,7 +96,10 @@ export class RequestLogWriter {
   /** Starts the flush timer. */
   start(): void {
     if (this.timer || this.stopped) return;
-    this.timer = setInterval(() => this.schedule(), this.options.flushIntervalMs);
+    this.timer = setInterval(() => {
+      this.partialDue = true;
+      this.schedule();
+    }, this.options.flushIntervalMs);
     this.timer.unref();
     this.schedule();
   }
@@ -134,13 +140,20 @@ export class RequestLogWriter {
     return this.ticking;
   }
 
+  /**
+   * Writes full batches; when the interval is due, also the rows queued at that moment (not rows
+   * arriving meanwhile: under steady light traffic something is always queued, and writing it the
+   * moment the previous write ends would be a statement per request).
+   */
   private async tick(): Promise<void> {
-    if (!this.canWrite()) return;
-    while (this.queue.length > 0 && this.canWrite()) {
+    if (!this.canWrite()) return; // a due interval stays due: the write in flight schedules a tick when it ends
+    let partial = this.partialDue ? this.queue.length : 0;
+    this.partialDue = false;
+    while (this.canWrite() && (this.queue.length >= this.options.batchSize || (partial > 0 && this.queue.length > 0))) {
       const batch = await this.takeBatch();
+      partial -= batch.rows.length;
       if (await this.attempt(batch)) this.counters.written += batch.rows.length;
       else await this.toSpool(batch, 'database write failed');
-      if (this.queue.length < this.options.batchSize) break;
     }
     // Replay while live rows are not backing up (less than a batch waits), so steady traffic cannot starve it.
     if (this.canWrite() && this.queue.length < this.options.batchSize && this.options.spool.pending) await this.replayOne();

@@ -81,10 +81,10 @@ describe('request log: batching writer', () => {
   let writer: RequestLogWriter | undefined;
   const logs = captureLogs('writer', 'info');
 
-  function make(options: { maxQueue?: number; batchSize?: number; maxBytes?: number; spoolDir?: string } = {}): RequestLogWriter {
+  function make(options: { maxQueue?: number; batchSize?: number; maxBytes?: number; spoolDir?: string; flushIntervalMs?: number } = {}): RequestLogWriter {
     writer = new RequestLogWriter({
       sink, spool: new Spool({ dir: options.spoolDir ?? dir, maxBytes: options.maxBytes ?? 10 * 1024 * 1024, segmentBytes: 2048 }), log: logs.log,
-      batchSize: options.batchSize ?? 10, flushIntervalMs: 20, maxQueue: options.maxQueue ?? 50, writeTimeoutMs: 50, retryMs: 20,
+      batchSize: options.batchSize ?? 10, flushIntervalMs: options.flushIntervalMs ?? 20, maxQueue: options.maxQueue ?? 50, writeTimeoutMs: 50, retryMs: 20,
     });
     return writer;
   }
@@ -146,6 +146,26 @@ describe('request log: batching writer', () => {
     await until(() => sink.stored.size === 60, 'all rows stored');
     await until(() => readdirSync(dir).length === 0, 'spool emptied');
     assert.deepEqual(sink.requestIds(), ids(0, 60));
+  });
+
+  it('does not follow a write with a partly filled batch: rows arriving meanwhile wait for the interval', async () => {
+    // Under light steady traffic a few rows always arrive while a write is in flight; writing them
+    // the moment it ends would turn the log into one statement (and one aggregate update) per request.
+    sink.mode = 'hang';
+    const w = make({ batchSize: 4, flushIntervalMs: 60_000 });
+    w.start();
+    for (let i = 0; i < 4; i += 1) w.push(entry(i));
+    await until(() => sink.batches.length === 1, 'the full batch written');
+    for (let i = 4; i < 7; i += 1) w.push(entry(i));
+    sink.release();
+    await until(() => sink.stored.size === 4, 'the first batch stored');
+    for (let i = 0; i < 10; i += 1) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(sink.batches, [4], 'no write of the 3 rows before the interval');
+    assert.equal(w.queued, 3);
+    w.push(entry(7));
+    await until(() => sink.stored.size === 8, 'the batch filled by the 4th row written');
+    assert.deepEqual(sink.batches, [4, 4]);
+    assert.deepEqual(sink.requestIds(), ids(0, 8));
   });
 
   it('flushes what is queued at shutdown', async () => {
