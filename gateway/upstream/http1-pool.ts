@@ -17,6 +17,9 @@
  *   (until the response head), and idle between body bytes; none while the handler paused the
  *   body (the client is reading slowly, not the upstream). Deadlines are plain numbers checked by
  *   one sweep per pool (a tenth of the shortest timeout, 5 ms–1 s), not a timer per socket.
+ * - Chunked bodies: framing is read in place (an offset, no slice per chunk-size line or CRLF), and
+ *   the data of all chunks parsed from what the socket delivered goes to `onData` as one buffer
+ *   (one copy): an SSE upstream writing one event per chunk costs one handler call per read.
  * - Backpressure: `onData` returning false pauses the socket until the handler's `resume`.
  * - Abort: the handler's `abort(err)` closes the socket and reports `err` through `onError`.
  */
@@ -47,6 +50,14 @@ const enum Phase { Head, Body, ChunkSize, ChunkData, ChunkEnd, Trailers, Done }
 class Connection {
   handler: Dispatcher.DispatchHandler | undefined;
   private buffered: Buffer | undefined;
+  /** Where parsing continues in `buffered` (framing already read is skipped, not sliced off). */
+  private at = 0;
+  /**
+   * Chunk data parsed in the current pass, handed over as one buffer when the pass ends (or before
+   * the exchange ends): an upstream that writes many small chunks at once (an SSE stream, one event
+   * per chunk) costs the handler one call per socket read, not one per chunk.
+   */
+  private readonly gathered: Buffer[] = [];
   private phase = Phase.Head;
   private framing: Framing = 'close';
   private remaining = 0;
@@ -83,6 +94,8 @@ class Connection {
     this.handler = handler;
     this.phase = Phase.Head;
     this.buffered = undefined;
+    this.at = 0;
+    this.gathered.length = 0;
     this.keepAlive = true;
     this.paused = false;
     if (this.socket.isPaused()) this.socket.resume();
@@ -156,7 +169,9 @@ class Connection {
       return;
     }
     if (this.phase !== Phase.Head) this.arm(this.pool.options.bodyTimeoutMs); // idle between body bytes
-    this.buffered = this.buffered ? Buffer.concat([this.buffered, chunk]) : chunk;
+    const held = this.buffered;
+    this.buffered = held === undefined || this.at >= held.length ? chunk : Buffer.concat([this.at === 0 ? held : held.subarray(this.at), chunk]);
+    this.at = 0;
     this.process();
   }
 
@@ -168,41 +183,62 @@ class Connection {
     if (!this.paused && this.handler) this.socket.resume();
   }
 
-  /** Parses what is buffered until it runs out, the handler pauses, or the exchange ends. */
+  /**
+   * Parses what is buffered until it runs out, the handler pauses, or the exchange ends. The data
+   * of the chunks parsed in one pass reaches the handler as one buffer (see {@link gathered}).
+   */
   private process(): void {
-    while (this.handler && !this.paused && this.buffered !== undefined && this.buffered.length > 0) {
+    this.parse();
+    if (this.gathered.length === 0) return;
+    if (this.handler) this.deliverGathered();
+    else this.gathered.length = 0;
+  }
+
+  /** The parsing loop of {@link process}: `buffered` is read from `at` on, without slicing framing away. */
+  private parse(): void {
+    while (this.handler && !this.paused && this.buffered !== undefined) {
       const buf = this.buffered;
+      const at = this.at;
+      const left = buf.length - at;
+      if (left <= 0) {
+        this.buffered = undefined;
+        this.at = 0;
+        return;
+      }
       if (this.phase === Phase.Head) {
-        if (!this.head(buf)) return;
+        if (!this.head(at === 0 ? buf : buf.subarray(at))) return;
         continue;
       }
       if (this.phase === Phase.Body) {
-        if (this.framing === 'close') {
-          this.buffered = undefined;
-          this.deliver(buf);
-          continue;
-        }
-        const take = Math.min(this.remaining, buf.length);
-        this.buffered = take === buf.length ? undefined : buf.subarray(take);
-        this.remaining -= take;
-        const more = this.deliver(take === buf.length ? buf : buf.subarray(0, take));
-        if (this.remaining === 0 && this.handler) this.finish();
+        const take = this.framing === 'close' ? left : Math.min(this.remaining, left);
+        this.at += take;
+        if (this.framing === 'length') this.remaining -= take;
+        const more = this.deliver(at === 0 && take === buf.length ? buf : buf.subarray(at, at + take));
+        if (this.framing === 'length' && this.remaining === 0 && this.handler) this.finish();
         if (!more) return;
+        continue;
+      }
+      if (this.phase === Phase.ChunkData) {
+        const take = Math.min(this.remaining, left);
+        this.at += take;
+        this.remaining -= take;
+        if (this.remaining === 0) this.phase = Phase.ChunkEnd;
+        this.gathered.push(at === 0 && take === buf.length ? buf : buf.subarray(at, at + take));
         continue;
       }
       if (this.phase === Phase.ChunkEnd) {
         // The CRLF after a chunk's data.
-        if (buf.length < 2) return;
-        if (buf[0] !== CR || buf[1] !== LF) return this.fail(new Http1Error('malformed chunk end', 'UND_ERR_SOCKET'));
-        this.buffered = buf.length === 2 ? undefined : buf.subarray(2);
+        if (left < 2) return;
+        if (buf[at] !== CR || buf[at + 1] !== LF) return this.failAfterGathered(new Http1Error('malformed chunk end', 'UND_ERR_SOCKET'));
+        this.at += 2;
         this.phase = Phase.ChunkSize;
         continue;
       }
       if (this.phase === Phase.ChunkSize) {
-        const line = parseChunkSize(buf);
+        const line = parseChunkSize(buf, at);
         if (line === undefined) return;
-        if (line instanceof Http1Error) return this.fail(line);
-        this.buffered = line.next === buf.length ? undefined : buf.subarray(line.next);
+        if (line instanceof Http1Error) return this.failAfterGathered(line);
+        this.at = line.next;
         if (line.size === 0) this.phase = Phase.Trailers;
         else {
           this.remaining = line.size;
@@ -212,25 +248,33 @@ class Connection {
       }
       if (this.phase === Phase.Trailers) {
         // Trailer lines (ignored) up to the empty line that ends the message.
-        const eol = buf.indexOf(CRLF);
+        const eol = buf.indexOf(CRLF, at);
         if (eol === -1) {
-          if (buf.length > MAX_HEAD_BYTES) this.fail(new Http1Error('trailer line too long', 'UND_ERR_SOCKET'));
+          if (left > MAX_HEAD_BYTES) this.failAfterGathered(new Http1Error('trailer line too long', 'UND_ERR_SOCKET'));
           return;
         }
-        this.buffered = eol + 2 === buf.length ? undefined : buf.subarray(eol + 2);
-        if (eol === 0) this.finish();
-        continue;
-      }
-      if (this.phase === Phase.ChunkData) {
-        const take = Math.min(this.remaining, buf.length);
-        this.buffered = take === buf.length ? undefined : buf.subarray(take);
-        this.remaining -= take;
-        if (this.remaining === 0) this.phase = Phase.ChunkEnd;
-        if (!this.deliver(take === buf.length ? buf : buf.subarray(0, take))) return;
+        if (eol === at && this.gathered.length > 0 && !this.deliverGathered()) return; // all data before the end
+        if (!this.handler) return;
+        this.at = eol + 2;
+        if (eol === at) this.finish();
         continue;
       }
       return;
     }
+  }
+
+  /** Hands the gathered chunk data to the handler as one buffer; false when it paused (or the exchange ended). */
+  private deliverGathered(): boolean {
+    const pieces = this.gathered;
+    const data = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+    pieces.length = 0;
+    return this.deliver(data);
+  }
+
+  /** Fails the exchange after handing over the data that arrived intact before the fault. */
+  private failAfterGathered(err: Error): void {
+    if (this.gathered.length > 0) this.deliverGathered();
+    if (this.handler) this.fail(err);
   }
 
   /** Reads a response head from `buf`; false when more bytes are needed (or the exchange ended). */
@@ -242,6 +286,7 @@ class Connection {
       return false;
     }
     this.buffered = buf.subarray(head.bodyStart);
+    this.at = 0;
     if (head.keepAliveHintMs !== undefined) this.keepAliveHintMs = head.keepAliveHintMs;
     const { statusCode } = head;
     if (statusCode < 200) return true; // an informational answer (1xx): the real one follows
@@ -288,8 +333,9 @@ class Connection {
     const handler = this.handler!;
     this.handler = undefined;
     this.phase = Phase.Done;
-    const leftover = this.buffered !== undefined && this.buffered.length > 0;
+    const leftover = this.buffered !== undefined && this.buffered.length > this.at;
     this.buffered = undefined;
+    this.at = 0;
     this.paused = false;
     if (!this.keepAlive || leftover || this.spent) {
       this.spent = true;

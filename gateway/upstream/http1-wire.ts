@@ -122,25 +122,25 @@ function hexDigit(c: number): number {
 }
 
 /**
- * A chunk-size line at the start of `buf`, read in place (hex digits from the bytes, no string
+ * A chunk-size line at offset `from` of `buf`, read in place (hex digits from the bytes, no string
  * per chunk; `;extensions` and spaces up to the CRLF skipped): the size and the offset after the
  * line, undefined while incomplete, or an error.
  */
-export function parseChunkSize(buf: Buffer): { size: number; next: number } | Http1Error | undefined {
+export function parseChunkSize(buf: Buffer, from = 0): { size: number; next: number } | Http1Error | undefined {
   let size = 0;
-  let i = 0;
+  let i = from;
   for (; i < buf.length; i += 1) {
     const digit = hexDigit(buf[i]!);
     if (digit < 0) break;
-    if (i === 8) return new Http1Error('chunk size too large', 'UND_ERR_SOCKET');
+    if (i - from === 8) return new Http1Error('chunk size too large', 'UND_ERR_SOCKET');
     size = size * 16 + digit;
   }
   if (i === buf.length) return undefined; // more digits may follow
-  if (i === 0) return new Http1Error('malformed chunk size', 'UND_ERR_SOCKET');
+  if (i === from) return new Http1Error('malformed chunk size', 'UND_ERR_SOCKET');
   if (buf[i] === CR && buf[i + 1] === LF) return { size, next: i + 2 };
   const c = buf[i];
   if (c !== 59 /* ; */ && c !== 32 && c !== 9 && c !== CR) return new Http1Error('malformed chunk size', 'UND_ERR_SOCKET');
   const eol = buf.indexOf(CRLF, i);
-  if (eol === -1) return buf.length > MAX_HEAD_BYTES ? new Http1Error('chunk framing line too long', 'UND_ERR_SOCKET') : undefined;
+  if (eol === -1) return buf.length - from > MAX_HEAD_BYTES ? new Http1Error('chunk framing line too long', 'UND_ERR_SOCKET') : undefined;
   return { size, next: eol + 2 };
 }

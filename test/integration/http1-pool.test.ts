@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import type { Dispatcher } from 'undici';
 import { ClientAbort } from '../../lib/http/client-abort';
 import { BufferedExchange, ExchangeError, type ExchangeFailure } from '../../gateway/upstream/exchange';
 import { Http1Pool, type Http1PoolOptions } from '../../gateway/upstream/http1-pool';
@@ -76,6 +77,42 @@ function trickle(socket: Socket, bytes: Buffer): void {
   next();
 }
 
+/** A dispatcher handler that records what the pool hands it; `pauseFirst` returns false from the first `onData`. */
+class RecordingHandler implements Dispatcher.DispatchHandler {
+  readonly data: string[] = [];
+  status = 0;
+  error: Error | undefined;
+  resume: (() => void) | undefined;
+  readonly done: Promise<void>;
+  private settle!: () => void;
+  constructor(private readonly pauseFirst = false) {
+    this.done = new Promise((resolve) => { this.settle = resolve; });
+  }
+  onConnect(): void {}
+  onHeaders(status: number, _raw: Buffer[], resume: () => void): boolean {
+    this.status = status;
+    this.resume = resume;
+    return true;
+  }
+  onData(chunk: Buffer): boolean {
+    this.data.push(chunk.toString());
+    return !(this.pauseFirst && this.data.length === 1);
+  }
+  onComplete(): void {
+    this.settle();
+  }
+  onError(err: Error): void {
+    this.error = err;
+    this.settle();
+  }
+}
+
+/** A chunked answer head and `parts` as chunks (the last one, `0`, ends the body unless `end` is false). */
+function chunked(parts: string[], end = true): string {
+  return parts.map((p) => `${Buffer.byteLength(p).toString(16)}\r\n${p}\r\n`).join('') + (end ? '0\r\n\r\n' : '');
+}
+const CHUNKED_HEAD = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
+
 describe('lean HTTP/1.1 client for plain-HTTP upstreams', () => {
   const servers: RawServer[] = [];
   const pools: Http1Pool[] = [];
@@ -110,6 +147,46 @@ describe('lean HTTP/1.1 client for plain-HTTP upstreams', () => {
     const { server, pool } = await setUp((i, socket) => trickle(socket, i % 2 === 0 ? chunked : length));
     for (let i = 0; i < 4; i += 1) assert.equal((await send(pool)).toString(), i % 2 === 0 ? 'hello, world' : 'hello world');
     assert.equal(server.connections, 1, 'each framing leaves the connection reusable');
+  });
+
+  it('hands the chunks that arrive together to the handler as one buffer, in order', async () => {
+    // An SSE upstream writes one event per chunk; a read that holds many must not cost one handler call each.
+    const events = Array.from({ length: 66 }, (_, i) => `data: {"i":${i}}\n\n`);
+    const { pool } = await setUp((_i, socket) => socket.write(CHUNKED_HEAD + chunked(events)));
+    const handler = new RecordingHandler();
+    pool.dispatch({ method: 'POST', path: '/v1/chat/completions', headers: {}, body: '{}' }, handler);
+    await handler.done;
+    assert.equal(handler.error, undefined);
+    assert.equal(handler.data.join(''), events.join(''));
+    assert.ok(handler.data.length < events.length, `${handler.data.length} handler calls for ${events.length} chunks`);
+  });
+
+  it('holds gathered chunk data back while the handler is paused, and ends the body only after it', async () => {
+    let second: (() => void) | undefined;
+    const { pool } = await setUp((_i, socket) => {
+      socket.write(CHUNKED_HEAD + chunked(['a1', 'a2'], false));
+      second = () => socket.write(chunked(['b1', 'b2']));
+    });
+    const handler = new RecordingHandler(true);
+    pool.dispatch({ method: 'POST', path: '/v1/chat/completions', headers: {}, body: '{}' }, handler);
+    for (let i = 0; i < 200 && handler.data.length === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(handler.data, ['a1a2']);
+    second!();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(handler.data, ['a1a2'], 'nothing is delivered while paused');
+    handler.resume!();
+    await handler.done;
+    assert.equal(handler.error, undefined);
+    assert.equal(handler.data.join(''), 'a1a2b1b2');
+  });
+
+  it('delivers the chunks that arrived intact before a malformed one, then fails', async () => {
+    const { pool } = await setUp((_i, socket) => socket.write(`${CHUNKED_HEAD}${chunked(['hello', 'world'], false)}zz\r\nxx\r\n`));
+    const handler = new RecordingHandler();
+    pool.dispatch({ method: 'POST', path: '/v1/chat/completions', headers: {}, body: '{}' }, handler);
+    await handler.done;
+    assert.equal(handler.data.join(''), 'helloworld');
+    assert.match(String(handler.error?.message), /malformed chunk size/);
   });
 
   it('skips informational answers and reads a body that ends with the connection', async () => {
