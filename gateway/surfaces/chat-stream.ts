@@ -33,7 +33,6 @@ export interface StreamOutcome {
 
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 const DATA_PREFIX = Buffer.from('data: ');
-const DONE_EVENT = Buffer.from('data: [DONE]\n\n');
 const LF = 10;
 const CR = 13;
 
@@ -44,34 +43,55 @@ function endsAtEventBoundary(chunk: Buffer): boolean {
 }
 
 const QUOTE = 34;
+// Searched for by short suffixes: Buffer#indexOf finds a needle under 7 bytes by a memchr for its
+// first byte, and a needle starting with `"` (frequent in JSON) or a longer one costs 5–10× more.
+const USAGE_TAIL = Buffer.from('usage"');
+const ROUTING_HEAD = Buffer.from('_rout');
+const ROUTING_KEY = Buffer.from('"_routing"');
 
-/** Whether `name` (ASCII, ending in its closing quote) follows position `at` of `chunk`. */
-function followedBy(chunk: Buffer, at: number, name: Buffer): boolean {
-  if (at + name.length > chunk.length) return true; // cut off: treat as a match (not plain)
-  for (let k = 0; k < name.length; k += 1) if (chunk[at + k] !== name[k]) return false;
-  return true;
+/** Where `"usage"` starts in `chunk`, or -1. */
+function findUsage(chunk: Buffer): number {
+  for (let at = chunk.indexOf(USAGE_TAIL); at !== -1; at = chunk.indexOf(USAGE_TAIL, at + 1)) {
+    if (at > 0 && chunk[at - 1] === QUOTE) return at - 1;
+  }
+  return -1;
 }
 
-const USAGE_REST = Buffer.from('usage"');
-const ROUTING_REST = Buffer.from('_routing"');
+/** Where `"_routing"` starts in `chunk`, or -1. */
+function findRouting(chunk: Buffer): number {
+  for (let at = chunk.indexOf(ROUTING_HEAD); at !== -1; at = chunk.indexOf(ROUTING_HEAD, at + 1)) {
+    if (at === 0 || chunk[at - 1] !== QUOTE) continue;
+    if (at - 1 + ROUTING_KEY.length > chunk.length) return at - 1; // cut off: counted as a match (the event is incomplete anyway)
+    if (chunk.compare(ROUTING_KEY, 0, ROUTING_KEY.length, at - 1, at - 1 + ROUTING_KEY.length) === 0) return at - 1;
+  }
+  return -1;
+}
+
+/** Where the first CR, `"usage"` or `"_routing"` of `chunk` starts (its length when none): no plain event reaches past it. */
+function firstMarker(chunk: Buffer): number {
+  let stop = chunk.length;
+  const cr = chunk.indexOf(CR);
+  if (cr !== -1) stop = cr;
+  const usage = findUsage(chunk);
+  if (usage !== -1 && usage < stop) stop = usage;
+  const routing = findRouting(chunk);
+  if (routing !== -1 && routing < stop) stop = routing;
+  return stop;
+}
 
 /**
- * The end (after its blank line) of the plain event starting at `pos`: `data: <one line>\n\n`
- * with no CR, not `[DONE]`, mentioning neither `"usage"` nor `"_routing"`; -1 otherwise (also
- * when the event is not complete in this chunk).
+ * The end (after its blank line) of the plain event starting at `pos`: `data: <one line>\n\n`,
+ * not `[DONE]`, ending at or before `stop` (the first CR, `"usage"` or `"_routing"` of the chunk,
+ * see {@link firstMarker}); -1 otherwise (also when the event is not complete in this chunk).
  */
-function plainEventEnd(chunk: Buffer, pos: number): number {
+function plainEventEnd(chunk: Buffer, pos: number, stop: number): number {
   const n = chunk.length;
   if (n - pos < DATA_PREFIX.length + 2) return -1;
   for (let k = 0; k < DATA_PREFIX.length; k += 1) if (chunk[pos + k] !== DATA_PREFIX[k]) return -1;
-  if (chunk[pos + 6] === 0x5b && followedBy(chunk, pos, DONE_EVENT)) return -1; // [DONE]
-  for (let i = pos + DATA_PREFIX.length; i < n; i += 1) {
-    const c = chunk[i];
-    if (c === LF) return i + 1 < n && chunk[i + 1] === LF ? i + 2 : -1;
-    if (c === CR) return -1;
-    if (c === QUOTE && (followedBy(chunk, i + 1, USAGE_REST) || followedBy(chunk, i + 1, ROUTING_REST))) return -1;
-  }
-  return -1;
+  if (chunk[pos + 6] === 0x5b) return -1; // `data: [`: [DONE] (or an array payload, rare) takes the parsing path
+  const lf = chunk.indexOf(LF, pos + DATA_PREFIX.length);
+  if (lf === -1 || lf + 1 >= n || chunk[lf + 1] !== LF) return -1;
+  return lf + 2 <= stop ? lf + 2 : -1;
 }
 
 /**
@@ -147,14 +167,16 @@ export class ChatStreamRelay {
 
   /**
    * Whole events of a chunk, the parser idle: plain ones pass through as bytes (see the class
-   * comment). Scanned in JS (Buffer's native search costs more than it saves on ~150-byte events);
-   * at the first event that is not plain, the rest of the chunk goes to the parser.
+   * comment). The chunk is searched natively, once for the markers that make an event not plain
+   * and once per event for its line end; at the first event that is not plain, the rest of the
+   * chunk goes to the parser.
    */
   private pushEvents(chunk: Buffer): void {
     const n = chunk.length;
+    const stop = firstMarker(chunk);
     let pos = 0;
     while (pos < n) {
-      const end = plainEventEnd(chunk, pos);
+      const end = plainEventEnd(chunk, pos, stop);
       if (end === -1) break;
       pos = end;
     }
