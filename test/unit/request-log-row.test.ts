@@ -3,6 +3,7 @@
  * hash), the declared agent, the conversation facts, and the row built from a queued entry.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { declaredAgent, leadingToken } from '../../gateway/request-log/client-agent';
 import { noteChatFacts } from '../../gateway/request-log/chat-facts';
 import { costOf } from '../../gateway/request-log/cost';
@@ -53,6 +54,9 @@ describe('request log: user-message shape and agent', () => {
     assert.match(shape.hash!, /^[0-9a-f]{16}$/);
     assert.equal(messageShape('aabb')!.hash, shape.hash, 'the hash is of the stripped text');
     assert.notEqual(messageShape('aabc')!.hash, shape.hash);
+    // The first 64 bits of the SHA-256 of the UTF-8 text, in hex: stored rows group by it, so it never changes.
+    assert.equal(messageShape('aabb')!.hash, '486b34250bd4400c');
+    assert.equal(messageShape('  héllo 🙂 ')!.hash, createHash('sha256').update('héllo 🙂', 'utf8').digest('hex').slice(0, 16));
     assert.equal(messageShape('🙂🙂')!.chars, 2);
     assert.equal(shannonEntropy('abcd'), 2);
     assert.equal(shannonEntropy('🙂🙂ab'), 1.5, 'astral characters count once each');
