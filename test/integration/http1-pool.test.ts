@@ -10,6 +10,7 @@ import type { Dispatcher } from 'undici';
 import { ClientAbort } from '../../lib/http/client-abort';
 import { BufferedExchange, ExchangeError, type ExchangeFailure } from '../../gateway/upstream/exchange';
 import { Http1Pool, type Http1PoolOptions } from '../../gateway/upstream/http1-pool';
+import { seededRng } from '../../gateway/routing/weighted-order';
 
 interface RawServer {
   origin: string;
@@ -77,7 +78,10 @@ function trickle(socket: Socket, bytes: Buffer): void {
   next();
 }
 
-/** A dispatcher handler that records what the pool hands it; `pauseFirst` returns false from the first `onData`. */
+/**
+ * A dispatcher handler that records what the pool hands it. `pause(n)` decides whether the n-th
+ * `onData` (from 1) returns false; with `autoResume` the handler resumes itself a moment later.
+ */
 class RecordingHandler implements Dispatcher.DispatchHandler {
   readonly data: string[] = [];
   status = 0;
@@ -85,7 +89,7 @@ class RecordingHandler implements Dispatcher.DispatchHandler {
   resume: (() => void) | undefined;
   readonly done: Promise<void>;
   private settle!: () => void;
-  constructor(private readonly pauseFirst = false) {
+  constructor(private readonly pause: (n: number) => boolean = () => false, private readonly autoResume = false) {
     this.done = new Promise((resolve) => { this.settle = resolve; });
   }
   onConnect(): void {}
@@ -96,7 +100,9 @@ class RecordingHandler implements Dispatcher.DispatchHandler {
   }
   onData(chunk: Buffer): boolean {
     this.data.push(chunk.toString());
-    return !(this.pauseFirst && this.data.length === 1);
+    if (!this.pause(this.data.length)) return true;
+    if (this.autoResume) setTimeout(() => this.resume!(), 1);
+    return false;
   }
   onComplete(): void {
     this.settle();
@@ -167,7 +173,7 @@ describe('lean HTTP/1.1 client for plain-HTTP upstreams', () => {
       socket.write(CHUNKED_HEAD + chunked(['a1', 'a2'], false));
       second = () => socket.write(chunked(['b1', 'b2']));
     });
-    const handler = new RecordingHandler(true);
+    const handler = new RecordingHandler((n) => n === 1);
     pool.dispatch({ method: 'POST', path: '/v1/chat/completions', headers: {}, body: '{}' }, handler);
     for (let i = 0; i < 200 && handler.data.length === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
     assert.deepEqual(handler.data, ['a1a2']);
@@ -178,6 +184,33 @@ describe('lean HTTP/1.1 client for plain-HTTP upstreams', () => {
     await handler.done;
     assert.equal(handler.error, undefined);
     assert.equal(handler.data.join(''), 'a1a2b1b2');
+  });
+
+  it('reads random chunked bodies cut at random places, under random pauses, whole and in order', async () => {
+    const random = seededRng(20261122); // seeded: a failing case can be replayed
+    const bodies: string[] = [];
+    const { server, pool } = await setUp((i, socket) => {
+      const parts = Array.from({ length: 1 + Math.floor(random() * 40) }, (_, k) => `${i}:${k}:${'x'.repeat(Math.floor(random() * 300))};`);
+      bodies[i] = parts.join('');
+      const ext = (): string => (random() < 0.2 ? ';ext=1' : '');
+      const wire = Buffer.from(CHUNKED_HEAD + parts.map((p) => `${p.length.toString(16)}${ext()}\r\n${p}\r\n`).join('') + (random() < 0.3 ? '0\r\nX-Trailer: t\r\n\r\n' : '0\r\n\r\n'));
+      let at = 0;
+      const next = (): void => {
+        if (at >= wire.length || socket.destroyed) return;
+        const size = 1 + Math.floor(random() * (random() < 0.5 ? 8 : 2000));
+        socket.write(wire.subarray(at, at + size), () => setImmediate(next));
+        at += size;
+      };
+      next();
+    });
+    for (let i = 0; i < 40; i += 1) {
+      const handler = new RecordingHandler(() => random() < 0.3, true);
+      pool.dispatch({ method: 'POST', path: '/v1/chat/completions', headers: {}, body: '{}' }, handler);
+      await handler.done;
+      assert.equal(handler.error, undefined, `body ${i}`);
+      assert.equal(handler.data.join(''), bodies[i], `body ${i}`);
+    }
+    assert.equal(server.connections, 1, 'every body left the connection reusable');
   });
 
   it('delivers the chunks that arrived intact before a malformed one, then fails', async () => {
