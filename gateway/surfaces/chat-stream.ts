@@ -81,7 +81,8 @@ function firstMarker(chunk: Buffer): number {
 
 /**
  * The end (after its blank line) of the plain event starting at `pos`: `data: <one line>\n\n`,
- * not `[DONE]`, ending at or before `stop` (the first CR, `"usage"` or `"_routing"` of the chunk,
+ * whose data does not start with `[` (`[DONE]`, or a rare array payload: both take the parsing
+ * path, which writes the same bytes for an array), ending at or before `stop` (the first CR, `"usage"` or `"_routing"` of the chunk,
  * see {@link firstMarker}); -1 otherwise (also when the event is not complete in this chunk).
  */
 function plainEventEnd(chunk: Buffer, pos: number, stop: number): number {
@@ -96,16 +97,17 @@ function plainEventEnd(chunk: Buffer, pos: number, stop: number): number {
 
 /**
  * Turns upstream bytes into client frames. Frames are collected and written with one `res.write`
- * per tick: an upstream socket read usually carries many chunks (each its own `onData`), and one
- * write per chunk would send each as its own piece of a vectored socket write (measured: a
- * 66-chunk answer took a 265-piece `writev` and ~50 % more CPU per stream than one write).
+ * per tick: an upstream socket read usually carries many chunks (with undici each its own
+ * `onData`; the lean client hands a read's chunks over as one buffer), and one write per chunk
+ * would send each as its own piece of a vectored socket write (measured: a 66-chunk answer took a
+ * 265-piece `writev` and ~50 % more CPU per stream than one write).
  *
  * Pass-through: on the plain chat surface with the default processor, a complete event that is
- * one `data: ` line in LF framing, mentions neither `"usage"` nor `"_routing"` and is not
- * `[DONE]` is forwarded as the upstream's bytes (no decoding, splitting or re-encoding): exactly
- * the bytes the parsing path would write for it. Everything else (usage chunks, attribution,
- * CRLF framing, comments, multi-line events, an event split across upstream chunks) takes the
- * parsing path, which then holds any partial event until it completes.
+ * one `data: ` line in LF framing, mentions neither `"usage"` nor `"_routing"` and whose data does
+ * not start with `[` is forwarded as the upstream's bytes (no decoding, splitting or re-encoding):
+ * exactly the bytes the parsing path would write for it. Everything else (usage chunks,
+ * attribution, CRLF framing, comments, multi-line events, an event split across upstream chunks,
+ * `[DONE]`) takes the parsing path, which then holds any partial event until it completes.
  */
 export class ChatStreamRelay {
   private readonly splitter = new SseSplitter();

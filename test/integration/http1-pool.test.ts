@@ -11,6 +11,7 @@ import { ClientAbort } from '../../lib/http/client-abort';
 import { BufferedExchange, ExchangeError, type ExchangeFailure } from '../../gateway/upstream/exchange';
 import { Http1Pool, type Http1PoolOptions } from '../../gateway/upstream/http1-pool';
 import { seededRng } from '../../gateway/routing/weighted-order';
+import { waitFor } from '../support/wait';
 
 interface RawServer {
   origin: string;
@@ -175,7 +176,7 @@ describe('lean HTTP/1.1 client for plain-HTTP upstreams', () => {
     });
     const handler = new RecordingHandler((n) => n === 1);
     pool.dispatch({ method: 'POST', path: '/v1/chat/completions', headers: {}, body: '{}' }, handler);
-    for (let i = 0; i < 200 && handler.data.length === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => handler.data.length > 0, 'the first read delivered');
     assert.deepEqual(handler.data, ['a1a2']);
     second!();
     await new Promise((r) => setTimeout(r, 100));
