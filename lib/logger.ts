@@ -37,18 +37,49 @@ export function redactSecrets(obj: Record<string, unknown>, depth = REDACT_DEPTH
 
 let lastMs = -1;
 let lastTime = '';
+/** The time a deferred line is stamped with while it is written (see {@link infoSoon}). */
+let stampMs: number | undefined;
 
 /**
  * pino's ISO `time` field, formatted once per millisecond: a busy gateway writes several lines
  * per millisecond, and `toISOString` showed in its profile.
  */
 export function isoTimeCached(): string {
-  const now = Date.now();
+  const now = stampMs ?? Date.now();
   if (now !== lastMs) {
     lastMs = now;
     lastTime = `,"time":"${new Date(now).toISOString()}"`;
   }
   return lastTime;
+}
+
+/** Lines waiting for {@link writeSoonLines}: logger, fields, message, epoch ms, repeated. */
+const soon: unknown[] = [];
+
+/**
+ * Writes an INFO line a moment later: once the event loop has handled the I/O it is busy with
+ * (`setImmediate`), together with the other lines deferred meanwhile. The line is stamped with the
+ * time of this call, not of the write. Under load one loop turn ends many requests, and writing
+ * their lines back to back instead of each amid its own request's work measured about 9 µs of CPU
+ * less per request (docs/gateway-performance.md). Lines logged directly in between come out
+ * first; a process exiting meanwhile still writes them (the sink's exit hook drains them first).
+ */
+export function infoSoon(logger: Logger, fields: object, msg: string): void {
+  if (soon.length === 0) setImmediate(writeSoonLines);
+  soon.push(logger, fields, msg, Date.now());
+}
+
+/** Writes the lines {@link infoSoon} deferred, in order. */
+export function writeSoonLines(): void {
+  try {
+    for (let i = 0; i < soon.length; i += 4) {
+      stampMs = soon[i + 3] as number;
+      (soon[i] as Logger).info(soon[i + 1] as object, soon[i + 2] as string);
+    }
+  } finally {
+    stampMs = undefined;
+    soon.length = 0;
+  }
 }
 
 export interface LoggerOptions {
@@ -62,7 +93,10 @@ export interface LoggerOptions {
 /** Standard output in batches (see log-sink.ts), written out synchronously when the process exits. */
 function batchedStdout(): pino.DestinationStream {
   const sink = new BatchedLineSink();
-  process.once('exit', () => sink.flushSync());
+  process.once('exit', () => {
+    writeSoonLines();
+    sink.flushSync();
+  });
   return sink;
 }
 

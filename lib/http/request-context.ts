@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
-import type { Logger } from '../logger';
+import { infoSoon, type Logger } from '../logger';
 
 export interface RequestState {
   requestId: string;
@@ -47,7 +47,8 @@ export function loggableHeaders(req: IncomingMessage): Record<string, string> {
 
 /**
  * Starts tracking one request outside any framework: picks the request id, echoes it in
- * `X-Request-Id`, and writes the `http_request` line when the response closes, with the extra
+ * `X-Request-Id`, and writes the `http_request` line when the response closes (deferred to the end of
+ * the loop turn with the other requests' lines, stamped with the closing time), with the extra
  * fields `fields()` gives (called only when the line is written). At DEBUG also an
  * `http_request_headers` line.
  */
@@ -60,7 +61,7 @@ export function beginRequest(req: IncomingMessage, res: ServerResponse, root: Lo
   }
   res.once('close', () => {
     if (!root.isLevelEnabled('info')) return;
-    root.info({
+    infoSoon(root, {
       event: 'http_request',
       request_id: state.requestId,
       method: req.method,

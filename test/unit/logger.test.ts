@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { redactSecrets } from '../../lib/logger';
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { infoSoon, redactSecrets } from '../../lib/logger';
 import { captureLogs } from '../support/logs';
 
 describe('logger redaction', () => {
@@ -32,5 +34,39 @@ describe('redactSecrets', () => {
     assert.equal(out.deep.headers.Authorization, '***');
     assert.equal(out.sibling, sibling, 'untouched branches are shared, not copied');
     assert.equal(dirty.deep.headers.Authorization, 'Bearer s', 'the caller object is not mutated');
+  });
+});
+
+describe('deferred info lines (infoSoon)', () => {
+  it('writes after the current turn, in call order, after lines logged directly, stamped with the call time', async () => {
+    const { log, lines } = captureLogs('soon', 'info');
+    const calledAt = Date.now();
+    infoSoon(log, { event: 'first', n: 1 }, 'first');
+    infoSoon(log, { event: 'second', n: 2 }, 'second');
+    log.info({ event: 'direct' }, 'direct');
+    // Let the clock move on before the deferred lines are written: their time must not follow it.
+    while (Date.now() < calledAt + 20) { /* spin */ }
+    assert.deepEqual(lines.map((l) => l.event), ['direct'], 'deferred lines wait for the turn to end');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(lines.map((l) => l.event), ['direct', 'first', 'second']);
+    for (const line of lines.slice(1)) {
+      assert.equal(line.level, 'info');
+      assert.ok(Date.parse(line.time as string) - calledAt < 10, `stamped when infoSoon was called, not when written (${String(line.time)})`);
+    }
+    const direct = Date.parse(lines[0]!.time as string);
+    log.info({ event: 'after' }, 'after');
+    assert.ok(Date.parse(lines[3]!.time as string) >= direct + 20, 'lines logged afterwards carry the current time again');
+  });
+
+  it('are written when the process exits through process.exit before the turn ends', () => {
+    const logger = resolve(__dirname, '../../lib/logger.ts');
+    const script = `
+      const { createLogger, infoSoon } = require(${JSON.stringify(logger)});
+      const log = createLogger({ name: 'exit-test', level: 'info' });
+      for (let i = 0; i < 3; i += 1) infoSoon(log, { event: 'deferred', n: i }, 'deferred');
+      process.exit(0);`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8' });
+    const events = out.trimEnd().split('\n').map((line) => JSON.parse(line) as { event: string; n: number });
+    assert.deepEqual(events.map((e) => [e.event, e.n]), [['deferred', 0], ['deferred', 1], ['deferred', 2]]);
   });
 });
