@@ -48,7 +48,28 @@ export function serializeRows(rows: readonly ApiLogRow[]): Promise<RowBatch> {
   return sliced(rows, (row) => row);
 }
 
-/** The batch as one JSON array (the insert statement's parameter). */
-export function batchJson(batch: RowBatch): string {
-  return `[${batch.texts.join(',')}]`;
+const OPEN = 0x5b; // [
+const COMMA = 0x2c;
+const CLOSE = 0x5d; // ]
+
+/**
+ * The batch as one JSON array in UTF-8: the insert statement's parameter, which the PostgreSQL
+ * client sends as it is (a binary `json` parameter, whose wire form is its text). The rows' texts
+ * are encoded straight into one buffer: a joined string would be flattened, measured and encoded
+ * again by the client, about 2.5 µs a row for a 700-byte row against 0.4 µs this way
+ * (docs/request-log.md).
+ */
+export function batchJsonBytes(batch: RowBatch): Buffer {
+  const { texts } = batch;
+  let length = 2 + Math.max(0, texts.length - 1);
+  for (const text of texts) length += Buffer.byteLength(text);
+  const out = Buffer.allocUnsafe(length);
+  out[0] = OPEN;
+  let at = 1;
+  for (let i = 0; i < texts.length; i += 1) {
+    if (i > 0) out[at++] = COMMA;
+    at += out.write(texts[i]!, at, 'utf8');
+  }
+  out[at] = CLOSE;
+  return out;
 }

@@ -1,13 +1,13 @@
 /**
  * The PostgreSQL {@link LogSink}: a batch is one statement. The rows travel as one JSON parameter
- * (`json_populate_recordset`, no bind-parameter limit), are inserted into `api_logs` skipping
+ * (UTF-8 bytes, `json_populate_recordset`, no bind-parameter limit), are inserted into `api_logs` skipping
  * `log_id`s already stored (a replayed spool segment), and the rows actually inserted increment
  * `provider_hourly_stats` in the same statement, so a replay never counts a request twice.
  * Synthetic probes and requests that reached no route (rejections, unknown models) are not
  * aggregated. Aggregates older than 30 days are purged.
  */
 import type { Db } from '../../lib/db';
-import { batchJson } from './batch';
+import { batchJsonBytes } from './batch';
 import type { LogSink } from './writer';
 import type { ApiLogRow } from './row';
 
@@ -51,7 +51,7 @@ export function postgresSink(db: Db): LogSink {
   return {
     write: async (batch) => {
       if (batch.rows.length === 0) return;
-      await db.raw(INSERT, [batchJson(batch)]);
+      await db.raw(INSERT, [batchJsonBytes(batch)]);
     },
     purge: async () => {
       await db.raw(`delete from provider_hourly_stats where hour < now() - make_interval(days => ?)`, [HOURLY_STATS_RETENTION_DAYS]);

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { buildBatch } from '../../gateway/request-log/batch';
 import { postgresSink } from '../../gateway/request-log/postgres-sink';
 import type { GatewayState } from '../../gateway/surfaces/state';
 import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
@@ -243,6 +244,27 @@ describe('request log (api_logs)', function () {
       .first<{ n: string; cost: string; latency: string; errors: string }>(t.db.raw('sum(requests) as n'), t.db.raw('sum(cost_usd) as cost'), t.db.raw('sum(latency_ms_sum) as latency'), t.db.raw('sum(errors) as errors'));
     assert.ok(Number(logged.n) >= 3);
     assert.deepEqual([stats.n, Number(stats.cost), stats.latency, stats.errors], [logged.n, Number(logged.cost), logged.latency, logged.errors]);
+  });
+
+  it('stores text beyond ASCII as sent, and a batch written twice once', async () => {
+    const text = 'café — ✓ 😀 𝄞 "quoted" \\ back';
+    const requestId = nextId('utf8');
+    const batch = await buildBatch([{
+      at: Date.now(), requestId, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 5, firstTokenMs: undefined,
+      errorCode: undefined, caller: undefined, model: text, stream: false, routing: { provider: 'p-utf8', base_url: 'http://u/v1', endpoint_id: 'ep-utf8' },
+      usage: undefined, pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: text, userAgent: text,
+      sessionId: undefined, synthetic: false, rejection: undefined,
+    }]);
+    const sink = postgresSink(t.db);
+    await sink.write(batch);
+    await sink.write(batch);
+    const rows = await t.db('api_logs').where({ request_id: requestId }).select<LogRow[]>('*');
+    assert.equal(rows.length, 1, 'the replayed batch adds nothing');
+    assert.equal(rows[0]!.model, text);
+    assert.equal(rows[0]!.metadata.user_agent, text);
+    assert.equal(rows[0]!.user_message_chars, [...text].length);
+    const stats = await t.db('provider_hourly_stats').where({ provider: 'p-utf8' }).first<{ requests: string; model: string }>('requests', 'model');
+    assert.deepEqual([stats?.requests, stats?.model], ['1', text]);
   });
 
   it('purges provider_hourly_stats older than 30 days and keeps the rest', async () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { batchJson, buildBatch, serializeRows } from '../../gateway/request-log/batch';
+import { batchJsonBytes, buildBatch, serializeRows } from '../../gateway/request-log/batch';
 import type { LogEntry } from '../../gateway/request-log/entry';
 import { Spool } from '../../gateway/request-log/spool';
 
@@ -27,8 +27,16 @@ describe('request log: batch building', () => {
     assert.deepEqual(batch.rows.map((r) => r.request_id), Array.from({ length: 30 }, (_, i) => `r${i}`));
     assert.equal(batch.texts.length, 30);
     batch.rows.forEach((row, i) => assert.equal(batch.texts[i], JSON.stringify(row)));
-    assert.deepEqual(JSON.parse(batchJson(batch)), JSON.parse(JSON.stringify(batch.rows)));
-    assert.equal(batchJson(batch), JSON.stringify(batch.rows));
+    assert.deepEqual(batchJsonBytes(batch), Buffer.from(JSON.stringify(batch.rows)));
+  });
+
+  it('encodes the batch JSON as UTF-8 whatever the text fields hold: accents, symbols, astral characters, lone surrogates', async () => {
+    const values = ['café — naïve', '✓ done', 'emoji 😀 and 𝄞', 'lone \ud800 surrogate', '', 'quote " and backslash \\'];
+    const batch = await buildBatch(values.map((v, i) => ({ ...entry(i), model: v, userAgent: v, sessionId: v })));
+    assert.equal(batch.rows[2]!.model, 'emoji 😀 and 𝄞', 'the values reach the rows');
+    const bytes = batchJsonBytes(batch);
+    assert.deepEqual(bytes, Buffer.from(JSON.stringify(batch.rows), 'utf8'));
+    assert.deepEqual(JSON.parse(bytes.toString('utf8')), JSON.parse(JSON.stringify(batch.rows)));
   });
 
   it('serializes rows already built (a replayed spool segment) without changing them', async () => {
@@ -36,7 +44,8 @@ describe('request log: batch building', () => {
     const again = await serializeRows(built.rows);
     assert.deepEqual(again.rows, built.rows);
     assert.deepEqual(again.texts, built.texts);
-    assert.equal(batchJson(await serializeRows([])), '[]');
+    assert.equal(batchJsonBytes(await serializeRows([])).toString(), '[]');
+    assert.equal(batchJsonBytes(await serializeRows([built.rows[0]!])).toString(), `[${built.texts[0]!}]`);
   });
 
   it('yields to the event loop while building rows whose messages are large', async () => {

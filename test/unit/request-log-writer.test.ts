@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LogEntry } from '../../gateway/request-log/entry';
-import { batchJson, type RowBatch } from '../../gateway/request-log/batch';
+import { batchJsonBytes, type RowBatch } from '../../gateway/request-log/batch';
 import type { ApiLogRow } from '../../gateway/request-log/row';
 import { Spool } from '../../gateway/request-log/spool';
 import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
@@ -25,7 +25,7 @@ class FakeSink implements LogSink {
   write(batch: RowBatch): Promise<void> {
     const rows = batch.rows;
     this.batches.push(rows.length);
-    if (batchJson(batch) !== JSON.stringify(rows)) this.jsonMismatches += 1;
+    if (!batchJsonBytes(batch).equals(Buffer.from(JSON.stringify(rows)))) this.jsonMismatches += 1;
     const store = () => {
       for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
     };
