@@ -53,7 +53,7 @@ export interface ResponseHead {
   chunked: boolean;
   /** The server's `Keep-Alive: timeout=` in milliseconds, when given. */
   keepAliveHintMs: number | undefined;
-  /** Header names and values in order (read only for refused answers). */
+  /** Header names and values in order, for an answer of status 300 or more (refused answers read it); empty below. */
   raw: string[];
   /** Offset of the first body byte in the buffer. */
   bodyStart: number;
@@ -69,48 +69,134 @@ export function parseResponseHead(buf: Buffer): ResponseHead | Http1Error | unde
   if (end === -1 || end > MAX_HEAD_BYTES) {
     return end > MAX_HEAD_BYTES || buf.length > MAX_HEAD_BYTES ? new Http1Error('response head larger than 64 KiB', 'UND_ERR_HEADERS_OVERFLOW') : undefined;
   }
-  const lines = buf.toString('latin1', 0, end).split('\r\n');
-  const status = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(lines[0]!);
-  if (!status) return new Http1Error('malformed status line', 'UND_ERR_SOCKET');
+  // The head is read by offset, byte by byte: no string per line or per header. Only the values
+  // that decide framing and reuse are decoded, and every header of a refused answer (its list).
+  let eol = lineEnd(buf, 0, end);
+  const statusCode = statusOf(buf, eol);
+  if (statusCode === undefined) return new Http1Error('malformed status line', 'UND_ERR_SOCKET');
   const head: ResponseHead = {
-    statusCode: Number(status[2]), keepAlive: status[1] === '1', length: undefined, chunked: false, keepAliveHintMs: undefined, raw: [], bodyStart: end + 4,
+    statusCode, keepAlive: buf[7] === DIGIT_1, length: undefined, chunked: false, keepAliveHintMs: undefined, raw: [], bodyStart: end + 4,
   };
-  for (let i = 1; i < lines.length; i += 1) {
-    const line = lines[i]!;
-    const colon = line.indexOf(':');
-    if (colon <= 0) return new Http1Error('malformed header line', 'UND_ERR_SOCKET');
-    const name = line.slice(0, colon).trim();
-    const value = line.slice(colon + 1).trim();
-    head.raw.push(name, value);
+  const listAll = statusCode >= 300;
+  for (let at = eol + 2; at < end; at = eol + 2) {
+    eol = lineEnd(buf, at, end);
+    let colon = at;
+    while (colon < eol && buf[colon] !== COLON) colon += 1;
+    if (colon === at || colon === eol) return new Http1Error('malformed header line', 'UND_ERR_SOCKET');
+    // Name and value without the characters String#trim would remove.
+    let nameStart = at;
+    let nameEnd = colon;
+    while (nameStart < nameEnd && isSpace(buf[nameStart]!)) nameStart += 1;
+    while (nameEnd > nameStart && isSpace(buf[nameEnd - 1]!)) nameEnd -= 1;
+    let valueStart = colon + 1;
+    let valueEnd = eol;
+    while (valueStart < valueEnd && isSpace(buf[valueStart]!)) valueStart += 1;
+    while (valueEnd > valueStart && isSpace(buf[valueEnd - 1]!)) valueEnd -= 1;
+    if (listAll) head.raw.push(buf.toString('latin1', nameStart, nameEnd), buf.toString('latin1', valueStart, valueEnd));
     // Only four headers matter for framing and reuse; their lengths sort out the rest cheaply.
-    switch (name.length) {
+    switch (nameEnd - nameStart) {
       case 14:
-        if (name.toLowerCase() === 'content-length') {
-          const parsed = /^\d{1,15}$/.test(value) ? Number(value) : NaN;
-          if (Number.isNaN(parsed) || (head.length !== undefined && head.length !== parsed)) return new Http1Error('invalid Content-Length', 'UND_ERR_SOCKET');
+        if (isName(buf, nameStart, 'content-length')) {
+          const parsed = decimalOf(buf, valueStart, valueEnd);
+          if (parsed === undefined || (head.length !== undefined && head.length !== parsed)) return new Http1Error('invalid Content-Length', 'UND_ERR_SOCKET');
           head.length = parsed;
         }
         break;
       case 17:
-        if (name.toLowerCase() === 'transfer-encoding') head.chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
+        if (isName(buf, nameStart, 'transfer-encoding')) head.chunked = /(?:^|,)\s*chunked$/i.test(buf.toString('latin1', valueStart, valueEnd));
         break;
-      case 10: {
-        const lower = name.toLowerCase();
-        if (lower === 'connection') {
-          if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) head.keepAlive = false;
-          else if (/(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) head.keepAlive = true;
-        } else if (lower === 'keep-alive') {
-          const timeout = /timeout\s*=\s*(\d+)/i.exec(value);
-          if (timeout) head.keepAliveHintMs = Number(timeout[1]) * 1000;
+      case 10:
+        if (isName(buf, nameStart, 'connection')) {
+          const reuse = connectionReuse(buf, valueStart, valueEnd);
+          if (reuse !== undefined) head.keepAlive = reuse;
+        } else if (isName(buf, nameStart, 'keep-alive')) {
+          const seconds = keepAliveTimeout(buf, valueStart, valueEnd);
+          if (seconds !== undefined) head.keepAliveHintMs = seconds * 1000;
         }
         break;
-      }
       default:
     }
   }
   if (head.statusCode === 101) return new Http1Error('unexpected protocol switch', 'UND_ERR_SOCKET');
   if (head.chunked && head.length !== undefined) return new Http1Error('both Content-Length and chunked framing', 'UND_ERR_SOCKET');
   return head;
+}
+
+const COLON = 0x3a;
+const SPACE = 0x20;
+const DIGIT_0 = 0x30;
+const DIGIT_1 = 0x31;
+const DIGIT_9 = 0x39;
+const STATUS_PREFIX = Buffer.from('HTTP/1.');
+
+/** Where the line starting at `from` ends (its CR), or `end` for the head's last line. */
+function lineEnd(buf: Buffer, from: number, end: number): number {
+  for (let i = from; i < end; i += 1) if (buf[i] === CR && buf[i + 1] === LF) return i;
+  return end;
+}
+
+/** The status of a line `HTTP/1.<0|1> <3 digits>[ <reason without CR or LF>]` ending at `eol`, else undefined. */
+function statusOf(buf: Buffer, eol: number): number | undefined {
+  if (eol < 12) return undefined;
+  for (let i = 0; i < STATUS_PREFIX.length; i += 1) if (buf[i] !== STATUS_PREFIX[i]) return undefined;
+  if ((buf[7] !== DIGIT_0 && buf[7] !== DIGIT_1) || buf[8] !== SPACE || (eol > 12 && buf[12] !== SPACE)) return undefined;
+  let status = 0;
+  for (let i = 9; i < 12; i += 1) {
+    const b = buf[i]!;
+    if (b < DIGIT_0 || b > DIGIT_9) return undefined;
+    status = status * 10 + (b - DIGIT_0);
+  }
+  for (let i = 13; i < eol; i += 1) if (buf[i] === CR || buf[i] === LF) return undefined;
+  return status;
+}
+
+/** The characters `String#trim` removes that a latin1 byte can be: tab, LF, VT, FF, CR, space, NBSP. */
+function isSpace(b: number): boolean {
+  return b === SPACE || (b >= 0x09 && b <= 0x0d) || b === 0xa0;
+}
+
+/** Whether the bytes at `from` spell `lower` (a lowercase ASCII name) in any case; the length is checked by the caller. */
+function isName(buf: Buffer, from: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i += 1) {
+    const b = buf[from + i]!;
+    if ((b >= 0x41 && b <= 0x5a ? b | 0x20 : b) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/** What a `Connection` value says about reuse: false for a `close` token, true for `keep-alive`, else undefined. */
+function connectionReuse(buf: Buffer, from: number, to: number): boolean | undefined {
+  // The values servers send, decided without a string; lists and odd spacing take the patterns.
+  if (to - from === 10 && isName(buf, from, 'keep-alive')) return true;
+  if (to - from === 5 && isName(buf, from, 'close')) return false;
+  const value = buf.toString('latin1', from, to);
+  if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) return false;
+  if (/(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) return true;
+  return undefined;
+}
+
+/** The seconds of a `Keep-Alive` value's `timeout=`, when given. */
+function keepAliveTimeout(buf: Buffer, from: number, to: number): number | undefined {
+  // `timeout=<digits>` first, as servers send it, read in place; anything else takes the pattern.
+  if (to - from > 8 && isName(buf, from, 'timeout=')) {
+    let digits = from + 8;
+    while (digits < to && digits - from < 17 && buf[digits]! >= DIGIT_0 && buf[digits]! <= DIGIT_9) digits += 1;
+    if (digits > from + 8 && digits - from < 17) return decimalOf(buf, from + 8, digits);
+  }
+  const timeout = /timeout\s*=\s*(\d+)/i.exec(buf.toString('latin1', from, to));
+  return timeout ? Number(timeout[1]) : undefined;
+}
+
+/** One to fifteen ASCII digits as a number, else undefined. */
+function decimalOf(buf: Buffer, from: number, to: number): number | undefined {
+  if (to <= from || to - from > 15) return undefined;
+  let n = 0;
+  for (let i = from; i < to; i += 1) {
+    const b = buf[i]!;
+    if (b < DIGIT_0 || b > DIGIT_9) return undefined;
+    n = n * 10 + (b - DIGIT_0);
+  }
+  return n;
 }
 
 /** The value of a hex digit's byte, or -1. */
