@@ -5,7 +5,10 @@
  * server, timeouts with undici's error codes, and malformed answers refused.
  */
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import { ClientAbort } from '../../lib/http/client-abort';
 import { BufferedExchange, ExchangeError, type ExchangeFailure } from '../../gateway/upstream/exchange';
@@ -291,6 +294,43 @@ describe('lean HTTP/1.1 client for plain-HTTP upstreams', () => {
     const failure = await failureOf(send(pool, '{}', { authorization: 'Bearer x\r\nX-Injected: 1' }));
     assert.equal(failure.kind, 'transport');
     assert.equal(server.connections, 0);
+  });
+
+  it('times out a connection the server never completes (a listener whose accept queue is full)', async function () {
+    this.timeout(15_000);
+    // A listener in a process whose event loop is blocked never accepts: once its queue (backlog 1)
+    // holds what it can, the kernel drops further SYNs and a new connection hangs in connect.
+    const listener = spawn(process.execPath, ['-e', `
+      const server = require('node:net').createServer();
+      server.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
+        process.stdout.write(server.address().port + '\\n');
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30000); // ends by itself
+        process.exit(0);
+      });`], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const fillers: Socket[] = [];
+    try {
+      const port = Number(await new Promise<string>((resolve, reject) => {
+        listener.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+        listener.once('exit', () => reject(new Error('listener exited')));
+      }));
+      let hung = false;
+      for (let i = 0; i < 16 && !hung; i += 1) {
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        fillers.push(socket);
+        hung = !(await Promise.race([once(socket, 'connect').then(() => true), delay(300).then(() => false)]));
+      }
+      assert.ok(hung, 'the accept queue filled up');
+      const pool = new Http1Pool(`http://127.0.0.1:${port}`, { ...OPTIONS, connectTimeoutMs: 200 });
+      pools.push(pool);
+      const failure = await failureOf(send(pool));
+      assert.equal(failure.kind, 'transport');
+      // The kernel would give up only after minutes of SYN retries, with ETIMEDOUT.
+      if (failure.kind === 'transport') assert.equal((failure.error as { code?: string }).code, 'UND_ERR_CONNECT_TIMEOUT');
+    } finally {
+      for (const socket of fillers) socket.destroy();
+      listener.kill('SIGKILL');
+    }
   });
 
   it('reports a refused connection before headers, and serves only http: origins', async () => {
