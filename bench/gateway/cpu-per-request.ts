@@ -5,7 +5,8 @@
  * with. Flags: `--seconds N` (measured window, default 6), `--rounds N` (alternating rounds,
  * default 2), `--only ours|bare`, `--log-level`, `--stream`, `--connections N` (default 64), `--against <checkout>` (also measures the
  * built gateway of another checkout, e.g. a worktree of the previous commit, in alternation),
- * `--key` (our gateway authenticates an API key; needs PostgreSQL, as `npm start` brings up),
+ * `--against-log-level info|warn` (the other checkout's level, e.g. `--against . --against-log-level warn`
+ * to weigh the info line in one build), `--key` (our gateway authenticates an API key; needs PostgreSQL, as `npm start` brings up),
  * `--request-log` (implies `--key`; also writes the request log). "others" is the CPU that
  * processes outside the bench (PostgreSQL, for the request log) spent in the window, per request.
  * Targets 127.0.0.1 only; bounded.
@@ -63,7 +64,7 @@ async function measure(name: string, start: () => Promise<GatewayStart>, seconds
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' }, connections: { type: 'string', default: '64' }, key: { type: 'boolean', default: false }, 'request-log': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' }, 'against-log-level': { type: 'string' }, connections: { type: 'string', default: '64' }, key: { type: 'boolean', default: false }, 'request-log': { type: 'boolean', default: false } } });
   connections = Number(values.connections);
   installCleanupHooks();
   pinSelf(0);
@@ -76,13 +77,16 @@ async function main(): Promise<void> {
   const seconds = Number(values.seconds);
   const requestLog = values['request-log'];
   const identity: BenchIdentity | undefined = values.key || requestLog ? { ...(await prepareBenchIdentity()), requestLog } : undefined;
-  const label = `LOG_LEVEL=${logLevel}${identity ? (requestLog ? ', key + request log' : ', key') : ''}`;
+  const described = (level: string): string => `LOG_LEVEL=${level}${identity ? (requestLog ? ', key + request log' : ', key') : ''}`;
+  const label = described(logLevel);
+  const againstLevel = values['against-log-level'] === undefined ? logLevel : values['against-log-level'] === 'info' ? 'info' : 'warn';
+  const againstLabel = described(againstLevel);
   try {
     for (let round = 0; round < Number(values.rounds); round += 1) {
       if (values.only !== 'ours') await measure('bare Node proxy (floor)', () => startBareProxy(root, 1, upstream.port, workDir), seconds, values.stream);
       if (values.only !== 'bare') await measure(`ours (${label})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir, identity }), seconds, values.stream);
       const against = values.against;
-      if (against) await measure(`against (${label})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel, workDir, identity }), seconds, values.stream);
+      if (against) await measure(`against (${againstLabel})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel: againstLevel, workDir, identity }), seconds, values.stream);
     }
   } finally {
     await upstream.close();
