@@ -6,7 +6,7 @@
  * default 2), `--only ours|bare`, `--log-level`, `--stream`, `--connections N` (default 64), `--against <checkout>` (also measures the
  * built gateway of another checkout, e.g. a worktree of the previous commit, in alternation),
  * `--against-log-level info|warn` (the other checkout's level, e.g. `--against . --against-log-level warn`
- * to weigh the info line in one build), `--key` (our gateway authenticates an API key; needs PostgreSQL, as `npm start` brings up),
+ * to weigh the info line in one build; an A/B ends with the median of the rounds' differences), `--key` (our gateway authenticates an API key; needs PostgreSQL, as `npm start` brings up),
  * `--request-log` (implies `--key`; also writes the request log). "others" is the CPU that
  * processes outside the bench (PostgreSQL, for the request log) spent in the window, per request.
  * Targets 127.0.0.1 only; bounded.
@@ -37,7 +37,8 @@ async function load(origin: string, headers: Record<string, string>, body: strin
   return result.requests.total;
 }
 
-async function measure(name: string, start: () => Promise<GatewayStart>, seconds: number, stream: boolean): Promise<void> {
+/** Measures one gateway; returns its CPU time per request in microseconds. */
+async function measure(name: string, start: () => Promise<GatewayStart>, seconds: number, stream: boolean): Promise<number> {
   const started = await start();
   if (!started.ok) throw new Error(`${name}: ${started.reason}`);
   const { target } = started.gateway;
@@ -58,9 +59,23 @@ async function measure(name: string, start: () => Promise<GatewayStart>, seconds
     const system = after[1] - before[1];
     const othersUs = ((others / 100) * wallSeconds * 1_000_000) / requests;
     console.log(`${name.padEnd(28)} ${String(Math.round(requests / seconds)).padStart(6)} req/s  ${perRequest(user + system).padStart(6)} µs CPU/request (user ${perRequest(user)}, system ${perRequest(system)}; others ${othersUs.toFixed(1)})`);
+    return Number(perRequest(user + system));
   } finally {
     await started.gateway.stop();
   }
+}
+
+/**
+ * The A/B's verdict: the median of the rounds' differences (ours − against), which one noisy round
+ * cannot move the way it moves a mean, and how many rounds each side won.
+ */
+function pairSummary(pairs: readonly number[]): string {
+  const sorted = [...pairs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const lower = pairs.filter((d) => d < 0).length;
+  const signed = (n: number): string => `${n > 0 ? '+' : ''}${n.toFixed(1)}`;
+  return `ours − against, CPU per request over ${pairs.length} round${pairs.length === 1 ? '' : 's'}: median ${signed(median)} µs (from ${signed(sorted[0]!)} to ${signed(sorted[sorted.length - 1]!)}); ours lower in ${lower}, against lower in ${pairs.length - lower - pairs.filter((d) => d === 0).length}`;
 }
 
 async function main(): Promise<void> {
@@ -81,13 +96,17 @@ async function main(): Promise<void> {
   const label = described(logLevel);
   const againstLevel = values['against-log-level'] === undefined ? logLevel : values['against-log-level'] === 'info' ? 'info' : 'warn';
   const againstLabel = described(againstLevel);
+  const pairs: number[] = [];
   try {
     for (let round = 0; round < Number(values.rounds); round += 1) {
       if (values.only !== 'ours') await measure('bare Node proxy (floor)', () => startBareProxy(root, 1, upstream.port, workDir), seconds, values.stream);
-      if (values.only !== 'bare') await measure(`ours (${label})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir, identity }), seconds, values.stream);
+      const ours = values.only === 'bare' ? undefined : await measure(`ours (${label})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir, identity }), seconds, values.stream);
       const against = values.against;
-      if (against) await measure(`against (${againstLabel})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel: againstLevel, workDir, identity }), seconds, values.stream);
+      if (!against) continue;
+      const theirs = await measure(`against (${againstLabel})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel: againstLevel, workDir, identity }), seconds, values.stream);
+      if (ours !== undefined) pairs.push(ours - theirs);
     }
+    if (pairs.length > 0) console.log(pairSummary(pairs));
   } finally {
     await upstream.close();
   }
