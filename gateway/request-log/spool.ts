@@ -104,8 +104,8 @@ export class Spool {
     let text = '';
     let bytes = 0;
     let accepted = 0;
-    for (const row of texts) {
-      const line = `${row}\n`;
+    for (const rowText of texts) {
+      const line = `${rowText}\n`;
       const size = Buffer.byteLength(line);
       if (this.totalBytes + bytes + size > this.options.maxBytes) break;
       text += line;

@@ -42,27 +42,22 @@ function endsAtEventBoundary(chunk: Buffer): boolean {
   return n >= 2 && chunk[n - 1] === LF && (chunk[n - 2] === LF || (n >= 3 && chunk[n - 2] === CR && chunk[n - 3] === LF));
 }
 
-const QUOTE = 34;
 // Searched for by short suffixes: Buffer#indexOf finds a needle under 7 bytes by a memchr for its
 // first byte, and a needle starting with `"` (frequent in JSON) or a longer one costs 5–10× more.
-const USAGE_TAIL = Buffer.from('usage"');
-const ROUTING_HEAD = Buffer.from('_rout');
-const ROUTING_KEY = Buffer.from('"_routing"');
+const USAGE_KEY = { key: Buffer.from('"usage"'), probe: Buffer.from('usage"'), offset: 1 };
+const ROUTING_KEY = { key: Buffer.from('"_routing"'), probe: Buffer.from('_rout'), offset: 1 };
 
-/** Where `"usage"` starts in `chunk`, or -1. */
-function findUsage(chunk: Buffer): number {
-  for (let at = chunk.indexOf(USAGE_TAIL); at !== -1; at = chunk.indexOf(USAGE_TAIL, at + 1)) {
-    if (at > 0 && chunk[at - 1] === QUOTE) return at - 1;
-  }
-  return -1;
-}
-
-/** Where `"_routing"` starts in `chunk`, or -1. */
-function findRouting(chunk: Buffer): number {
-  for (let at = chunk.indexOf(ROUTING_HEAD); at !== -1; at = chunk.indexOf(ROUTING_HEAD, at + 1)) {
-    if (at === 0 || chunk[at - 1] !== QUOTE) continue;
-    if (at - 1 + ROUTING_KEY.length > chunk.length) return at - 1; // cut off: counted as a match (the event is incomplete anyway)
-    if (chunk.compare(ROUTING_KEY, 0, ROUTING_KEY.length, at - 1, at - 1 + ROUTING_KEY.length) === 0) return at - 1;
+/**
+ * Where `key` starts in `chunk`, found through `probe`, its part at `offset` (a short needle that
+ * does not start with `"`); a copy cut off by the chunk's end counts as a match (its event is
+ * incomplete anyway). -1 when absent.
+ */
+function findKey(chunk: Buffer, { key, probe, offset }: { key: Buffer; probe: Buffer; offset: number }): number {
+  for (let at = chunk.indexOf(probe); at !== -1; at = chunk.indexOf(probe, at + 1)) {
+    const start = at - offset;
+    if (start < 0) continue;
+    if (start + key.length > chunk.length) return start;
+    if (chunk.compare(key, 0, key.length, start, start + key.length) === 0) return start;
   }
   return -1;
 }
@@ -72,9 +67,9 @@ function firstMarker(chunk: Buffer): number {
   let stop = chunk.length;
   const cr = chunk.indexOf(CR);
   if (cr !== -1) stop = cr;
-  const usage = findUsage(chunk);
+  const usage = findKey(chunk, USAGE_KEY);
   if (usage !== -1 && usage < stop) stop = usage;
-  const routing = findRouting(chunk);
+  const routing = findKey(chunk, ROUTING_KEY);
   if (routing !== -1 && routing < stop) stop = routing;
   return stop;
 }

@@ -96,20 +96,20 @@ export function parseResponseHead(buf: Buffer): ResponseHead | Http1Error | unde
     // Only four headers matter for framing and reuse; their lengths sort out the rest cheaply.
     switch (nameEnd - nameStart) {
       case 14:
-        if (isName(buf, nameStart, 'content-length')) {
+        if (spellsLower(buf, nameStart, 'content-length')) {
           const parsed = decimalOf(buf, valueStart, valueEnd);
           if (parsed === undefined || (head.length !== undefined && head.length !== parsed)) return new Http1Error('invalid Content-Length', 'UND_ERR_SOCKET');
           head.length = parsed;
         }
         break;
       case 17:
-        if (isName(buf, nameStart, 'transfer-encoding')) head.chunked = /(?:^|,)\s*chunked$/i.test(buf.toString('latin1', valueStart, valueEnd));
+        if (spellsLower(buf, nameStart, 'transfer-encoding')) head.chunked = /(?:^|,)\s*chunked$/i.test(buf.toString('latin1', valueStart, valueEnd));
         break;
       case 10:
-        if (isName(buf, nameStart, 'connection')) {
+        if (spellsLower(buf, nameStart, 'connection')) {
           const reuse = connectionReuse(buf, valueStart, valueEnd);
           if (reuse !== undefined) head.keepAlive = reuse;
-        } else if (isName(buf, nameStart, 'keep-alive')) {
+        } else if (spellsLower(buf, nameStart, 'keep-alive')) {
           const seconds = keepAliveTimeout(buf, valueStart, valueEnd);
           if (seconds !== undefined) head.keepAliveHintMs = seconds * 1000;
         }
@@ -155,8 +155,8 @@ function isSpace(b: number): boolean {
   return b === SPACE || (b >= 0x09 && b <= 0x0d) || b === 0xa0;
 }
 
-/** Whether the bytes at `from` spell `lower` (a lowercase ASCII name) in any case; the length is checked by the caller. */
-function isName(buf: Buffer, from: number, lower: string): boolean {
+/** Whether the bytes at `from` spell `lower` (lowercase ASCII: a header name or token) in any case; the length is checked by the caller. */
+function spellsLower(buf: Buffer, from: number, lower: string): boolean {
   for (let i = 0; i < lower.length; i += 1) {
     const b = buf[from + i]!;
     if ((b >= 0x41 && b <= 0x5a ? b | 0x20 : b) !== lower.charCodeAt(i)) return false;
@@ -167,8 +167,8 @@ function isName(buf: Buffer, from: number, lower: string): boolean {
 /** What a `Connection` value says about reuse: false for a `close` token, true for `keep-alive`, else undefined. */
 function connectionReuse(buf: Buffer, from: number, to: number): boolean | undefined {
   // The values servers send, decided without a string; lists and odd spacing take the patterns.
-  if (to - from === 10 && isName(buf, from, 'keep-alive')) return true;
-  if (to - from === 5 && isName(buf, from, 'close')) return false;
+  if (to - from === 10 && spellsLower(buf, from, 'keep-alive')) return true;
+  if (to - from === 5 && spellsLower(buf, from, 'close')) return false;
   const value = buf.toString('latin1', from, to);
   if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) return false;
   if (/(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) return true;
@@ -178,7 +178,7 @@ function connectionReuse(buf: Buffer, from: number, to: number): boolean | undef
 /** The seconds of a `Keep-Alive` value's `timeout=`, when given. */
 function keepAliveTimeout(buf: Buffer, from: number, to: number): number | undefined {
   // `timeout=<digits>` first, as servers send it, read in place; anything else takes the pattern.
-  if (to - from > 8 && isName(buf, from, 'timeout=')) {
+  if (to - from > 8 && spellsLower(buf, from, 'timeout=')) {
     let digits = from + 8;
     while (digits < to && digits - from < 17 && buf[digits]! >= DIGIT_0 && buf[digits]! <= DIGIT_9) digits += 1;
     if (digits > from + 8 && digits - from < 17) return decimalOf(buf, from + 8, digits);
