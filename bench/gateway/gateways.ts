@@ -77,6 +77,8 @@ export interface OurGatewayOptions {
   workDir: string;
   /** With a database: API keys required (this key) and the request log written. */
   identity?: BenchIdentity;
+  /** More settings for the gateway (e.g. `REQUEST_LOG_BATCH_SIZE`), applied last. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface BenchIdentity {
@@ -142,6 +144,7 @@ export async function startOurGateway(options: OurGatewayOptions): Promise<Gatew
       // One user drives all 64 connections: its concurrency limit (default 8) is lifted.
       ? { USER_AUTH_ENABLED: 'true', DATABASE_URL: options.identity.databaseUrl, AUTH_JWT_SECRET: 'bench-jwt-secret-bench-jwt-secret-bench', USER_CONCURRENCY_LIMIT: '0', REQUEST_LOG_ENABLED: String(options.identity.requestLog ?? true) }
       : { USER_AUTH_ENABLED: 'false', DB_ENABLED: 'false' }),
+    ...options.env,
   };
   const started = startPinned({
     // BENCH_GATEWAY_NODE_ARGS: Node/V8 flags to try on our gateway only (e.g. GC settings), for an A/B.
