@@ -90,6 +90,8 @@ async function main(): Promise<void> {
   if (dbCore !== 0 && dbCore !== 1) throw new Error('--db-core: 0 or 1');
   const rounds = Number(values.rounds);
   const count = Number(values.count);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds: a positive integer');
+  if (!Number.isInteger(count) || count < 100) throw new Error('--count: an integer of at least 100');
 
   installCleanupHooks();
   pinSelf(0);
