@@ -19,9 +19,9 @@ import { createDb } from '../../lib/db';
 import { serializeRows } from '../../gateway/request-log/batch';
 import { postgresSink } from '../../gateway/request-log/postgres-sink';
 import type { ApiLogRow } from '../../gateway/request-log/row';
-import { directTarget, prepareBenchIdentity, startOurGateway } from './gateways';
+import { directTarget, prepareBenchIdentity, startOurGateway, startUpstreamProcess } from './gateways';
 import { latencyC1 } from './load';
-import { firstLine, installCleanupHooks, pinProcessesNamed, pinSelf, startPinned } from './processes';
+import { installCleanupHooks, pinProcessesNamed, pinSelf, startPinned } from './processes';
 
 const INSERTS = ['gateway', 'external', 'none'] as const;
 type Inserts = (typeof INSERTS)[number];
@@ -99,8 +99,7 @@ async function main(): Promise<void> {
   const root = resolve(__dirname, '..', '..');
   const workDir = join(root, '.data', 'bench', 'c1-log');
   mkdirSync(workDir, { recursive: true });
-  const upstream = startPinned({ core: 0, command: process.execPath, cwd: root, args: ['--import', 'tsx', join('bench', 'gateway', 'upstream-main.ts'), '--port', '0'] });
-  const { port: upstreamPort } = JSON.parse(await firstLine(upstream.child, 20_000)) as { port: number };
+  const { upstream, port: upstreamPort } = await startUpstreamProcess(root, 0);
   const identity = { ...(await prepareBenchIdentity()), requestLog: inserts === 'gateway' };
   const started = await startOurGateway({
     root, core: 1, upstreamPort, logLevel: 'warn', workDir, identity, env: { REQUEST_LOG_BATCH_SIZE: String(batchSize) },

@@ -10,7 +10,7 @@ import { createDb } from '../../lib/db';
 import { migrateLatest } from '../../lib/migrations';
 import { DEV_DATABASE_URL } from '../../ops/dev/postgres';
 import { probe, type Target } from './load';
-import { freePort, runCommand, startPinned, waitForHttp, type Started } from './processes';
+import { firstLine, freePort, runCommand, startPinned, waitForHttp, type Started } from './processes';
 
 export const PORTKEY_VERSION = '1.15.2';
 /**
@@ -33,6 +33,13 @@ export interface RunningGateway {
 }
 
 export type GatewayStart = { ok: true; gateway: RunningGateway } | { ok: false; reason: string };
+
+/** The fake upstream (`upstream-main.ts`) as its own process pinned to `core`, with the port it listens on. */
+export async function startUpstreamProcess(root: string, core: number): Promise<{ upstream: Started; port: number }> {
+  const upstream = startPinned({ core, command: process.execPath, cwd: root, args: ['--import', 'tsx', join('bench', 'gateway', 'upstream-main.ts'), '--port', '0'] });
+  const { port } = JSON.parse(await firstLine(upstream.child, 20_000)) as { port: number };
+  return { upstream, port };
+}
 
 /** The fake upstream called without a gateway. */
 export function directTarget(upstreamPort: number): Target {

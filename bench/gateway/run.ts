@@ -12,11 +12,11 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { directTarget, prepareBenchIdentity, startBareProxy, startOurGateway, startPortkey, PORTKEY_VERSION, type GatewayStart } from './gateways';
+import { directTarget, prepareBenchIdentity, startBareProxy, startOurGateway, startPortkey, startUpstreamProcess, PORTKEY_VERSION, type GatewayStart } from './gateways';
 import { latencyC1, requestsPerSecond, streamsPerSecond, ttfbC1, type Target } from './load';
 import { cpuSnapshot, cpuUse, waitForQuiet } from './cpu';
 import { applyHaltPollFromEnv } from './idle';
-import { firstLine, installCleanupHooks, pinProcessesNamed, pinSelf, runCommand, startPinned } from './processes';
+import { installCleanupHooks, pinProcessesNamed, pinSelf, runCommand } from './processes';
 import { appendResults, renderTable, runInfo, TARGETS, type Measured, type Row } from './report';
 import { STREAM_CHUNKS } from './upstream';
 
@@ -117,11 +117,7 @@ async function main(): Promise<void> {
     }
   }
 
-  const upstream = startPinned({
-    core: LOAD_CORE, command: process.execPath, cwd: root,
-    args: ['--import', 'tsx', join('bench', 'gateway', 'upstream-main.ts'), '--port', '0'],
-  });
-  const { port: upstreamPort } = JSON.parse(await firstLine(upstream.child, 20_000)) as { port: number };
+  const { upstream, port: upstreamPort } = await startUpstreamProcess(root, LOAD_CORE);
   console.log(`bench: fake upstream on 127.0.0.1:${upstreamPort} (core ${LOAD_CORE})`);
 
   const rows: Row[] = [];
