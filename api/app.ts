@@ -8,6 +8,7 @@ import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { requestContext, type RequestState } from '../lib/http/request-context';
+import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import type { AccessTokens } from '../gateway/identity/access-tokens';
 import type { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
 import type { ObjectStore } from '../lib/object-store';
@@ -31,15 +32,16 @@ export interface ApiDeps {
   objectStore?: ObjectStore;
 }
 
-export function createApiApp(deps: ApiDeps): Koa<RequestState> {
+/** The control-plane API's Koa app with its route table (every route and what it requires). */
+export type ApiApp = Koa<RequestState> & { routes: readonly RouteEntry[] };
+
+export function createApiApp(deps: ApiDeps): ApiApp {
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
   app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
-  for (const router of apiRouters(deps)) {
-    app.use(router.routes());
-    app.use(router.allowedMethods());
-  }
-  return app;
+  // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
+  const routes = mountRoutes(app, apiRouters(deps));
+  return Object.assign(app, { routes });
 }

@@ -7,9 +7,9 @@ import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
+import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import { adminRouters } from './admin';
 import { grantDispatchRouter } from './agent-grants/dispatch-router';
-import { adminGuard } from './admin/guard';
 import { describeRequest } from './auth/request-origin';
 import { authRouter } from './identity/auth-router';
 import type { AccessTokens } from './identity/access-tokens';
@@ -47,8 +47,11 @@ export interface GatewayDeps extends GatewayContextDeps {
   cacheRefreshSeconds?: number;
 }
 
+/** The gateway's Koa app with its route table (every route and what it requires). */
+export type GatewayApp = Koa<GatewayState> & { routes: readonly RouteEntry[] };
+
 /** Creates the gateway app. */
-export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
+export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true;
   app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
@@ -65,7 +68,6 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     routesConfigured: () => deps.registry.current.routesConfigured,
     cacheRefreshSeconds: deps.cacheRefreshSeconds ?? 5,
   });
-  app.use(adminGuard({ adminToken: deps.settings.ADMIN_TOKEN, tokens: deps.tokens, db: deps.database.db, gate: deps.gate }));
   const deepHealth = deepHealthRouter({
     base: () => deps.runtimeConfig.base,
     current: () => deps.registry.current,
@@ -73,9 +75,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa<GatewayState> {
     breakers: deps.routing.breakers,
     concurrency: deps.concurrency,
   });
-  for (const router of [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps)]) {
-    app.use(router.routes());
-    app.use(router.allowedMethods());
-  }
-  return app;
+  // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
+  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps)]);
+  return Object.assign(app, { routes });
 }

@@ -4,7 +4,6 @@
  * request-log writer, runtime configuration). `main.ts` and the tests both start gateways
  * through here, so what runs in production is what is tested.
  */
-import type { RequestListener } from 'node:http';
 import type { Db } from '../lib/db';
 import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
@@ -20,7 +19,7 @@ import { prepareRoutingFile } from './routing-file';
 import type { Rng } from './routing/weighted-order';
 import { RuntimeConfig } from './runtime-config/runtime-state';
 import { SETTING } from './runtime-config/types';
-import { createGatewayListener } from './server';
+import { createGatewayListener, type GatewayListener } from './server';
 import { DatabaseState } from './store/database-state';
 import { SiteSettings } from './store/site-settings';
 
@@ -41,7 +40,7 @@ export interface AssembleOptions {
 
 export interface GatewayAssembly {
   deps: GatewayDeps;
-  listener: RequestListener;
+  listener: GatewayListener;
   /** Connects to the database (retrying in the background when it is down) and starts background work. */
   start(): Promise<void>;
   /** Stops background work and closes upstream pools (not the database pool, which the caller owns). */

@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { AppError } from '../lib/errors';
 import { sendError, toAppError } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
+import type { RouteEntry } from '../lib/http/route-access';
 import { createGatewayApp, type GatewayDeps } from './app';
 import type { Caller } from './auth/caller';
 import { describeRequest } from './auth/request-origin';
@@ -21,7 +22,7 @@ import { embeddingsHandler } from './surfaces/embeddings';
 import { responsesHandler } from './surfaces/responses';
 import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandler } from './surfaces/state';
 
-/** The inference routes, by path (all POST). */
+/** The inference routes, by path (all POST, all need an API key: `gate.admit` in `runInference`). */
 export function inferenceRoutes(deps: GatewayContextDeps): ReadonlyMap<string, InferenceHandler> {
   return new Map<string, InferenceHandler>([
     ['/v1/chat/completions', chatHandler(deps)],
@@ -74,11 +75,16 @@ export function honoursProbe(caller: Caller, header: string | string[]): boolean
   return header === 'synthetic' && caller.via === 'api_key' && (caller.role === 'internal' || caller.role === 'admin');
 }
 
+/** The gateway's listener with its route table: the inference routes (API key) and the Koa app's. */
+export type GatewayListener = RequestListener & { routes: readonly RouteEntry[] };
+
 /** The request listener to give `http.createServer`. */
-export function createGatewayListener(deps: GatewayDeps): RequestListener {
+export function createGatewayListener(deps: GatewayDeps): GatewayListener {
   const routes = inferenceRoutes(deps);
-  const koa = createGatewayApp(deps).callback();
-  return (req, res) => {
+  const app = createGatewayApp(deps);
+  const koa = app.callback();
+  const table: RouteEntry[] = [...[...routes.keys()].map((path): RouteEntry => ({ methods: ['POST'], path, access: 'key' })), ...app.routes];
+  const listener: RequestListener = (req, res) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
@@ -86,4 +92,5 @@ export function createGatewayListener(deps: GatewayDeps): RequestListener {
     if (handler) void runInference(handler, req, res, path, deps);
     else void koa(req, res);
   };
+  return Object.assign(listener, { routes: table });
 }

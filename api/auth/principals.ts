@@ -4,14 +4,15 @@
  * `agent.admin` (or the admin role). Accounts are re-read from PostgreSQL on every request, so a
  * suspended owner or a withdrawn permission loses access at once.
  */
-import type { Middleware } from 'koa';
 import type { Db } from '../../lib/db';
 import { hashSecret } from '../../lib/crypto';
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
+import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import type { RequestState } from '../../lib/http/request-context';
 import type { AccessTokens } from '../../gateway/identity/access-tokens';
 import { isAdminToken } from '../../gateway/admin/guard';
+import { authenticateHost } from '../hosts/host-registry';
 
 export interface OwnerPrincipal {
   userId: number;
@@ -27,6 +28,8 @@ export interface OperatorPrincipal {
 export interface AgentState extends RequestState {
   owner?: OwnerPrincipal;
   operator?: OperatorPrincipal;
+  /** The enrolled host whose credential the request presented (host routes). */
+  hostId?: string;
 }
 
 export interface PrincipalDeps {
@@ -73,26 +76,44 @@ export async function authenticateOperator(deps: PrincipalDeps, authorization: s
   if (!token) throw new AppError('unauthorized', 'Admin credentials required (Authorization: Bearer <admin token or access token>)');
   if (isAdminToken(token, deps.adminToken)) return { via: 'admin_token' };
   const claims = deps.tokens.verify(token);
-  const user = claims ? await deps.db('users as u').where('u.id', claims.userId).first<UserRow | undefined>(USER_COLUMNS) : undefined;
+  if (!claims) {
+    const keyUser = await userFor(deps, token);
+    if (keyUser && !keyUser.suspended_at && !keyUser.deleted_at) {
+      throw new AppError('forbidden', 'API keys do not open operator routes: present ADMIN_TOKEN or the access token of an account with agent.admin');
+    }
+    throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  }
+  const user = await deps.db('users as u').where('u.id', claims.userId).first<UserRow | undefined>(USER_COLUMNS);
   if (!user || user.suspended_at || user.deleted_at) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
   if (user.role !== 'admin' && !user.permissions.includes('agent.admin')) throw new AppError('forbidden', 'The agent.admin permission is required');
   return { via: 'access_token', userId: Number(user.id) };
 }
 
-/** Middleware: `ctx.state.owner` for the routes after it. */
-export function requireOwner(deps: PrincipalDeps): Middleware<AgentState> {
-  return async (ctx, next) => {
+/** The access guard of an owner route (`agent.use`): sets `ctx.state.owner`. */
+export function requireOwner(deps: PrincipalDeps): AccessGuard<AgentState> {
+  return accessGuard<AgentState>('owner', async (ctx) => {
     ctx.state.owner = await authenticateOwner(deps, ctx.get('authorization') || undefined);
-    await next();
-  };
+  });
 }
 
-/** Middleware: `ctx.state.operator` for the routes after it. */
-export function requireOperator(deps: PrincipalDeps): Middleware<AgentState> {
-  return async (ctx, next) => {
+/** The access guard of an operator route (`agent.admin`): sets `ctx.state.operator`. */
+export function requireOperator(deps: PrincipalDeps): AccessGuard<AgentState> {
+  return accessGuard<AgentState>('operator', async (ctx) => {
     ctx.state.operator = await authenticateOperator(deps, ctx.get('authorization') || undefined);
-    await next();
-  };
+  });
+}
+
+/** The access guard of a host route: the credential of the host named by the `:hostId` parameter. */
+export function requireHost(db: Db): AccessGuard<AgentState> {
+  return accessGuard<AgentState>('host', async (ctx) => {
+    ctx.state.hostId = await authenticateHost(db, (ctx.params as Record<string, string | undefined>).hostId ?? '', bearerToken(ctx.get('authorization') || undefined));
+  });
+}
+
+/** The host of a host route (set by `requireHost`). */
+export function hostOf(state: AgentState): string {
+  if (!state.hostId) throw new AppError('internal', 'host route without an authenticated host');
+  return state.hostId;
 }
 
 /** The owner of an owner route (set by `requireOwner`). */

@@ -4,7 +4,8 @@
  * `PUT /admin/agent/runner-hosts/:host/slots` `{slots: 2..128 | null}` saves a host's slots;
  * `DELETE /admin/agent/runner-hosts/:host` removes a host that holds nothing (else 409).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
@@ -18,15 +19,15 @@ export const slotsBodySchema = z.object({
 }).strict();
 
 export function adminHostsRouter(deps: ApiDeps): Router<AgentState> {
-  const router = new Router<AgentState>({ prefix: '/admin/agent/runner-hosts' });
+  const router = createRouter<AgentState>();
   const context: HostViewContext = { staleSeconds: deps.settings.AGENT_HOST_STALE_SECONDS, defaultSlots: deps.settings.AGENT_HOST_SLOTS };
-  router.use(requireOperator({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN }));
+  const operator = requireOperator({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
 
-  router.get('/', async (ctx) => {
+  router.get('/admin/agent/runner-hosts', operator, async (ctx) => {
     ctx.body = { hosts: await listHosts(deps.db, context) };
   });
 
-  router.put('/:host/slots', async (ctx) => {
+  router.put('/admin/agent/runner-hosts/:host/slots', operator, async (ctx) => {
     const hostId = ctx.params.host ?? '';
     const { slots } = validateBody(slotsBodySchema, await readJsonBody(ctx.req, 16 * 1024));
     const { previous } = await saveHostSlots(deps.db, hostId, slots);
@@ -38,7 +39,7 @@ export function adminHostsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = view;
   });
 
-  router.delete('/:host', async (ctx) => {
+  router.delete('/admin/agent/runner-hosts/:host', operator, async (ctx) => {
     const hostId = ctx.params.host ?? '';
     const { tombstone } = await removeHost(deps.db, hostId);
     ctx.state.log.info({ event: 'agent_host_removed', host_id: hostId, tombstone, operator: ctx.state.operator }, 'host removed');

@@ -8,13 +8,13 @@
  * - `GET /admin/agent/runs/:jobId/activity` (operator): event envelopes without content.
  * See docs/agent-event-stream.md.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import type { ApiDeps } from '../app';
 import { AppError } from '../../lib/errors';
-import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
-import { ownerOf, requireOperator, requireOwner, type AgentState, type PrincipalDeps } from '../auth/principals';
+import { readJsonBody, validateBody } from '../../lib/http/json-body';
+import { hostOf, ownerOf, requireHost, requireOperator, requireOwner, type AgentState, type PrincipalDeps } from '../auth/principals';
 import { findOwnedJob } from '../jobs/job-store';
-import { authenticateHost } from '../hosts/host-registry';
 import { connectionSettingsOf, createEventNotifier, type EventNotifier } from '../events/event-notifier';
 import { hostEventBatchSchema, ingestHostEvents, MAX_INGEST_BODY_BYTES } from '../events/event-ingest';
 import { parseEventId } from '../events/event-store';
@@ -41,11 +41,11 @@ export function resumePointOf(lastEventId: string | undefined, after: string | s
 }
 
 export function agentEventsRouter(deps: ApiDeps): Router<AgentState> {
-  const router = new Router<AgentState>();
+  const router = createRouter<AgentState>();
   const principals: PrincipalDeps = { db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN };
 
-  router.post('/v1/agent/hosts/:hostId/attempts/:attemptId/events', async (ctx) => {
-    const hostId = await authenticateHost(deps.db, ctx.params.hostId ?? '', bearerToken(ctx.get('authorization') || undefined));
+  router.post('/v1/agent/hosts/:hostId/attempts/:attemptId/events', requireHost(deps.db), async (ctx) => {
+    const hostId = hostOf(ctx.state);
     const batch = validateBody(hostEventBatchSchema, await readJsonBody(ctx.req, MAX_INGEST_BODY_BYTES));
     ctx.body = await ingestHostEvents(deps.db, { hostId, attemptId: ctx.params.attemptId ?? '', batch });
   });

@@ -2,7 +2,8 @@
  * `GET /health` of the control-plane API: `healthy` when PostgreSQL and Temporal answer,
  * `degraded` (still 200) otherwise, with each dependency's state.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, publicAccess } from '../../lib/http/route-access';
 import type { Db } from '../../lib/db';
 import { pingDb } from '../../lib/db';
 import type { RequestState } from '../../lib/http/request-context';
@@ -14,8 +15,9 @@ export interface ApiHealthDeps {
 }
 
 export function apiHealthRouter(deps: ApiHealthDeps): Router<RequestState> {
-  const router = new Router<RequestState>();
-  router.get('/health', async (ctx) => {
+  const router = createRouter<RequestState>();
+  const open = publicAccess<RequestState>();
+  router.get('/health', open, async (ctx) => {
     const [database, temporal] = await Promise.all([pingDb(deps.db, 1000), deps.temporalReachable(1000)]);
     ctx.body = { status: database && temporal ? 'healthy' : 'degraded', database_connected: database, temporal_connected: temporal };
   });

@@ -2,7 +2,8 @@
  * Owners' chat routes (spec 4.4): create a job, list jobs (also as `/conversations` and
  * `/sessions`), read one, append a turn, cancel a turn. Owners see only their own jobs.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
@@ -18,13 +19,13 @@ const BODY_LIMIT = 256 * 1024;
 const seqParam = z.coerce.number().int().min(1).max(2_147_483_647);
 
 export function jobsRouter(deps: ApiDeps): Router<AgentState> {
-  const router = new Router<AgentState>({ prefix: '/v1/agent' });
+  const router = createRouter<AgentState>({ prefix: '/v1/agent' });
   const delivery = new ChatDelivery(deps.temporal, deps.settings, deps.log);
   const allowlist = parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST);
   const sourceControl = new SourceControlApp(deps.settings, deps.log);
-  router.use(['/jobs', '/conversations', '/sessions'], requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN }));
+  const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
 
-  router.post('/jobs', async (ctx) => {
+  router.post('/jobs', owner, async (ctx) => {
     const owner = ownerOf(ctx.state);
     const body = validateBody(createJobSchema, await readJsonBody(ctx.req, BODY_LIMIT));
     if (body.repo !== null) {
@@ -38,18 +39,18 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
   });
 
   for (const path of ['/jobs', '/conversations', '/sessions']) {
-    router.get(path, async (ctx) => {
+    router.get(path, owner, async (ctx) => {
       const query = validateBody(listQuerySchema, ctx.query);
       ctx.body = await listJobs(deps.db, ownerOf(ctx.state).userId, query);
     });
   }
 
-  router.get('/jobs/:jobId', async (ctx) => {
+  router.get('/jobs/:jobId', owner, async (ctx) => {
     const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', ownerOf(ctx.state).userId);
     ctx.body = await jobView(deps.db, job);
   });
 
-  router.post('/jobs/:jobId/turns', async (ctx) => {
+  router.post('/jobs/:jobId/turns', owner, async (ctx) => {
     const owner = ownerOf(ctx.state);
     const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', owner.userId);
     const body = validateBody(addTurnSchema, await readJsonBody(ctx.req, BODY_LIMIT));
@@ -59,7 +60,7 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = turn;
   });
 
-  router.post('/jobs/:jobId/turns/:seq/cancel', async (ctx) => {
+  router.post('/jobs/:jobId/turns/:seq/cancel', owner, async (ctx) => {
     const owner = ownerOf(ctx.state);
     const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', owner.userId);
     const seq = validateBody(seqParam, ctx.params.seq);

@@ -2,7 +2,8 @@
  * `POST /v1/agent/prompts/rewrite` (spec 4.4; owners with `agent.use`): body
  * `{prompt, model, clarify?, answers?}` → `{questions}` or `{prompt}` (docs/agent-grants.md).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
@@ -14,7 +15,7 @@ import { rewriteRequestSchema } from '../prompts/rewrite-model';
 const BODY_LIMIT = 512 * 1024;
 
 export function promptRewriteRouter(deps: ApiDeps): Router<AgentState> {
-  const router = new Router<AgentState>();
+  const router = createRouter<AgentState>();
   const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
   router.post('/v1/agent/prompts/rewrite', owner, async (ctx) => {
     const request = validateBody(rewriteRequestSchema, await readJsonBody(ctx.req, BODY_LIMIT));

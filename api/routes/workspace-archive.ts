@@ -6,7 +6,8 @@
  * `WORKSPACE_DOWNLOAD_MAX_MIB` (measured before compression); 409 while the chat has no sandbox.
  */
 import { randomUUID } from 'node:crypto';
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { ApiDeps } from '../app';
 import { AppError } from '../../lib/errors';
@@ -26,7 +27,7 @@ interface SandboxRow {
 const MIB = 1024 * 1024;
 
 export function workspaceArchiveRouter(deps: ApiDeps): Router<AgentState> {
-  const router = new Router<AgentState>();
+  const router = createRouter<AgentState>();
   const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
   router.get('/v1/agent/jobs/:jobId/workspace/archive', owner, async (ctx) => {
     const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', ownerOf(ctx.state).userId);

@@ -1,17 +1,18 @@
 /**
- * Every `/admin/*` request needs an administrator (spec 4.3, 5.2): the static `ADMIN_TOKEN`, or an
+ * Every gateway admin route needs an administrator (spec 4.3, 5.2): the static `ADMIN_TOKEN`, or an
  * access token of an account that is an administrator now (re-checked in the database, so a
  * demoted or suspended admin loses access before the token expires). Authentication comes first;
  * then, without a database, every admin endpoint answers 500 `Database not configured`.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Middleware } from 'koa';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
+import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import type { ClientIpInfo } from '../auth/client-address';
 import type { AuthGate } from '../auth/gate';
 import type { AccessTokens } from '../identity/access-tokens';
+import { credentialState, type ApiKeyCache } from '../identity/api-keys';
 
 export interface AdminPrincipal {
   via: 'admin_token' | 'access_token';
@@ -36,6 +37,8 @@ export interface AdminGuardDeps {
   db: Db | null;
   /** The auth-failure blocklist: blocked sources get 429 first, and bad credentials count. */
   gate: AuthGate;
+  /** API keys: a valid key is a known caller without admin rights (403, not 401). */
+  keys?: ApiKeyCache | undefined;
 }
 
 /** The database of an admin request, or 500 `Database not configured`. */
@@ -51,6 +54,9 @@ export async function authenticateAdmin(deps: AdminGuardDeps, authorization: str
   if (!token) throw new AppError('unauthorized', 'Admin credentials required (Authorization: Bearer <admin token or administrator access token>)');
   if (isAdminToken(token, deps.adminToken)) return { via: 'admin_token' };
   const principal = deps.tokens.verify(token);
+  if (!principal && credentialState(deps.keys?.lookup(token)) === 'valid') {
+    throw new AppError('forbidden', 'API keys do not open the admin API: present ADMIN_TOKEN or an administrator access token');
+  }
   if (!principal) {
     deps.gate.recordFailure(client, { path, reason: 'invalid_admin_credential', credential: token });
     throw new AppError('unauthorized', 'Invalid or expired admin credentials');
@@ -63,14 +69,14 @@ export async function authenticateAdmin(deps: AdminGuardDeps, authorization: str
   return { via: 'access_token', userId: principal.userId };
 }
 
-/** Koa middleware guarding every path under `/admin`. */
-export function adminGuard(deps: AdminGuardDeps): Middleware<AdminState & { client?: ClientIpInfo }> {
-  return async (ctx, next) => {
-    if (ctx.path === '/admin' || ctx.path.startsWith('/admin/')) {
-      if (!ctx.state.client) throw new AppError('internal', 'admin request without a resolved client');
-      ctx.state.admin = await authenticateAdmin(deps, ctx.get('authorization') || undefined, ctx.state.client, ctx.path);
-      adminDb(deps.db);
-    }
-    await next();
-  };
+/**
+ * The access guard of every gateway admin route (lib/http/route-access.ts): an administrator,
+ * then a database (500 `Database not configured` without one).
+ */
+export function adminAccess<StateT extends AdminState & { client?: ClientIpInfo }>(deps: AdminGuardDeps): AccessGuard<StateT> {
+  return accessGuard<StateT>('admin', async (ctx) => {
+    if (!ctx.state.client) throw new AppError('internal', 'admin request without a resolved client');
+    ctx.state.admin = await authenticateAdmin(deps, ctx.get('authorization') || undefined, ctx.state.client, ctx.path);
+    adminDb(deps.db);
+  });
 }

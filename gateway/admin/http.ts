@@ -10,7 +10,9 @@ import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { GatewayDeps } from '../app';
 import type { Model, Route } from '../registry/types';
-import { adminDb } from './guard';
+import type { AccessGuard } from '../../lib/http/route-access';
+import type { GatewayState } from '../surfaces/state';
+import { adminAccess, adminDb } from './guard';
 
 const ADMIN_BODY_LIMIT = 256 * 1024;
 
@@ -42,4 +44,9 @@ export function routeOr404(model: Model, routeId: string): Route {
 /** A 400 naming the field. */
 export function invalid(field: string, message: string): AppError {
   return new AppError('invalid_request', `Invalid field '${field}': ${message}`, { param: field });
+}
+
+/** The access guard of a gateway admin route: an administrator and a database. */
+export function adminRoute(deps: GatewayDeps): AccessGuard<GatewayState> {
+  return adminAccess<GatewayState>({ adminToken: deps.settings.ADMIN_TOKEN, tokens: deps.tokens, db: deps.database.db, gate: deps.gate, keys: deps.keys });
 }

@@ -2,12 +2,14 @@
  * Admin endpoints for identity (spec 4.3): users (list, role/permissions/suspension), the
  * auth-failure blocklist, login-event purge and permanent deletion of a user.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { GatewayDeps } from '../app';
 import { ROLES, type Role } from '../registry/types';
+import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';
 import { adminDb } from './guard';
 
@@ -58,20 +60,21 @@ const purgeQuery = z.union([
 ]);
 
 export function identityAdminRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: '/admin' });
+  const router = createRouter<GatewayState>({ prefix: '/admin' });
+  const admin = adminRoute(deps);
 
-  router.get('/auth-blocks', (ctx) => {
+  router.get('/auth-blocks', admin, (ctx) => {
     ctx.body = { data: deps.gate.blocklist.list() };
   });
 
-  router.post('/auth-blocks/clear', async (ctx) => {
+  router.post('/auth-blocks/clear', admin, async (ctx) => {
     const body = validateBody(clearBody, await readJsonBody(ctx.req, 4096));
     const cleared = deps.gate.blocklist.clear(body.ip);
     if (cleared) ctx.state.log.info({ event: 'auth_block_cleared', source: body.ip, admin: ctx.state.admin?.via }, `auth block lifted for ${body.ip}`);
     ctx.body = { ip: body.ip, cleared };
   });
 
-  router.get('/users', async (ctx) => {
+  router.get('/users', admin, async (ctx) => {
     const parsed = userQuery.safeParse(ctx.query);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
@@ -83,7 +86,7 @@ export function identityAdminRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { data: (await query.select<ListedUser[]>(USER_COLUMNS)).map(userView) };
   });
 
-  router.patch('/users/:userId', async (ctx) => {
+  router.patch('/users/:userId', admin, async (ctx) => {
     const userId = positiveId(ctx.params.userId!, 'user_id');
     const body = validateBody(userPatch, await readJsonBody(ctx.req, 4096));
     const db = adminDb(deps.database.db);
@@ -101,7 +104,7 @@ export function identityAdminRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = userView(row);
   });
 
-  router.delete('/login-events', async (ctx) => {
+  router.delete('/login-events', admin, async (ctx) => {
     const parsed = purgeQuery.safeParse(ctx.query);
     if (!parsed.success) {
       throw new AppError('invalid_request', 'Give exactly one of older_than_days=<non-negative integer> or user_id=<positive integer>', { param: 'older_than_days' });
@@ -113,7 +116,7 @@ export function identityAdminRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { deleted: await query.delete() };
   });
 
-  router.post('/users/:userId/hard-delete', async (ctx) => {
+  router.post('/users/:userId/hard-delete', admin, async (ctx) => {
     if (!deps.settings.PERMANENT_DELETION_ENABLED) {
       throw new AppError('forbidden', 'Permanent deletion is turned off (PERMANENT_DELETION_ENABLED=false)');
     }

@@ -4,12 +4,13 @@
  * caller who may not see the model) and the per-user concurrency exemption (read on the hot path
  * through `RuntimeConfig.isConcurrencyExempt`).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import type { GatewayDeps } from '../app';
 import { ROLES, type Role } from '../registry/types';
 import type { GatewayState } from '../surfaces/state';
-import { adminBody, dbOf, modelOr404 } from './http';
+import { adminBody, dbOf, modelOr404, adminRoute } from './http';
 
 const roleSchema = z.enum(ROLES as [Role, ...Role[]]);
 const visibilityBody = z.object({ required_role: roleSchema.nullable() }).strict();
@@ -23,11 +24,12 @@ function visibilityView(deps: GatewayDeps, modelId: string): Record<string, unkn
 }
 
 export function modelsAdminRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  router.get('/admin/models/visibility', (ctx) => {
+  const router = createRouter<GatewayState>();
+  const admin = adminRoute(deps);
+  router.get('/admin/models/visibility', admin, (ctx) => {
     ctx.body = { models: deps.runtimeConfig.effective.registry.models.map((m) => visibilityView(deps, m.id)) };
   });
-  router.patch('/admin/models/:model_id/visibility', async (ctx) => {
+  router.patch('/admin/models/:model_id/visibility', admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const { required_role: role } = await adminBody(ctx, visibilityBody);
     await deps.runtimeConfig.change(dbOf(deps), async (trx) => {
@@ -39,7 +41,7 @@ export function modelsAdminRouter(deps: GatewayDeps): Router<GatewayState> {
     });
     ctx.body = visibilityView(deps, model.id);
   });
-  router.patch('/admin/models/:model_id/concurrency', async (ctx) => {
+  router.patch('/admin/models/:model_id/concurrency', admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const { exempt } = await adminBody(ctx, concurrencyBody);
     await deps.runtimeConfig.change(dbOf(deps), async (trx) => {

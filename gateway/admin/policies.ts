@@ -6,7 +6,8 @@
  * (`gateway/routing/offload.ts`), and its listing says whether it is (`active`, else
  * `inactive_reason`).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -16,7 +17,7 @@ import { offloadRefusal as refusalFor, offloadStatus, routerOf } from '../routin
 import { writeSetting } from '../runtime-config/store';
 import { SETTING, type OffloadPolicy } from '../runtime-config/types';
 import type { GatewayState } from '../surfaces/state';
-import { adminBody, dbOf, invalid, modelOr404, routeOr404 } from './http';
+import { adminBody, dbOf, invalid, modelOr404, routeOr404, adminRoute } from './http';
 
 const offloadBody = z.object({
   route_id: z.string().min(1),
@@ -56,12 +57,12 @@ function offloadView(deps: GatewayDeps, modelId: string, policy: OffloadPolicy):
   };
 }
 
-function offloadRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.get('/admin/routing/offload-routes', (ctx) => {
+function offloadRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.get('/admin/routing/offload-routes', admin, (ctx) => {
     const stored = [...deps.runtimeConfig.state.settings].filter(([key]) => key.startsWith(SETTING.offload));
     ctx.body = { offload_routes: stored.map(([key, value]) => offloadView(deps, key.slice(SETTING.offload.length), value as OffloadPolicy)) };
   });
-  router.put('/admin/routing/offload-routes/:model_id', async (ctx) => {
+  router.put('/admin/routing/offload-routes/:model_id', admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const body = await adminBody(ctx, offloadBody);
     const refusal = offloadRefusal(deps, model);
@@ -76,7 +77,7 @@ function offloadRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
     await deps.runtimeConfig.change(dbOf(deps), (trx) => writeSetting(trx, `${SETTING.offload}${model.id}`, policy));
     ctx.body = offloadView(deps, model.id, policy);
   });
-  router.delete('/admin/routing/offload-routes/:model_id', async (ctx) => {
+  router.delete('/admin/routing/offload-routes/:model_id', admin, async (ctx) => {
     const modelId = ctx.params.model_id!;
     if (!deps.runtimeConfig.state.settings.has(`${SETTING.offload}${modelId}`)) {
       throw new AppError('not_found', `Model '${modelId}' has no offload policy`, { param: 'model_id' });
@@ -98,11 +99,11 @@ function routewiseView(deps: GatewayDeps): Record<string, unknown> {
   };
 }
 
-function routewiseRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.get('/admin/routewise/model-settings', (ctx) => {
+function routewiseRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.get('/admin/routewise/model-settings', admin, (ctx) => {
     ctx.body = routewiseView(deps);
   });
-  router.put('/admin/routewise/model-settings', async (ctx) => {
+  router.put('/admin/routewise/model-settings', admin, async (ctx) => {
     const body = await adminBody(ctx, routewiseBody);
     const model = modelOr404(deps, body.model_id);
     await deps.runtimeConfig.change(dbOf(deps), async (trx) => {
@@ -118,8 +119,9 @@ function routewiseRoutes(router: Router<GatewayState>, deps: GatewayDeps): void 
 }
 
 export function policiesRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  offloadRoutes(router, deps);
-  routewiseRoutes(router, deps);
+  const router = createRouter<GatewayState>();
+  const admin = adminRoute(deps);
+  offloadRoutes(router, deps, admin);
+  routewiseRoutes(router, deps, admin);
   return router;
 }

@@ -5,7 +5,8 @@
  * (`min_role`, stored and listed). A key is accepted once and afterwards shown only as prefix
  * and fingerprint; it never appears in a response or a log line.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -14,7 +15,7 @@ import { probeUpstream } from '../runtime-config/probe';
 import { keyFingerprint, keyPrefix, keyView } from '../runtime-config/secrets';
 import type { ProviderKeyRow } from '../runtime-config/types';
 import type { GatewayState } from '../surfaces/state';
-import { adminBody, dbOf } from './http';
+import { adminBody, dbOf, adminRoute } from './http';
 import { knownProvider } from './providers';
 
 const role = z.enum(ROLES as [Role, ...Role[]]);
@@ -74,11 +75,11 @@ function envKeyViews(deps: GatewayDeps): Array<Record<string, unknown>> {
 /** The current view of one added key (after a change). */
 const currentKey = (deps: GatewayDeps, id: string) => keyRowView(keyOr404(deps, id));
 
-function addedKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.get('/admin/provider-keys', (ctx) => {
+function addedKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.get('/admin/provider-keys', admin, (ctx) => {
     ctx.body = { keys: deps.runtimeConfig.state.providerKeys.map(keyRowView), env_keys: envKeyViews(deps) };
   });
-  router.post('/admin/provider-keys', async (ctx) => {
+  router.post('/admin/provider-keys', admin, async (ctx) => {
     const body = await adminBody(ctx, addBody);
     providerOr404(deps, body.provider);
     const fingerprint = keyFingerprint(body.api_key);
@@ -94,7 +95,7 @@ function addedKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
     ctx.status = 201;
     ctx.body = currentKey(deps, id);
   });
-  router.post('/admin/provider-keys/verify', async (ctx) => {
+  router.post('/admin/provider-keys/verify', admin, async (ctx) => {
     const body = await adminBody(ctx, verifyBody);
     providerOr404(deps, body.provider);
     const custom = deps.runtimeConfig.effective.providers.get(body.provider);
@@ -103,29 +104,29 @@ function addedKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
     ctx.body = { provider: body.provider, saved: false, fingerprint: keyFingerprint(body.api_key), ...(await probeUpstream({ ...target, apiKey: body.api_key })) };
   });
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
-    router.post(`/admin/provider-keys/:key_id/${action}`, async (ctx) => {
+    router.post(`/admin/provider-keys/:key_id/${action}`, admin, async (ctx) => {
       const row = keyOr404(deps, ctx.params.key_id!);
       await deps.runtimeConfig.change(dbOf(deps), (trx) => trx('provider_api_keys').where({ id: row.id }).update({ disabled_at: disabled ? trx.fn.now() : null, updated_at: trx.fn.now() }));
       ctx.body = currentKey(deps, row.id);
     });
   }
-  router.post('/admin/provider-keys/:key_id/min-role', async (ctx) => {
+  router.post('/admin/provider-keys/:key_id/min-role', admin, async (ctx) => {
     const row = keyOr404(deps, ctx.params.key_id!);
     const body = await adminBody(ctx, minRoleBody);
     await deps.runtimeConfig.change(dbOf(deps), (trx) => trx('provider_api_keys').where({ id: row.id }).update({ min_role: body.min_role, updated_at: trx.fn.now() }));
     ctx.body = currentKey(deps, row.id);
   });
-  router.delete('/admin/provider-keys/:key_id', async (ctx) => {
+  router.delete('/admin/provider-keys/:key_id', admin, async (ctx) => {
     const row = keyOr404(deps, ctx.params.key_id!);
     await deps.runtimeConfig.change(dbOf(deps), (trx) => trx('provider_api_keys').where({ id: row.id }).delete());
     ctx.body = { id: row.id, deleted: true };
   });
 }
 
-function envKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
+function envKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
   const envView = (label: string, fingerprint: string) => envKeyViews(deps).find((v) => v.provider === label && v.fingerprint === fingerprint);
   for (const [action, disabled] of [['disable-env', true], ['enable-env', false]] as const) {
-    router.post(`/admin/provider-keys/${action}`, async (ctx) => {
+    router.post(`/admin/provider-keys/${action}`, admin, async (ctx) => {
       const body = await adminBody(ctx, envKeyBody);
       providerOr404(deps, body.provider);
       envKeyOr404(deps, body.provider, body.fingerprint);
@@ -137,7 +138,7 @@ function envKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
       ctx.body = envView(body.provider, body.fingerprint);
     });
   }
-  router.post('/admin/provider-keys/min-role-env', async (ctx) => {
+  router.post('/admin/provider-keys/min-role-env', admin, async (ctx) => {
     const body = await adminBody(ctx, envMinRoleBody);
     providerOr404(deps, body.provider);
     envKeyOr404(deps, body.provider, body.fingerprint);
@@ -151,8 +152,9 @@ function envKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
 }
 
 export function providerKeysRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  envKeyRoutes(router, deps);
-  addedKeyRoutes(router, deps);
+  const router = createRouter<GatewayState>();
+  const admin = adminRoute(deps);
+  envKeyRoutes(router, deps, admin);
+  addedKeyRoutes(router, deps, admin);
   return router;
 }

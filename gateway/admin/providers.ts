@@ -4,7 +4,8 @@
  * (`disabled_providers`: every route with that provider label gets effective weight 0) and the
  * routing-table listing `GET /admin/providers/routable`. Keys show only prefix and fingerprint.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { BUILTIN_ADAPTER_KINDS, resolveAdapterKind } from '../adapters';
@@ -14,7 +15,7 @@ import { probeUpstream } from '../runtime-config/probe';
 import { keyFingerprint, keyView } from '../runtime-config/secrets';
 import type { ProviderDefinitionRow } from '../runtime-config/types';
 import type { GatewayState } from '../surfaces/state';
-import { adminBody, dbOf, invalid } from './http';
+import { adminBody, dbOf, invalid, adminRoute } from './http';
 
 const slug = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'lowercase letters, digits, - and _ (at most 64)');
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
@@ -61,11 +62,11 @@ export function knownProvider(deps: GatewayDeps, provider: string): boolean {
   return effective.providers.has(provider) || effective.registry.models.some((m) => m.routes.some((r) => r.providerLabel === provider));
 }
 
-function definitionRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.get('/admin/provider-definitions', (ctx) => {
+function definitionRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.get('/admin/provider-definitions', admin, (ctx) => {
     ctx.body = { providers: deps.runtimeConfig.state.providers.map(definitionView) };
   });
-  router.post('/admin/provider-definitions', async (ctx) => {
+  router.post('/admin/provider-definitions', admin, async (ctx) => {
     const body = await adminBody(ctx, createBody);
     if (BUILTIN.has(body.slug)) throw invalid('slug', `'${body.slug}' is owned by code (a built-in adapter kind)`);
     if (registryLabels(deps.runtimeConfig.base).has(body.slug)) throw invalid('slug', `'${body.slug}' is owned by the registry file`);
@@ -78,11 +79,11 @@ function definitionRoutes(router: Router<GatewayState>, deps: GatewayDeps): void
     ctx.status = 201;
     ctx.body = definitionView(row);
   });
-  router.post('/admin/provider-definitions/verify', async (ctx) => {
+  router.post('/admin/provider-definitions/verify', admin, async (ctx) => {
     const body = await adminBody(ctx, verifyBody);
     ctx.body = { saved: false, ...(await probeUpstream({ kind: compatKind(body.kind), baseUrl: body.base_url, apiKey: body.api_key || undefined })) };
   });
-  router.patch('/admin/provider-definitions/:provider', async (ctx) => {
+  router.patch('/admin/provider-definitions/:provider', admin, async (ctx) => {
     const previous = storedDefinition(deps, ctx.params.provider!);
     const body = await adminBody(ctx, patchBody);
     const key = body.api_key ? body.api_key : previous.api_key;
@@ -93,7 +94,7 @@ function definitionRoutes(router: Router<GatewayState>, deps: GatewayDeps): void
     await deps.runtimeConfig.change(dbOf(deps), (trx) => trx('provider_definitions').where({ slug: row.slug }).update({ ...row, updated_at: trx.fn.now() }));
     ctx.body = definitionView(row);
   });
-  router.delete('/admin/provider-definitions/:provider', async (ctx) => {
+  router.delete('/admin/provider-definitions/:provider', admin, async (ctx) => {
     const row = storedDefinition(deps, ctx.params.provider!);
     const state = deps.runtimeConfig.state;
     if (state.candidates.some((c) => c.provider === row.slug) || state.routeConfigs.some((c) => c.config.provider === row.slug)) {
@@ -116,8 +117,8 @@ function routableEntry(deps: GatewayDeps, provider: string): Record<string, unkn
   };
 }
 
-function rotationRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.patch('/admin/providers/:provider/disabled', async (ctx) => {
+function rotationRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.patch('/admin/providers/:provider/disabled', admin, async (ctx) => {
     const provider = ctx.params.provider!;
     if (!knownProvider(deps, provider)) throw new AppError('not_found', `Unknown provider '${provider}'`, { param: 'provider' });
     const body = await adminBody(ctx, disabledBody);
@@ -127,7 +128,7 @@ function rotationRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
     });
     ctx.body = routableEntry(deps, provider);
   });
-  router.get('/admin/providers/routable', (ctx) => {
+  router.get('/admin/providers/routable', admin, (ctx) => {
     const { effective } = deps.runtimeConfig;
     const labels = new Set([...effective.registry.models.flatMap((m) => m.routes.map((r) => r.providerLabel)), ...effective.providers.keys()]);
     ctx.body = { providers: [...labels].sort().map((p) => routableEntry(deps, p)) };
@@ -135,8 +136,9 @@ function rotationRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
 }
 
 export function providersRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  definitionRoutes(router, deps);
-  rotationRoutes(router, deps);
+  const router = createRouter<GatewayState>();
+  const admin = adminRoute(deps);
+  definitionRoutes(router, deps, admin);
+  rotationRoutes(router, deps, admin);
   return router;
 }

@@ -12,12 +12,14 @@
  *
  * See docs/request-log.md for the shapes.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { GatewayDeps } from '../app';
+import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';
 import { adminDb } from './guard';
 
@@ -118,12 +120,13 @@ async function clearErrors(db: Db, body: z.infer<typeof clearErrorsBodySchema>):
 
 /** The `/admin/recent-requests/*` router. */
 export function recentRequestsRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: '/admin/recent-requests' });
-  router.get('/offloads', async (ctx) => {
+  const router = createRouter<GatewayState>({ prefix: '/admin/recent-requests' });
+  const admin = adminRoute(deps);
+  router.get('/offloads', admin, async (ctx) => {
     const query = validateQuery(offloadsQuerySchema, ctx.query);
     ctx.body = await offloads(adminDb(deps.database.db), query);
   });
-  router.post('/clear-errors', async (ctx) => {
+  router.post('/clear-errors', admin, async (ctx) => {
     const body = validateBody(clearErrorsBodySchema, (await readJsonBody(ctx.req, 64 * 1024)) ?? {});
     const deleted = await clearErrors(adminDb(deps.database.db), body);
     ctx.state.log.info({ event: 'recent_errors_cleared', deleted, days: body.days, model: body.model ?? null, admin: ctx.state.admin?.via }, 'recent error rows deleted');

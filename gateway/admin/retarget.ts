@@ -4,7 +4,8 @@
  * overrides and an offload policy naming it all follow). Stored in `provider_route_configs`;
  * DELETE returns the route to its file definition. The verification tries it without saving.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -14,7 +15,7 @@ import { probeUpstream } from '../runtime-config/probe';
 import { keyFingerprint } from '../runtime-config/secrets';
 import type { RouteConfigRow } from '../runtime-config/types';
 import type { GatewayState } from '../surfaces/state';
-import { adminBody, dbOf, invalid, modelOr404, routeOr404 } from './http';
+import { adminBody, dbOf, invalid, modelOr404, routeOr404, adminRoute } from './http';
 import { routeView } from './views';
 
 const retargetBody = z.object({
@@ -47,9 +48,10 @@ function prepare(deps: GatewayDeps, base: Route, modelId: string, body: z.infer<
 }
 
 export function retargetRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
+  const router = createRouter<GatewayState>();
+  const admin = adminRoute(deps);
   const path = '/admin/routing/provider-routes/:model_id/:route_id';
-  router.put(path, async (ctx) => {
+  router.put(path, admin, async (ctx) => {
     const { model_id: modelId, route_id: routeId } = ctx.params as { model_id: string; route_id: string };
     const base = fileRoute(deps, modelId, routeId);
     const body = await adminBody(ctx, retargetBody);
@@ -61,13 +63,13 @@ export function retargetRouter(deps: GatewayDeps): Router<GatewayState> {
     const model = modelOr404(deps, modelId);
     ctx.body = routeView(model, routeOr404(model, routeId), deps.runtimeConfig.effective);
   });
-  router.post('/admin/routing/provider-route-verifications/:model_id/:route_id', async (ctx) => {
+  router.post('/admin/routing/provider-route-verifications/:model_id/:route_id', admin, async (ctx) => {
     const { model_id: modelId, route_id: routeId } = ctx.params as { model_id: string; route_id: string };
     const base = fileRoute(deps, modelId, routeId);
     const { route } = prepare(deps, base, modelId, await adminBody(ctx, retargetBody));
     ctx.body = { model_id: modelId, route_id: routeId, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId })) };
   });
-  router.delete(path, async (ctx) => {
+  router.delete(path, admin, async (ctx) => {
     const { model_id: modelId, route_id: routeId } = ctx.params as { model_id: string; route_id: string };
     fileRoute(deps, modelId, routeId);
     if (!deps.runtimeConfig.state.routeConfigs.some((c) => c.model_id === modelId && c.route_id === routeId)) {

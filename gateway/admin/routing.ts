@@ -4,7 +4,8 @@
  * per (model, endpoint), and the strategy switch. Changes are stored, then applied at once in
  * this process and within seconds in the others.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -12,7 +13,7 @@ import { AVAILABLE_STRATEGIES, STRATEGIES } from '../registry';
 import { SETTING } from '../runtime-config/types';
 import { writeSetting } from '../runtime-config/store';
 import type { GatewayState } from '../surfaces/state';
-import { adminBody, dbOf, invalid, modelOr404 } from './http';
+import { adminBody, dbOf, invalid, modelOr404, adminRoute } from './http';
 import { modelView, routeView } from './views';
 
 const weightBody = z.object({ weight: z.number().finite().min(0) }).strict();
@@ -31,8 +32,8 @@ function weightView(deps: GatewayDeps, modelId: string, endpointId: string): Rec
   };
 }
 
-function listingRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.get('/admin/routing', (ctx) => {
+function listingRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.get('/admin/routing', admin, (ctx) => {
     const effective = deps.runtimeConfig.effective;
     const state = deps.runtimeConfig.state;
     ctx.body = {
@@ -45,22 +46,22 @@ function listingRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
       custom_providers: [...effective.providers.keys()],
     };
   });
-  router.get('/admin/routing/provider-routes', (ctx) => {
+  router.get('/admin/routing/provider-routes', admin, (ctx) => {
     const effective = deps.runtimeConfig.effective;
     ctx.body = { routes: effective.registry.models.flatMap((m) => m.routes.map((r) => routeView(m, r, effective))) };
   });
-  router.get('/admin/routing/provider-routes/:model_id', (ctx) => {
+  router.get('/admin/routing/provider-routes/:model_id', admin, (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     ctx.body = { model_id: model.id, routes: model.routes.map((r) => routeView(model, r, deps.runtimeConfig.effective)) };
   });
 }
 
-function weightRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
+function weightRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
   const path = '/admin/routing/weights/:model_id/:endpoint_id';
-  router.get(path, (ctx) => {
+  router.get(path, admin, (ctx) => {
     ctx.body = weightView(deps, ctx.params.model_id!, ctx.params.endpoint_id!);
   });
-  router.put(path, async (ctx) => {
+  router.put(path, admin, async (ctx) => {
     const { model_id: modelId, endpoint_id: endpointId } = ctx.params as { model_id: string; endpoint_id: string };
     weightView(deps, modelId, endpointId);
     const { weight } = await adminBody(ctx, weightBody);
@@ -69,7 +70,7 @@ function weightRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
       .onConflict(['model_id', 'endpoint_id']).merge(['weight', 'updated_at']));
     ctx.body = weightView(deps, modelId, endpointId);
   });
-  router.delete(path, async (ctx) => {
+  router.delete(path, admin, async (ctx) => {
     const { model_id: modelId, endpoint_id: endpointId } = ctx.params as { model_id: string; endpoint_id: string };
     weightView(deps, modelId, endpointId);
     const removed = await deps.runtimeConfig.change(dbOf(deps), (trx) => trx('provider_weight_overrides').where({ model_id: modelId, endpoint_id: endpointId }).delete());
@@ -83,8 +84,8 @@ export function checkStrategy(router: string): void {
   if (!AVAILABLE_STRATEGIES.has(router)) throw invalid('router', `strategy '${router}' (cost-aware) is known but its package is not installed in this gateway`);
 }
 
-function strategyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.patch('/admin/routing/provider-route-strategies/:model_id', async (ctx) => {
+function strategyRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.patch('/admin/routing/provider-route-strategies/:model_id', admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const body = await adminBody(ctx, strategyBody);
     if (body.router !== null) checkStrategy(body.router);
@@ -95,9 +96,10 @@ function strategyRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
 }
 
 export function routingRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  listingRoutes(router, deps);
-  weightRoutes(router, deps);
-  strategyRoutes(router, deps);
+  const router = createRouter<GatewayState>();
+  const admin = adminRoute(deps);
+  listingRoutes(router, deps, admin);
+  weightRoutes(router, deps, admin);
+  strategyRoutes(router, deps, admin);
   return router;
 }

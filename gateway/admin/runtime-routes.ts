@@ -3,7 +3,8 @@
  * (catalog defaults of spec 2.4 rule 11; `required_role` default `admin`), add, change and remove
  * runtime routes of any model, and try either without saving (verifications).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import type { Knex } from 'knex';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -12,7 +13,7 @@ import { probeUpstream } from '../runtime-config/probe';
 import { writeSetting } from '../runtime-config/store';
 import { SETTING, type CandidateRow, type OffloadPolicy, type RuntimeModelRecord } from '../runtime-config/types';
 import type { GatewayState } from '../surfaces/state';
-import { adminBody, dbOf, modelOr404 } from './http';
+import { adminBody, dbOf, modelOr404, adminRoute } from './http';
 import { candidateRow, routeFields, rowColumns, runtimeModelBody, trialRoute, type RuntimeModelBody } from './route-input';
 import { checkStrategy } from './routing';
 import { modelView, routeView } from './views';
@@ -50,8 +51,8 @@ function prepareRuntimeModel(deps: GatewayDeps, body: RuntimeModelBody): { recor
   return { record, row };
 }
 
-function runtimeModelRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.post('/admin/routing/provider-route-models', async (ctx) => {
+function runtimeModelRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.post('/admin/routing/provider-route-models', admin, async (ctx) => {
     const body = await adminBody(ctx, runtimeModelBody);
     const { record, row } = prepareRuntimeModel(deps, body);
     if (deps.runtimeConfig.effective.registry.byName.has(body.id) || deps.runtimeConfig.state.settings.has(`${SETTING.runtimeModel}${body.id}`)) {
@@ -66,7 +67,7 @@ function runtimeModelRoutes(router: Router<GatewayState>, deps: GatewayDeps): vo
     ctx.status = 201;
     ctx.body = modelView(modelOr404(deps, body.id), deps.runtimeConfig.effective);
   });
-  router.post('/admin/routing/provider-route-model-verifications', async (ctx) => {
+  router.post('/admin/routing/provider-route-model-verifications', admin, async (ctx) => {
     const body = await adminBody(ctx, runtimeModelBody);
     const { record, row } = prepareRuntimeModel(deps, body);
     const route = trialRoute(row, modelFields(record), deps.runtimeConfig.effective.providers);
@@ -98,8 +99,8 @@ async function insertCandidate(trx: Knex.Transaction, row: CandidateRow): Promis
   return String(inserted!.id);
 }
 
-function candidateRoutes(router: Router<GatewayState>, deps: GatewayDeps): void {
-  router.post('/admin/routing/provider-route-candidates/:model_id', async (ctx) => {
+function candidateRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: AccessGuard<GatewayState>): void {
+  router.post('/admin/routing/provider-route-candidates/:model_id', admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const providers = deps.runtimeConfig.effective.providers;
     const row = candidateRow(model.id, await adminBody(ctx, routeFields), providers);
@@ -109,14 +110,14 @@ function candidateRoutes(router: Router<GatewayState>, deps: GatewayDeps): void 
     ctx.status = 201;
     ctx.body = routeView(now, now.routes.find((r) => r.routeId === `${model.id}#c${id}`)!, deps.runtimeConfig.effective);
   });
-  router.post('/admin/routing/provider-route-candidate-verifications/:model_id', async (ctx) => {
+  router.post('/admin/routing/provider-route-candidate-verifications/:model_id', admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const providers = deps.runtimeConfig.effective.providers;
     const route = trialRoute(candidateRow(model.id, await adminBody(ctx, routeFields), providers), fieldsOfModel(model), providers);
     ctx.body = { model_id: model.id, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId })) };
   });
   const one = '/admin/routing/provider-route-candidates/:model_id/:route_id';
-  router.patch(one, async (ctx) => {
+  router.patch(one, admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const previous = storedCandidate(deps, model, ctx.params.route_id!);
     const providers = deps.runtimeConfig.effective.providers;
@@ -126,7 +127,7 @@ function candidateRoutes(router: Router<GatewayState>, deps: GatewayDeps): void 
     const now = modelOr404(deps, model.id);
     ctx.body = routeView(now, now.routes.find((r) => r.routeId === ctx.params.route_id)!, deps.runtimeConfig.effective);
   });
-  router.delete(one, async (ctx) => {
+  router.delete(one, admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const row = storedCandidate(deps, model, ctx.params.route_id!);
     const refusal = deleteRefusal(deps, model, ctx.params.route_id!);
@@ -140,8 +141,9 @@ function candidateRoutes(router: Router<GatewayState>, deps: GatewayDeps): void 
 }
 
 export function runtimeRoutesRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  runtimeModelRoutes(router, deps);
-  candidateRoutes(router, deps);
+  const router = createRouter<GatewayState>();
+  const admin = adminRoute(deps);
+  runtimeModelRoutes(router, deps, admin);
+  candidateRoutes(router, deps, admin);
   return router;
 }

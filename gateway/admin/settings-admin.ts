@@ -4,12 +4,14 @@
  * value; `PATCH /admin/settings` sets switches (`null` removes the override). Reopening sign-up
  * while the active manifest disables it is refused with 400.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { GatewayDeps } from '../app';
 import { SIGNUP_SWITCH, VERIFICATION_SWITCH } from '../identity/signup-policy';
+import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';
 
 /** Each switch with its environment default. */
@@ -30,17 +32,18 @@ const patchBody = z.object({
 }).strict();
 
 export function settingsAdminRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: '/admin' });
+  const router = createRouter<GatewayState>({ prefix: '/admin' });
+  const admin = adminRoute(deps);
   const describe = () => Object.fromEntries(Object.entries(switches(deps)).map(([key, fallback]) => {
     const stored = deps.siteSettings.get(key);
     return [key, { stored: typeof stored === 'boolean' ? stored : null, environment: fallback, effective: deps.siteSettings.flag(key, fallback) }];
   }));
 
-  router.get('/settings', (ctx) => {
+  router.get('/settings', admin, (ctx) => {
     ctx.body = describe();
   });
 
-  router.patch('/settings', async (ctx) => {
+  router.patch('/settings', admin, async (ctx) => {
     const body = validateBody(patchBody, await readJsonBody(ctx.req, 4096));
     const d = deps.distribution;
     if (body[SIGNUP_SWITCH] === true && d.status === 'active' && d.manifest.features?.public_signup === false) {

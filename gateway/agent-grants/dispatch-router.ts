@@ -7,12 +7,12 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import Router from '@koa/router';
-import type { Middleware } from 'koa';
+import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
+import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
 import {
@@ -60,8 +60,9 @@ export function isDispatchToken(presented: string | undefined, configured: strin
   return presented !== undefined && configured !== undefined && timingSafeEqual(digest(presented), digest(configured));
 }
 
-function guard(deps: GatewayDeps): Middleware<GatewayState> {
-  return async (ctx, next) => {
+/** The dispatch token guard (`internal`): 503 when dispatch is not configured, 401 for a wrong token. */
+function guard(deps: GatewayDeps): AccessGuard<GatewayState> {
+  return accessGuard<GatewayState>('internal', (ctx) => {
     const configured = deps.settings.GATEWAY_GRANT_DISPATCH_TOKEN;
     if (configured === undefined) throw new AppError('service_unavailable', 'Grant dispatch is not configured');
     const client = ctx.state.client;
@@ -72,8 +73,7 @@ function guard(deps: GatewayDeps): Middleware<GatewayState> {
       throw new AppError('unauthorized', 'Invalid grant dispatch token');
     }
     if (!deps.database.db || !deps.grants) throw new AppError('database_not_configured', 'Database not configured');
-    await next();
-  };
+  });
 }
 
 async function body<T extends z.ZodType>(ctx: { req: IncomingMessage }, schema: T): Promise<z.infer<T>> {
@@ -93,11 +93,11 @@ function scopeOf(deps: GatewayDeps, input: z.infer<typeof issueSchema>): GrantSc
 }
 
 export function grantDispatchRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: '/internal/agent/grants' });
+  const router = createRouter<GatewayState>();
   const db = (): Db => deps.database.db!;
-  router.use(guard(deps));
+  const internal = guard(deps);
 
-  router.post('/', async (ctx) => {
+  router.post('/internal/agent/grants', internal, async (ctx) => {
     const scope = scopeOf(deps, await body(ctx, issueSchema));
     await requireActiveOwner(db(), scope.userId);
     const issued = await issueGrant(db(), scope);
@@ -107,7 +107,7 @@ export function grantDispatchRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { grant_id: issued.grantId, token: issued.token, expires_at: issued.expiresAt.toISOString(), model: scope.model };
   });
 
-  router.post('/:grantId/renew', async (ctx) => {
+  router.post('/internal/agent/grants/:grantId/renew', internal, async (ctx) => {
     const input = await body(ctx, renewSchema);
     const grantId = ctx.params.grantId ?? '';
     const renewed = await renewGrant(db(), grantId, input.ttl_seconds ?? deps.settings.AGENT_GRANT_TTL_SECONDS);
@@ -115,7 +115,7 @@ export function grantDispatchRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { grant_id: grantId, expires_at: renewed.expiresAt.toISOString() };
   });
 
-  router.post('/:grantId/revoke', async (ctx) => {
+  router.post('/internal/agent/grants/:grantId/revoke', internal, async (ctx) => {
     const grantId = ctx.params.grantId ?? '';
     await revokeGrant(db(), grantId);
     await deps.grants!.reload(grantId);

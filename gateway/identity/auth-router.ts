@@ -4,11 +4,12 @@
  * Login, refresh and key management need a database (500 `Database not configured` without one).
  * Failed logins count against the auth-failure blocklist like failed keys.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody, bearerToken } from '../../lib/http/json-body';
+import { accessGuard, createRouter, publicAccess } from '../../lib/http/route-access';
 import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/passwords';
 import type { GatewayDeps } from '../app';
 import type { ClientIpInfo } from '../auth/client-address';
@@ -90,15 +91,26 @@ async function accountOf(ctx: Ctx, deps: GatewayDeps): Promise<UserRow> {
   return user;
 }
 
+/** The account id set by the `account` guard. */
+function accountIdOf(state: GatewayState): number {
+  if (state.accountId === undefined) throw new AppError('internal', 'account route without an authenticated account');
+  return state.accountId;
+}
+
 export function authRouter(deps: GatewayDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: '/auth' });
+  const router = createRouter<GatewayState>({ prefix: '/auth' });
+  const open = publicAccess<GatewayState>();
+  // Key management: the account's own access token (refreshed from the database each time).
+  const account = accessGuard<GatewayState>('account', async (ctx) => {
+    ctx.state.accountId = Number((await accountOf(ctx, deps)).id);
+  });
   const adminEmails = emailList(deps.settings.ADMIN_EMAILS);
   const notifyEmails = deps.settings.SIGNUP_NOTIFY_EMAILS ? emailList(deps.settings.SIGNUP_NOTIFY_EMAILS) : adminEmails;
   const signupLimiter = new FixedWindowLimiter(AUTH_RATE_LIMITS.signupPerSource.limit, AUTH_RATE_LIMITS.signupPerSource.windowMs);
   const loginSourceLimiter = new FixedWindowLimiter(AUTH_RATE_LIMITS.loginPerSource.limit, AUTH_RATE_LIMITS.loginPerSource.windowMs);
   const loginEmailLimiter = new FixedWindowLimiter(AUTH_RATE_LIMITS.loginPerEmail.limit, AUTH_RATE_LIMITS.loginPerEmail.windowMs);
 
-  router.post('/signup', async (ctx) => {
+  router.post('/signup', open, async (ctx) => {
     const policy = signupState(deps);
     if (!policy.open) throw new AppError('forbidden', `Sign-up is closed: ${policy.reason}`);
     const source = blocklistSource(clientOf(ctx));
@@ -116,13 +128,13 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { id, email: user.email, role: user.role, email_verification_required: policy.requireVerification };
   });
 
-  router.post('/verify-email', async (ctx) => {
+  router.post('/verify-email', open, async (ctx) => {
     const body = validateBody(z.object({ token: z.string().min(1).max(200) }).strict(), await readJsonBody(ctx.req, BODY_LIMIT));
     if (!(await consumeVerification(db(deps), body.token))) throw new AppError('invalid_request', 'The verification token is unknown, used or expired', { param: 'token' });
     ctx.body = { verified: true };
   });
 
-  router.post('/login', async (ctx) => {
+  router.post('/login', open, async (ctx) => {
     const client = clientOf(ctx);
     const store = db(deps);
     const body = validateBody(credentials, await readJsonBody(ctx.req, BODY_LIMIT));
@@ -162,7 +174,7 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = deps.tokens.issue({ id: user.id, role });
   });
 
-  router.post('/refresh', async (ctx) => {
+  router.post('/refresh', open, async (ctx) => {
     const token = refreshCookie(ctx);
     if (!token) throw new AppError('unauthorized', `No refresh session (cookie ${REFRESH_COOKIE})`);
     const store = db(deps);
@@ -177,33 +189,33 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = deps.tokens.issue({ id: user.id, role });
   });
 
-  router.post('/logout', async (ctx) => {
+  router.post('/logout', open, async (ctx) => {
     const token = refreshCookie(ctx);
     if (token) await revokeRefreshSession(db(deps), token);
     setRefreshCookie(ctx, deps, null);
     ctx.status = 204;
   });
 
-  router.post('/api-keys', async (ctx) => {
-    const user = await accountOf(ctx, deps);
+  router.post('/api-keys', account, async (ctx) => {
+    const userId = accountIdOf(ctx.state);
     const body = validateBody(keyBody, await readJsonBody(ctx.req, BODY_LIMIT));
     const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('invalid_request', "Invalid field 'expires_at': must be in the future", { param: 'expires_at' });
     if (!deps.keys) throw new AppError('database_not_configured', 'Database not configured');
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = await issueApiKey(db(deps), deps.keys, Number(user.id), body.name, expiresAt);
+    ctx.body = await issueApiKey(db(deps), deps.keys, userId, body.name, expiresAt);
   });
 
-  router.get('/api-keys', async (ctx) => {
-    const user = await accountOf(ctx, deps);
-    ctx.body = { data: await listApiKeys(db(deps), Number(user.id)) };
+  router.get('/api-keys', account, async (ctx) => {
+    const userId = accountIdOf(ctx.state);
+    ctx.body = { data: await listApiKeys(db(deps), userId) };
   });
 
-  router.delete('/api-keys/:id', async (ctx) => {
-    const user = await accountOf(ctx, deps);
+  router.delete('/api-keys/:id', account, async (ctx) => {
+    const userId = accountIdOf(ctx.state);
     const id = Number(ctx.params.id);
-    if (!Number.isSafeInteger(id) || id <= 0 || !deps.keys || !(await revokeApiKey(db(deps), deps.keys, Number(user.id), id))) {
+    if (!Number.isSafeInteger(id) || id <= 0 || !deps.keys || !(await revokeApiKey(db(deps), deps.keys, userId, id))) {
       throw new AppError('not_found', `No API key ${ctx.params.id} on this account`);
     }
     ctx.status = 204;

@@ -6,7 +6,8 @@
  * and never degrade the verdict; an open or half-open circuit or a rejected credential on a
  * route that takes traffic does. No credentials or base URLs are shown (no auth on this path).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, publicAccess } from '../../lib/http/route-access';
 import type { Registry } from '../registry';
 import type { CircuitBreakers, CircuitState } from '../routing/breaker';
 import type { ConcurrencyLimiter } from '../routing/concurrency';
@@ -119,8 +120,9 @@ export function deepHealth(deps: DeepHealthDeps): DeepHealthBody {
 
 /** `GET /health/deep`: 200 for both verdicts (like `/health`). */
 export function deepHealthRouter(deps: DeepHealthDeps): Router {
-  const router = new Router();
-  router.get('/health/deep', (ctx) => {
+  const router = createRouter();
+  const open = publicAccess();
+  router.get('/health/deep', open, (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = deepHealth(deps);
   });

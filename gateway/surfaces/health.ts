@@ -5,7 +5,8 @@
  * unreachable at startup (`reason: database_unavailable_at_startup`). `/health/ready` is strict:
  * 503 unless every configured store answers.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, publicAccess } from '../../lib/http/route-access';
 import type { DatabaseState } from '../store/database-state';
 
 export type StoreStatus = 'up' | 'down' | 'disabled';
@@ -60,13 +61,14 @@ export async function healthReport(deps: HealthDeps): Promise<{ httpStatus: numb
 
 /** Router with the two health endpoints. */
 export function healthRouter(deps: HealthDeps): Router {
-  const router = new Router();
-  router.get('/health', async (ctx) => {
+  const router = createRouter();
+  const open = publicAccess();
+  router.get('/health', open, async (ctx) => {
     const report = await healthReport(deps);
     ctx.status = report.httpStatus;
     ctx.body = report.body;
   });
-  router.get('/health/ready', async (ctx) => {
+  router.get('/health/ready', open, async (ctx) => {
     const report = await healthReport(deps);
     ctx.status = report.ready && !deps.database.unavailableAtStartup ? 200 : 503;
     ctx.body = { ready: ctx.status === 200, stores: report.body.stores };

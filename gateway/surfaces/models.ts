@@ -3,7 +3,8 @@
  * No key is needed; a valid key (or auth turned off) only decides whether role-restricted
  * models are included. Item fields beyond `id`/`object`/`on_demand` are this gateway's choice.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, publicAccess } from '../../lib/http/route-access';
 import { ensureGrantCached } from '../agent-grants/grant-cache';
 import { canSee } from '../auth/caller';
 import { bearerToken } from '../../lib/http/json-body';
@@ -51,8 +52,9 @@ function listingRole(deps: GatewayContextDeps, authorization: string | undefined
 }
 
 export function modelsRouter(deps: GatewayContextDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  router.get('/v1/models', async (ctx) => {
+  const router = createRouter<GatewayState>();
+  const open = publicAccess<GatewayState>();
+  router.get('/v1/models', open, async (ctx) => {
     const client = ctx.state.client;
     if (client) await ensureGrantCached(deps.grants, bearerToken(ctx.get('authorization') || undefined), () => deps.gate.blocklist.blocked(client));
     const role = listingRole(deps, ctx.get('authorization') || undefined, ctx.state, ctx.path);

@@ -3,7 +3,8 @@
  * file's status. No credentials are asked for, so the body is sensitive (it reveals upstream base
  * URLs and the topology); it never carries API keys. Expose it only on trusted networks.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter, publicAccess } from '../../lib/http/route-access';
 import type { RegistryHolder } from '../registry/holder';
 import type { EndpointHealth, RoutingFile } from '../routing-file';
 
@@ -61,8 +62,9 @@ export function routingStatus(registry: RegistryHolder, routingFile: RoutingFile
 }
 
 export function routingStatusRouter(deps: { registry: RegistryHolder; routingFile: RoutingFile }): Router {
-  const router = new Router();
-  router.get('/routing', (ctx) => {
+  const router = createRouter();
+  const open = publicAccess();
+  router.get('/routing', open, (ctx) => {
     ctx.body = routingStatus(deps.registry, deps.routingFile);
   });
   return router;

@@ -41,6 +41,8 @@ export interface GatewayState extends RequestState {
   caller?: Caller;
   /** The administrator (admin routes). */
   admin?: AdminPrincipal;
+  /** The account of an access token (account routes: `/auth/api-keys`). */
+  accountId?: number;
   routing?: RoutingAttribution;
   usage?: Usage | undefined;
   // Per-request facts for the request log (`api_logs`), set by the server and handlers; references only.

@@ -100,6 +100,6 @@ describe('operator run activity view', () => {
   it('is for operators only', async () => {
     assert.equal((await get('', null)).status, 401);
     assert.equal((await get('', 'wrong-token')).status, 401);
-    assert.equal((await get('', owner.apiKey)).status, 401, 'an owner API key is not an operator credential');
+    assert.equal((await get('', owner.apiKey)).status, 403, 'an owner API key is a known caller without the operator right');
   });
 });

@@ -4,6 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { createApiApp, type ApiDeps } from '../../api/app';
+import type { RouteEntry } from '../../lib/http/route-access';
 import { serve, type Serving } from '../../lib/http/serve';
 import type { Db } from '../../lib/db';
 import { loadSettings } from '../../lib/settings';
@@ -18,6 +19,8 @@ export const TEST_JWT_SECRET = 'test-jwt-secret-of-at-least-32-bytes-long';
 export interface TestApi {
   url: string;
   deps: ApiDeps;
+  /** Every route the API serves and what it requires. */
+  routes: readonly RouteEntry[];
   close(): Promise<void>;
 }
 
@@ -43,10 +46,12 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     ...(options.objectStore ? { objectStore: options.objectStore } : {}),
     ...(options.grants ? { grants: options.grants } : {}),
   };
-  const serving: Serving = await serve(createApiApp(deps), { host: '127.0.0.1', port: 0 });
+  const app = createApiApp(deps);
+  const serving: Serving = await serve(app, { host: '127.0.0.1', port: 0 });
   return {
     url: serving.url,
     deps,
+    routes: app.routes,
     close: async () => {
       await serving.close(1000);
       await deps.events?.close();

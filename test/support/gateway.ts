@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { GatewayDeps } from '../../gateway/app';
 import { assembleGateway } from '../../gateway/assemble';
 import type { Db } from '../../lib/db';
+import type { RouteEntry } from '../../lib/http/route-access';
 import { serve, type Serving } from '../../lib/http/serve';
 import { loadSettings } from '../../lib/settings';
 import { captureLogs, type CapturedLogs } from './logs';
@@ -16,6 +17,8 @@ export interface TestGateway {
   url: string;
   logs: CapturedLogs;
   deps: GatewayDeps;
+  /** Every route the gateway serves and what it requires. */
+  routes: readonly RouteEntry[];
   close(): Promise<void>;
 }
 
@@ -66,6 +69,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     url: serving.url,
     logs,
     deps: assembly.deps,
+    routes: assembly.listener.routes,
     close: async () => {
       await serving.close(1000);
       await assembly.stop();
