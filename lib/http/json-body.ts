@@ -1,10 +1,22 @@
 /**
- * Reads a request body once as JSON with a size limit. Malformed JSON is a 400 naming the
- * problem; a body over the limit is a 413 and reading stops as soon as the limit is passed.
+ * Reads a request body once as JSON with a size limit, and applies the text rule of lib/text.ts at
+ * the door (docs/security.md): JSON nested deeper than {@link MAX_JSON_DEPTH} is a 400 before it
+ * is parsed (no recursive walk after the parse, `JSON.stringify` included, can overflow the stack);
+ * a string value or key holding a NUL or an unpaired surrogate is a 400 naming its dotted path.
+ * Malformed JSON is a 400 naming the problem; a body over the limit is a 413, sent as soon as the
+ * limit is passed, and the rest of the body is drained so the client reads it (refused-body.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 import { AppError } from '../errors';
+import { cleanText, describeTextProblem, findBadText, jsonDepthExceeds, MAX_JSON_DEPTH } from '../text';
+import { drainRefusedBody } from './refused-body';
+
+/** The 413 for a body over `limitBytes`; the rest of the body is drained and the connection closed. */
+function tooLarge(req: IncomingMessage, limitBytes: number): AppError {
+  drainRefusedBody(req);
+  return new AppError('payload_too_large', `Request body is larger than ${limitBytes} bytes`, { headers: { Connection: 'close' } });
+}
 
 /** Collects the raw body, failing with 413 as soon as it passes `limitBytes`. */
 function collect(req: IncomingMessage, limitBytes: number): Promise<Buffer | undefined> {
@@ -15,8 +27,7 @@ function collect(req: IncomingMessage, limitBytes: number): Promise<Buffer | und
       size += chunk.length;
       if (size > limitBytes) {
         cleanup();
-        req.resume();
-        reject(new AppError('payload_too_large', `Request body is larger than ${limitBytes} bytes`));
+        reject(tooLarge(req, limitBytes));
         return;
       }
       chunks.push(chunk);
@@ -40,20 +51,47 @@ function collect(req: IncomingMessage, limitBytes: number): Promise<Buffer | und
   });
 }
 
-/** Reads and parses the JSON body (`undefined` for an empty body). */
-export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+export interface JsonBodyOptions {
+  /**
+   * Refuse (400) any string value or key that breaks the text rule. Default true. The inference
+   * surfaces pass false: message content is forwarded upstream unchanged and never stored, and
+   * they check the few fields they log (`model`) themselves, so the hot path walks no body twice.
+   */
+  checkText?: boolean;
+}
+
+/**
+ * Reads and parses the JSON body (`undefined` for an empty body). Depth is bounded before the
+ * parse; with `checkText` (the default) every string and key passes the text rule.
+ */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number, options: JsonBodyOptions = {}): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limitBytes) {
-    req.resume();
-    throw new AppError('payload_too_large', `Request body is larger than ${limitBytes} bytes`);
-  }
+  if (Number.isFinite(declared) && declared > limitBytes) throw tooLarge(req, limitBytes);
   const raw = await collect(req, limitBytes);
   if (raw === undefined) return undefined;
-  try {
-    return JSON.parse(raw.toString('utf8')) as unknown;
-  } catch (err) {
-    throw new AppError('invalid_request', `Request body is not valid JSON: ${(err as Error).message}`, { cause: err });
+  if (jsonDepthExceeds(raw, MAX_JSON_DEPTH)) {
+    throw new AppError('invalid_request', `Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8')) as unknown;
+  } catch (err) {
+    // V8 quotes the text around the fault, which may hold the very bytes the rule refuses.
+    throw new AppError('invalid_request', `Request body is not valid JSON: ${cleanText((err as Error).message)}`, { cause: err });
+  }
+  if (options.checkText !== false) assertCleanText(body);
+  return body;
+}
+
+/** Throws the 400 naming the first string value or key of `body` that breaks the text rule. */
+export function assertCleanText(body: unknown): void {
+  const bad = findBadText(body);
+  if (bad === undefined) return;
+  const problem = describeTextProblem(bad.problem);
+  if (bad.path === '') throw new AppError('invalid_request', `Invalid request body: ${problem}`);
+  // A bad key is part of its own path: the path is shown (and logged) with the visible replacement.
+  const path = cleanText(bad.path);
+  throw new AppError('invalid_request', `Invalid field '${path}': ${problem}`, { param: path });
 }
 
 /** Validates a parsed body with a zod schema; the 400 names the first failing field. */
