@@ -1,8 +1,24 @@
 /**
  * Validation of a chat-completions request body: only what the gateway relies on is checked here
  * (the wire-body rules filter and check the optional parameters); each error names the field.
+ * Text hygiene (docs/security.md): the body is read with {@link FORWARDED_TEXT}, so message
+ * content goes upstream as sent; `model`, which is logged and stored, must pass the text rule.
  */
 import { AppError } from '../../lib/errors';
+import type { JsonBodyOptions } from '../../lib/http/json-body';
+import { describeTextProblem, textProblem } from '../../lib/text';
+
+/**
+ * How the inference surfaces read bodies: depth bounded, strings not walked (content is forwarded
+ * unchanged and never stored; the fields that are logged are checked one by one).
+ */
+export const FORWARDED_TEXT: JsonBodyOptions = { checkText: false };
+
+/** Throws a 400 naming `param` when a logged string field breaks the text rule. */
+export function assertLoggableText(param: string, value: string): void {
+  const problem = textProblem(value);
+  if (problem) throw new AppError('invalid_request', `Invalid field '${param}': ${describeTextProblem(problem)}`, { param });
+}
 
 export interface ChatRequest {
   model: string;
@@ -24,6 +40,7 @@ export function parseChatRequest(raw: unknown): ChatRequest {
   const body = raw as Record<string, unknown>;
   if (body.model === undefined) throw invalid('model', 'is required');
   if (typeof body.model !== 'string' || body.model.length === 0) throw invalid('model', 'must be a non-empty string');
+  assertLoggableText('model', body.model);
   if (body.messages === undefined) throw invalid('messages', 'is required');
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw invalid('messages', 'must be a non-empty array');
   body.messages.forEach((message: unknown, i) => {

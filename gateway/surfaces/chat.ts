@@ -25,7 +25,7 @@ import type { RoutingTicket } from '../routing/selector';
 import type { FailedAttempt, UpstreamError } from '../upstream/upstream-error';
 import { localCompletion, localStream, offloadPlan } from './chat-offload';
 import { relayChatStream, type StreamShape } from './chat-stream';
-import { parseChatRequest, type ChatRequest } from './chat-request';
+import { FORWARDED_TEXT, parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
 
@@ -141,7 +141,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
 export function chatHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
     const caller = callerOf(ctx.state);
-    const request = parseChatRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
+    const request = parseChatRequest(await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT));
     await serveChat(ctx, deps, request, caller.role);
   };
 }

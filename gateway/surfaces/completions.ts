@@ -9,7 +9,7 @@ import { callerOf } from '../auth/caller';
 import type { ChatCompletion, ChatCompletionChunk } from '../processors/types';
 import { sseEvent } from '../sse/sse-splitter';
 import { serveChat, type SurfaceShape } from './chat';
-import { parseChatRequest } from './chat-request';
+import { FORWARDED_TEXT, parseChatRequest } from './chat-request';
 import type { GatewayContextDeps, InferenceHandler } from './state';
 
 /** Builds the chat body: `prompt` (a string, or a list of exactly one string) → one user message. */
@@ -48,7 +48,7 @@ export const completionsShape: SurfaceShape = {
 export function completionsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
     const caller = callerOf(ctx.state);
-    const request = parseChatRequest(completionsToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
+    const request = parseChatRequest(completionsToChat(await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT)));
     await serveChat(ctx, deps, request, caller.role, completionsShape);
   };
 }

@@ -5,6 +5,7 @@
 import { AppError } from '../../lib/errors';
 import { abortOnClientClose } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
+import { assertLoggableText, FORWARDED_TEXT } from './chat-request';
 import { buildEmbeddingsBody } from '../adapters';
 import { assertGrantAllows, callerOf } from '../auth/caller';
 import type { Route } from '../registry';
@@ -27,6 +28,7 @@ export function parseEmbeddingsRequest(raw: unknown): EmbeddingsRequest {
   if (typeof body.model !== 'string' || body.model.length === 0) {
     throw new AppError('invalid_request', `Invalid field 'model': ${body.model === undefined ? 'is required' : 'must be a non-empty string'}`, { param: 'model' });
   }
+  assertLoggableText('model', body.model);
   const { input } = body;
   const valid = (typeof input === 'string' && input.length > 0)
     || (Array.isArray(input) && input.length > 0 && (input.every((i) => typeof i === 'string') || isTokenArray(input) || input.every(isTokenArray)));
@@ -40,7 +42,7 @@ export function parseEmbeddingsRequest(raw: unknown): EmbeddingsRequest {
 export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
     const caller = callerOf(ctx.state);
-    const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes));
+    const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT));
     ctx.state.model = request.model;
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
     ctx.state.model = model.id;

@@ -10,7 +10,7 @@ import { callerOf } from '../auth/caller';
 import type { ChatCompletion, ChatCompletionChunk } from '../processors/types';
 import { serveChat, type SurfaceShape } from './chat';
 import type { StreamShape } from './chat-stream';
-import { parseChatRequest } from './chat-request';
+import { FORWARDED_TEXT, parseChatRequest } from './chat-request';
 import { responsesToChat } from './responses-request';
 import type { GatewayContextDeps, InferenceHandler } from './state';
 import type { Usage } from './usage';
@@ -128,7 +128,7 @@ export const responsesShape: SurfaceShape = {
 export function responsesHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
     const caller = callerOf(ctx.state);
-    const request = parseChatRequest(responsesToChat(await readJsonBody(ctx.req, deps.maxBodyBytes)));
+    const request = parseChatRequest(responsesToChat(await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT)));
     await serveChat(ctx, deps, request, caller.role, responsesShape);
   };
 }
