@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../../lib/logger';
+import { cleanText } from '../../lib/text';
 import type { Settings } from '../../lib/settings';
 import {
   CLIENT_IP_UNRESOLVED_EVENT, clientIpLogFields, createClientAddressResolver, splitNetworkList,
@@ -31,10 +32,14 @@ export interface RequestOrigin {
   fields: () => Record<string, unknown>;
 }
 
-/** Adds a request header (cut to 256 characters) to `out` when present. */
+/**
+ * Adds a request header (cut to 256 characters, cleaned: docs/security.md) to `out` when present.
+ * Node's parser already refuses control characters in header values; the clean costs two scans of
+ * a short string and allocates nothing when the value is clean.
+ */
 function addHeader(out: Record<string, unknown>, field: string, req: IncomingMessage, name: string): void {
   const value = req.headers[name];
-  if (value !== undefined) out[field] = (Array.isArray(value) ? value.join(', ') : value).slice(0, 256);
+  if (value !== undefined) out[field] = cleanText((Array.isArray(value) ? value.join(', ') : value).slice(0, 256));
 }
 
 /** The `http_request` fields of spec 6.4 for a request: the client address fields plus the request headers present. */

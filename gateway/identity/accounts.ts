@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret } from '../../lib/crypto';
 import type { Logger } from '../../lib/logger';
+import { cleanText } from '../../lib/text';
 import type { Role } from '../registry/types';
 
 export interface UserRow {
@@ -60,9 +61,14 @@ export async function promoteListedAdmin(db: Db, log: Logger, user: UserRow, adm
 export type LoginOutcome =
   | 'success' | 'bad_password' | 'unknown_email' | 'suspended' | 'unverified' | 'rate_limited' | 'ip_blocked' | 'deleted';
 
+/**
+ * Stores one login attempt. The e-mail and `User-Agent` are the client's and are only recorded:
+ * cut, then cleaned (a cut can split a surrogate pair; docs/security.md, text hygiene).
+ */
 export async function recordLoginEvent(db: Db, event: { userId?: number | undefined; email: string; ip: string; userAgent: string | undefined; outcome: LoginOutcome }): Promise<void> {
+  const userAgent = event.userAgent === undefined ? null : cleanText(event.userAgent.slice(0, 512));
   await db('login_events').insert({
-    user_id: event.userId ?? null, email: event.email.slice(0, 320), ip: event.ip, user_agent: event.userAgent?.slice(0, 512) ?? null, outcome: event.outcome,
+    user_id: event.userId ?? null, email: cleanText(event.email.slice(0, 320)), ip: event.ip, user_agent: userAgent, outcome: event.outcome,
   });
 }
 

@@ -10,6 +10,7 @@ import type { Logger } from '../logger';
 import { writeJson } from './json-response';
 import { AppError, errorTypeOf, isAppError, type ErrorCode } from '../errors';
 import type { RequestState } from './request-context';
+import { cleanText } from '../text';
 
 export interface ErrorBody {
   error: { message: string; type: string; code: ErrorCode; param: string | null };
@@ -54,8 +55,9 @@ export function handleError(thrown: unknown, res: ServerResponse, log: Logger): 
   }
   const err = toAppError(thrown);
   if (err.code === 'internal') log.error({ err: thrown, code: err.code }, err.message);
-  else if (err.status >= 500) log.warn({ code: err.code, status: err.status }, err.message);
-  else log.debug({ code: err.code, status: err.status }, err.message);
+  // Client errors may quote the client's text (a model name, a path): logged cleaned (docs/security.md).
+  else if (err.status >= 500) log.warn({ code: err.code, status: err.status }, cleanText(err.message));
+  else log.debug({ code: err.code, status: err.status }, cleanText(err.message));
   if (res.headersSent || !res.writable) {
     if (!res.writableEnded) res.end();
     return undefined;

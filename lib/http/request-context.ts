@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { infoSoon, type Logger } from '../logger';
+import { cleanText } from '../text';
 
 export interface RequestState {
   requestId: string;
@@ -15,7 +16,10 @@ export interface RequestState {
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Chooses the request id: a safe client-supplied value or a new UUID. */
+/**
+ * Chooses the request id: the client's value when it is 1-128 of `A-Za-z0-9._:-` (so it passes the
+ * text rule and is safe in logs, headers and PostgreSQL), else a new UUID.
+ */
 export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof header === 'string' && SAFE_REQUEST_ID.test(header) ? header : randomUUID();
 }
@@ -33,13 +37,13 @@ export class LazyRequestState implements RequestState {
 const HEADER_LOG_LIMIT = 256;
 const MASKED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'cookie']);
 
-/** Every request header, values cut to 256 characters, credentials replaced by `***`. */
+/** Every request header, values cut to 256 characters and cleaned (lib/text.ts), credentials replaced by `***`. */
 export function loggableHeaders(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
-    const value = MASKED_HEADERS.has(name) ? '***' : raw[i + 1]!.slice(0, HEADER_LOG_LIMIT);
+    const value = MASKED_HEADERS.has(name) ? '***' : cleanText(raw[i + 1]!.slice(0, HEADER_LOG_LIMIT));
     out[name] = out[name] === undefined ? value : `${out[name]}, ${value}`;
   }
   return out;
