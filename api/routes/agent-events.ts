@@ -46,7 +46,7 @@ export function agentEventsRouter(deps: ApiDeps): Router<AgentState> {
 
   router.post('/v1/agent/hosts/:hostId/attempts/:attemptId/events', requireHost(deps.db), async (ctx) => {
     const hostId = hostOf(ctx.state);
-    const batch = validateBody(hostEventBatchSchema, await readJsonBody(ctx.req, MAX_INGEST_BODY_BYTES));
+    const batch = validateBody(hostEventBatchSchema, await readJsonBody(ctx.req, MAX_INGEST_BODY_BYTES, { text: 'replace' }));
     ctx.body = await ingestHostEvents(deps.db, { hostId, attemptId: ctx.params.attemptId ?? '', batch });
   });
 

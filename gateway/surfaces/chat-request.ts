@@ -12,7 +12,7 @@ import { describeTextProblem, textProblem } from '../../lib/text';
  * How the inference surfaces read bodies: depth bounded, strings not walked (content is forwarded
  * unchanged and never stored; the fields that are logged are checked one by one).
  */
-export const FORWARDED_TEXT: JsonBodyOptions = { checkText: false };
+export const FORWARDED_TEXT: JsonBodyOptions = { text: 'forward' };
 
 /** Throws a 400 naming `param` when a logged string field breaks the text rule. */
 export function assertLoggableText(param: string, value: string): void {

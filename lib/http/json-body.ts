@@ -9,7 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 import { AppError } from '../errors';
-import { cleanText, describeTextProblem, findBadText, jsonDepthExceeds, MAX_JSON_DEPTH } from '../text';
+import { cleanText, describeTextProblem, findBadText, jsonDepthExceeds, MAX_JSON_DEPTH, textProblem } from '../text';
 import { drainRefusedBody } from './refused-body';
 
 /** The 413 for a body over `limitBytes`; the rest of the body is drained and the connection closed. */
@@ -51,18 +51,24 @@ function collect(req: IncomingMessage, limitBytes: number): Promise<Buffer | und
   });
 }
 
+/**
+ * What happens to a string value or key that breaks the text rule:
+ * - `refuse` (the default): 400 naming its dotted path. Every input a person or client types.
+ * - `replace`: each bad character becomes U+FFFD (lib/text.ts `cleanText`), for text a service
+ *   relays and must not lose, such as a host runner's sandbox output in agent events.
+ * - `forward`: strings are not walked. The inference surfaces: message content goes upstream
+ *   unchanged and is never stored, and they check the few fields they log (`model`) themselves,
+ *   so the hot path scans a body once (the depth bound) and walks it no further.
+ */
+export type BodyTextPolicy = 'refuse' | 'replace' | 'forward';
+
 export interface JsonBodyOptions {
-  /**
-   * Refuse (400) any string value or key that breaks the text rule. Default true. The inference
-   * surfaces pass false: message content is forwarded upstream unchanged and never stored, and
-   * they check the few fields they log (`model`) themselves, so the hot path walks no body twice.
-   */
-  checkText?: boolean;
+  text?: BodyTextPolicy;
 }
 
 /**
  * Reads and parses the JSON body (`undefined` for an empty body). Depth is bounded before the
- * parse; with `checkText` (the default) every string and key passes the text rule.
+ * parse; strings and keys then follow `options.text` (default `refuse`).
  */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number, options: JsonBodyOptions = {}): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
@@ -72,15 +78,28 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number, opt
   if (jsonDepthExceeds(raw, MAX_JSON_DEPTH)) {
     throw new AppError('invalid_request', `Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  const text = raw.toString('utf8');
   let body: unknown;
   try {
-    body = JSON.parse(raw.toString('utf8')) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch (err) {
     // V8 quotes the text around the fault, which may hold the very bytes the rule refuses.
     throw new AppError('invalid_request', `Request body is not valid JSON: ${cleanText((err as Error).message)}`, { cause: err });
   }
-  if (options.checkText !== false) assertCleanText(body);
+  const policy = options.text ?? 'refuse';
+  if (policy === 'refuse') assertCleanText(body);
+  else if (policy === 'replace' && findBadText(body) !== undefined) return parseCleaned(text);
   return body;
+}
+
+/** `text` parsed with every bad string value and key replaced visibly (bottom-up; depth is bounded). */
+function parseCleaned(text: string): unknown {
+  return JSON.parse(text, (_key, value: unknown) => {
+    if (typeof value === 'string') return cleanText(value);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+    const entries = Object.entries(value as Record<string, unknown>);
+    return entries.some(([key]) => textProblem(key) !== undefined) ? Object.fromEntries(entries.map(([key, v]) => [cleanText(key), v])) : value;
+  }) as unknown;
 }
 
 /** Throws the 400 naming the first string value or key of `body` that breaks the text rule. */

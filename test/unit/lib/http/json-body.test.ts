@@ -75,9 +75,16 @@ describe('readJsonBody', () => {
     assert.ok(!raw.message.includes('\0'));
   });
 
-  it('forwards strings unwalked with checkText: false, and still bounds depth', async () => {
-    const forwarded: JsonBodyOptions = { checkText: false };
+  it("forwards strings unwalked with text: 'forward', and still bounds depth", async () => {
+    const forwarded: JsonBodyOptions = { text: 'forward' };
     assert.deepEqual(await readJsonBody(request('{"content":"a\\u0000\\ud800"}'), 1024, forwarded), { content: 'a\u0000\ud800' });
     assert.equal((await refusal(nested(MAX_JSON_DEPTH + 1), forwarded)).status, 400);
+  });
+
+  it("replaces bad text visibly with text: 'replace', keys included, and leaves a clean body as parsed", async () => {
+    const replaced = await readJsonBody(request('{"events":[{"payload":{"out":"a\\u0000b","k\\ud800":["\\udc00x"]}}]}'), 1024, { text: 'replace' });
+    assert.deepEqual(replaced, { events: [{ payload: { out: 'a\uFFFDb', 'k\uFFFD': ['\uFFFDx'] } }] });
+    assert.deepEqual(await readJsonBody(request('{"a":["\\ud83d\\ude00"]}'), 1024, { text: 'replace' }), { a: ['😀'] });
+    assert.equal((await refusal(nested(MAX_JSON_DEPTH + 1), { text: 'replace' })).status, 400);
   });
 });
