@@ -85,14 +85,16 @@ function join(path: string, key: string): string {
  */
 export function jsonDepthExceeds(raw: Uint8Array, limit = MAX_JSON_DEPTH): boolean {
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < raw.length; i++) {
-    const byte = raw[i]!;
-    if (inString) {
-      if (byte === 0x5c) i++; // backslash: skip the escaped byte
-      else if (byte === 0x22) inString = false;
-    } else if (byte === 0x22) {
-      inString = true;
+  const n = raw.length;
+  for (let i = 0; i < n; i++) {
+    const byte = raw[i];
+    if (byte === 0x22) {
+      // A string: run to its closing quote in a loop of its own (a backslash skips the escaped byte).
+      for (i++; i < n; i++) {
+        const inner = raw[i];
+        if (inner === 0x22) break;
+        if (inner === 0x5c) i++;
+      }
     } else if (byte === 0x5b || byte === 0x7b) {
       if (++depth > limit) return true;
     } else if (byte === 0x5d || byte === 0x7d) {

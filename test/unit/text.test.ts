@@ -37,5 +37,8 @@ describe('text rule', () => {
     assert.equal(jsonDepthExceeds(Buffer.from(JSON.stringify({ s: '[[[[[[[[[["\\' }))), false, 'brackets in strings do not count');
     assert.equal(jsonDepthExceeds(Buffer.from(JSON.stringify({ s: '"[' }) + '['.repeat(3)), 3), false);
     assert.equal(jsonDepthExceeds(Buffer.from('{"a":' + '['.repeat(4)), 4), true);
+    const afterEscapedBackslash = Buffer.from(`{"s":"\\\\","a":${'['.repeat(3)}${']'.repeat(3)}}`);
+    assert.equal(jsonDepthExceeds(afterEscapedBackslash, 3), true, 'a string ending in an escaped backslash ends at its quote');
+    assert.equal(jsonDepthExceeds(afterEscapedBackslash, 4), false);
   });
 });
