@@ -1,0 +1,201 @@
+/**
+ * Bad input on every route (docs/security.md): with credentials that pass each route's guard,
+ * every route of the gateway and the control-plane API gets malformed JSON, wrong types, NUL
+ * bytes and unpaired surrogates in body fields, path parameters and query values, deep nesting,
+ * a huge body and odd methods. No answer may be a 500/502/504 (a 503 only as a named
+ * `service_unavailable` for a dependency the test leaves unconfigured), and both processes
+ * answer their health check afterwards. Bounded: a few thousand loopback requests.
+ */
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { enrollHost } from '../../api/hosts/host-registry';
+import type { Access, RouteEntry } from '../../lib/http/route-access';
+import { createKey, signUpAndLogIn } from '../support/accounts';
+import { ADMIN_TOKEN } from '../support/admin';
+import { startTestApi, TEST_JWT_SECRET, type TestApi } from '../support/api';
+import { freshDatabase, type TestDatabase } from '../support/db';
+import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
+import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
+
+const DISPATCH = 'fuzz-dispatch-token-of-at-least-32-bytes';
+const NUL = 'a\u0000b';
+const SURROGATE = 'a\uD800b';
+
+/** Field names the routes read; each is sent alone with a bad value (unknown ones are 400 anyway). */
+const FIELDS = [
+  'model', 'prompt', 'title', 'repo', 'base_ref', 'env', 'name', 'value', 'email', 'password', 'token', 'ip', 'role', 'permissions',
+  'slots', 'messages', 'input', 'content', 'kind', 'user_id', 'job_id', 'provider', 'base_url', 'api_key', 'weight', 'events', 'runtime',
+  'slots_total', 'settings', 'reason', 'text', 'answers', 'expires_at', 'required_role', 'route_id', 'key', 'metadata', 'stream',
+];
+
+/** Bad values as JSON text (a number beyond double range cannot be written with JSON.stringify). */
+const RAW_BAD_VALUES = [
+  JSON.stringify(NUL), JSON.stringify(SURROGATE), '1e309', '-1', `{"nested":${JSON.stringify(NUL)}}`, `[${JSON.stringify(SURROGATE)}]`, 'true', JSON.stringify('x'.repeat(70_000)),
+];
+
+/** Valid bodies of routes that write text; each string value and key is replaced in turn by a bad one. */
+const SAMPLES: Record<string, unknown> = {
+  'POST /v1/agent/jobs': { prompt: 'hi', model: 'fuzz-model', repo: null, title: 'a title', env: { A_VAR: 'value' } },
+  'POST /v1/agent/jobs/:jobId/turns': { prompt: 'again' },
+  'PUT /v1/agent/variables/:name': { value: 'secret value' },
+  'POST /v1/agent/hosts/:hostId/heartbeat': { slots_total: 2, runtime: 'docker', runner_version: '1.0', capabilities: ['gpu'] },
+  'POST /auth/signup': { email: 'someone@example.com', password: 'a long enough password' },
+  'POST /auth/login': { email: 'fuzzer@example.com', password: 'wrong password' },
+  'POST /auth/api-keys': { name: 'a key' },
+  'PATCH /admin/users/:userId': { role: 'pro' },
+  'POST /admin/auth-blocks/clear': { ip: '192.0.2.1' },
+  'POST /internal/agent/grants': { user_id: 1, model: 'fuzz-model', kind: 'title' },
+  'POST /v1/chat/completions': { model: 'fuzz-model', messages: [{ role: 'user', content: 'hi' }], metadata: { agent: 'x' }, user: 'u' },
+  'POST /v1/embeddings': { model: 'fuzz-model', input: 'x' },
+  'POST /v1/responses': { model: 'fuzz-model', input: 'hi' },
+  'POST /v1/completions': { model: 'fuzz-model', prompt: 'hi' },
+};
+
+/** `sample` with each string value, then each key, replaced by `bad` (one at a time). */
+function* spoiled(sample: unknown, bad: string): Generator<unknown> {
+  if (typeof sample === 'string') {
+    yield bad;
+  } else if (Array.isArray(sample)) {
+    for (let i = 0; i < sample.length; i++) for (const v of spoiled(sample[i], bad)) yield sample.map((x: unknown, j) => (j === i ? v : x));
+  } else if (sample !== null && typeof sample === 'object') {
+    const entries = Object.entries(sample);
+    for (const [key, value] of entries) {
+      for (const v of spoiled(value, bad)) yield { ...sample, [key]: v };
+      yield Object.fromEntries(entries.map(([k, x]) => [k === key ? `${key}${bad}` : k, x]));
+    }
+  }
+}
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+function send(base: string, options: { method: string; path: string; authorization?: string; body?: string | Buffer; contentType?: string }): Promise<Answer> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | number> = {};
+    if (options.authorization) headers.authorization = options.authorization;
+    if (options.body !== undefined) {
+      headers['content-type'] = options.contentType ?? 'application/json';
+      headers['content-length'] = Buffer.byteLength(options.body);
+    }
+    const req = request({ host: url.hostname, port: url.port, method: options.method, path: options.path, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    // A server may answer (413) and close before reading a huge body: the answer is what counts.
+    req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? resolve({ status: -1, body: err.code }) : reject(err)));
+    req.end(options.body);
+  });
+}
+
+function deeplyNested(depth: number): string {
+  return `{"messages":[{"role":"user","content":${'['.repeat(depth)}${']'.repeat(depth)}}],"model":"fuzz-model"}`;
+}
+
+describe('bad input on every route (gateway and control-plane API, PostgreSQL)', function () {
+  this.timeout(180_000);
+  let t: TestDatabase;
+  let up: FakeUpstream;
+  let gw: TestGateway;
+  let api: TestApi;
+  const credential = new Map<Access, string | undefined>();
+  let hostId = '';
+
+  before(async () => {
+    t = await freshDatabase();
+    up = await startFakeUpstream();
+    gw = await startTestGateway({
+      db: t.db,
+      modelsYaml: `models:\n${chatModelYaml('fuzz-model', [`{ kind: generic_compat, base_url: "${up.url}" }`])}`,
+      env: {
+        USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false',
+        GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH, AUTH_FAILURE_BLOCK_THRESHOLD: '1000000',
+      },
+    });
+    api = await startTestApi({ db: t.db });
+    const session = await signUpAndLogIn(gw.url, t.db, 'fuzzer@example.com');
+    await t.db('users').where({ email: 'fuzzer@example.com' }).update({ permissions: ['agent.use', 'agent.admin'] });
+    hostId = 'fuzz-host';
+    const { credential: hostCredential } = await enrollHost(t.db, hostId);
+    credential.set('public', undefined);
+    credential.set('key', `Bearer ${await createKey(gw.url, session)}`);
+    credential.set('account', `Bearer ${session.accessToken}`);
+    credential.set('owner', `Bearer ${session.accessToken}`);
+    credential.set('admin', `Bearer ${ADMIN_TOKEN}`);
+    credential.set('operator', `Bearer ${ADMIN_TOKEN}`);
+    credential.set('host', `Bearer ${hostCredential}`);
+    credential.set('internal', `Bearer ${DISPATCH}`);
+  });
+  after(async () => {
+    await gw?.close();
+    await api?.close();
+    await up?.close();
+    await t?.drop();
+  });
+
+  const fuzz = async (base: string, routes: readonly RouteEntry[]) => {
+    const failures: string[] = [];
+    let sent = 0;
+    const check = async (route: RouteEntry, what: string, options: Parameters<typeof send>[1]) => {
+      const answer = await send(base, { authorization: credential.get(route.access), ...options });
+      sent++;
+      const allowed503 = answer.status === 503 && /"code":"(service_unavailable|no_provider_available)"/.test(answer.body);
+      if (answer.status >= 500 && !allowed503) failures.push(`${options.method} ${options.path} (${what}): ${answer.status} ${answer.body.slice(0, 160)}`);
+    };
+    for (const route of routes) {
+      if (route.path === '/auth/logout' || route.path === '/auth/refresh') continue; // no body, no parameters
+      const plain = route.path.replace(/:(\w+)/g, route.access === 'host' ? hostId : 'x1');
+      const withBad = (bad: string) => route.path.replace(/:(\w+)/g, (_m, name: string) => (name === 'hostId' ? hostId : encodeURIComponent(bad)));
+      for (const method of route.methods) {
+        if (route.path.includes(':')) {
+          await check(route, 'NUL parameter', { method, path: withBad(NUL) });
+          await check(route, 'encoded lone surrogate bytes', { method, path: route.path.replace(/:(\w+)/g, (_m, name: string) => (name === 'hostId' ? hostId : '%ED%A0%80')) });
+          await check(route, 'long parameter', { method, path: withBad('x'.repeat(5000)) });
+        }
+        await check(route, 'NUL query', { method, path: `${plain}?q=${encodeURIComponent(NUL)}&limit=%00&cursor=%ED%A0%80&state=%ED%A0%80%00` });
+        await check(route, 'wrong-typed query', { method, path: `${plain}?limit=-1e309&days=abc&before=[]&after=${'9'.repeat(400)}` });
+        if (method === 'GET' || method === 'DELETE') continue;
+        for (const body of ['{"a":', '[', 'nul\u0000', '"str"', '123', 'null', '[]', '{}', '{"__proto__":{"x":1}}']) {
+          await check(route, `body ${JSON.stringify(body)}`, { method, path: plain, body });
+        }
+        await check(route, 'not JSON content type', { method, path: plain, body: 'a=b', contentType: 'application/x-www-form-urlencoded' });
+        for (const field of FIELDS) {
+          for (const bad of RAW_BAD_VALUES) {
+            await check(route, `${field}=${bad.slice(0, 20)}`, { method, path: plain, body: `{${JSON.stringify(field)}:${bad}}` });
+          }
+        }
+        const sample = SAMPLES[`${method} ${route.path}`];
+        if (sample !== undefined) {
+          for (const bad of [NUL, SURROGATE]) {
+            for (const body of spoiled(sample, bad)) await check(route, `sample ${JSON.stringify(body).slice(0, 60)}`, { method, path: plain, body: JSON.stringify(body) });
+          }
+        }
+        await check(route, '10,000-deep nesting', { method, path: plain, body: deeplyNested(10_000) });
+        await check(route, '65-deep nesting', { method, path: plain, body: deeplyNested(65) });
+        await check(route, 'huge body', { method, path: plain, body: Buffer.alloc(8 * 1024 * 1024, 0x20) });
+      }
+      for (const method of ['TRACE', 'PROPFIND', 'PATCH', 'OPTIONS']) await check(route, 'odd method', { method, path: plain });
+    }
+    assert.deepEqual(failures, []);
+    const covered = Object.keys(SAMPLES).filter((key) => routes.some((r) => r.methods.some((m) => `${m} ${r.path}` === key)));
+    return { sent, covered };
+  };
+
+  it('never answers 5xx on the gateway, and stays up', async () => {
+    const { sent, covered } = await fuzz(gw.url, gw.routes);
+    assert.ok(sent > 1000);
+    assert.equal(covered.length, 10, 'every gateway sample names a served route');
+    assert.equal((await send(gw.url, { method: 'GET', path: '/health' })).status, 200);
+  });
+
+  it('never answers 5xx on the control-plane API, and stays up', async () => {
+    const { sent, covered } = await fuzz(api.url, api.routes);
+    assert.ok(sent > 500);
+    assert.equal(covered.length, 4, 'every API sample names a served route');
+    assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
+  });
+});
