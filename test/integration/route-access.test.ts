@@ -6,32 +6,16 @@
  * 401/403/404/405: never a 2xx, 3xx or 5xx.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import type { Access, RouteEntry } from '../../lib/http/route-access';
 import { createKey, signUpAndLogIn } from '../support/accounts';
 import { ADMIN_TOKEN } from '../support/admin';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
+import { rawRequest, type RawAnswer } from '../support/raw-request';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
-interface Answer {
-  status: number;
-  body: string;
-}
-
-/** A raw request: `fetch` would normalize dot segments and refuse some methods. */
-function send(base: string, method: string, path: string, authorization?: string): Promise<Answer> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, method, path, headers: authorization ? { authorization } : {} }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+function send(base: string, method: string, path: string, authorization?: string): Promise<RawAnswer> {
+  return rawRequest(base, { method, path, authorization });
 }
 
 /** The route's path with each `:param` filled in. */
@@ -167,17 +151,9 @@ describe('authorization on every route (gateway and control-plane API, PostgreSQ
   it('answers TRACE and other unserved methods on a route with 405 and Allow', async () => {
     for (const [base, path] of [[gw.url, '/admin/users'], [gw.url, '/health'], [api.url, '/v1/agent/jobs'], [api.url, '/health']] as const) {
       for (const method of ['TRACE', 'PUT']) {
-        const answer = await new Promise<{ status: number; allow: string | undefined }>((resolve, reject) => {
-          const url = new URL(base);
-          const req = request({ host: url.hostname, port: url.port, method, path }, (res) => {
-            res.resume();
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow }));
-          });
-          req.on('error', reject);
-          req.end();
-        });
+        const answer = await rawRequest(base, { method, path });
         assert.equal(answer.status, 405, `${method} ${path}`);
-        assert.match(answer.allow ?? '', /GET/, `${method} ${path}`);
+        assert.match(String(answer.headers.allow), /GET/, `${method} ${path}`);
       }
     }
     assert.equal((await send(gw.url, 'TRACE', '/v1/chat/completions')).status, 405);

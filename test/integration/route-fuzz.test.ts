@@ -7,13 +7,13 @@
  * answer their health check afterwards. Bounded: a few thousand loopback requests.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { enrollHost } from '../../api/hosts/host-registry';
 import type { Access, RouteEntry } from '../../lib/http/route-access';
 import { createKey, signUpAndLogIn } from '../support/accounts';
 import { ADMIN_TOKEN } from '../support/admin';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
+import { rawRequest as send, type RawRequest } from '../support/raw-request';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -66,32 +66,6 @@ function* spoiled(sample: unknown, bad: string): Generator<unknown> {
   }
 }
 
-interface Answer {
-  status: number;
-  body: string;
-}
-
-function send(base: string, options: { method: string; path: string; authorization?: string; body?: string | Buffer; contentType?: string }): Promise<Answer> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = {};
-    if (options.authorization) headers.authorization = options.authorization;
-    if (options.body !== undefined) {
-      headers['content-type'] = options.contentType ?? 'application/json';
-      headers['content-length'] = Buffer.byteLength(options.body);
-    }
-    const req = request({ host: url.hostname, port: url.port, method: options.method, path: options.path, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    // A server may answer (413) and close before reading a huge body: the answer is what counts.
-    req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? resolve({ status: -1, body: err.code }) : reject(err)));
-    req.end(options.body);
-  });
-}
-
 function deeplyNested(depth: number): string {
   return `{"messages":[{"role":"user","content":${'['.repeat(depth)}${']'.repeat(depth)}}],"model":"fuzz-model"}`;
 }
@@ -140,8 +114,8 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   const fuzz = async (base: string, routes: readonly RouteEntry[]) => {
     const failures: string[] = [];
     let sent = 0;
-    const check = async (route: RouteEntry, what: string, options: Parameters<typeof send>[1]) => {
-      const answer = await send(base, { authorization: credential.get(route.access), ...options });
+    const check = async (route: RouteEntry, what: string, options: RawRequest) => {
+      const answer = await send(base, { ...options, authorization: credential.get(route.access) });
       sent++;
       const allowed503 = answer.status === 503 && /"code":"(service_unavailable|no_provider_available)"/.test(answer.body);
       if (answer.status >= 500 && !allowed503) failures.push(`${options.method} ${options.path} (${what}): ${answer.status} ${answer.body.slice(0, 160)}`);
