@@ -8,6 +8,7 @@
  * serialized once.
  */
 import { performance } from 'node:perf_hooks';
+import { cleanRow, mayNeedCleaning } from './clean-row';
 import type { LogEntry } from './entry';
 import { toApiLogRow, type ApiLogRow } from './row';
 
@@ -18,34 +19,59 @@ export interface RowBatch {
   readonly rows: readonly ApiLogRow[];
   /** `JSON.stringify(rows[i])` for each row. */
   readonly texts: readonly string[];
+  /** Rows built from entries whose text needed the shared text rule's replacement (see clean-row.ts). */
+  readonly cleaned?: number;
+}
+
+/** A row and its JSON text. */
+export interface BuiltRow {
+  row: ApiLogRow;
+  text: string;
+  /** Some string of the row held a NUL or an unpaired surrogate, now U+FFFD. */
+  cleaned: boolean;
+}
+
+/**
+ * The row of an entry and its JSON text, every string of it under the shared text rule: a text
+ * without a `\u` escape is clean as it is (clean-row.ts); otherwise the row is cleaned and
+ * serialized again. PostgreSQL then never sees a NUL or an unpaired surrogate from a live row.
+ */
+export function buildRow(entry: LogEntry): BuiltRow {
+  const row = toApiLogRow(entry);
+  const text = JSON.stringify(row);
+  if (!mayNeedCleaning(text)) return { row, text, cleaned: false };
+  const clean = cleanRow(row);
+  return clean === row ? { row, text, cleaned: false } : { row: clean, text: JSON.stringify(clean), cleaned: true };
 }
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-async function sliced<T>(items: readonly T[], row: (item: T) => ApiLogRow): Promise<RowBatch> {
+async function sliced<T>(items: readonly T[], build: (item: T) => BuiltRow): Promise<RowBatch> {
   const rows: ApiLogRow[] = [];
   const texts: string[] = [];
+  let cleaned = 0;
   let sliceStart = performance.now();
   for (let i = 0; i < items.length; i += 1) {
-    const built = row(items[i]!);
-    rows.push(built);
-    texts.push(JSON.stringify(built));
+    const built = build(items[i]!);
+    rows.push(built.row);
+    texts.push(built.text);
+    if (built.cleaned) cleaned += 1;
     if (i + 1 < items.length && performance.now() - sliceStart >= SLICE_MS) {
       await turn();
       sliceStart = performance.now();
     }
   }
-  return { rows, texts };
+  return { rows, texts, cleaned };
 }
 
-/** Rows (and their texts) for queued entries. */
+/** Rows (and their texts) for queued entries, each built by {@link buildRow}. */
 export function buildBatch(entries: readonly LogEntry[]): Promise<RowBatch> {
-  return sliced(entries, (entry) => toApiLogRow(entry));
+  return sliced(entries, buildRow);
 }
 
-/** Texts for rows already built (rows replayed from the spool). */
+/** Texts for rows already built (rows replayed from the spool), serialized as they are. */
 export function serializeRows(rows: readonly ApiLogRow[]): Promise<RowBatch> {
-  return sliced(rows, (row) => row);
+  return sliced(rows, (row) => ({ row, text: JSON.stringify(row), cleaned: false }));
 }
 
 const OPEN = 0x5b; // [

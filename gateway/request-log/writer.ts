@@ -58,6 +58,8 @@ export interface WriterCounters {
   overflows: number;
   /** Writes that failed or timed out. */
   failedWrites: number;
+  /** Rows stored with U+FFFD in place of a NUL or an unpaired surrogate (the shared text rule, clean-row.ts). */
+  cleaned: number;
 }
 
 const WARN_EVERY_MS = 10_000;
@@ -77,7 +79,7 @@ export class RequestLogWriter {
   private lastPurge = 0;
   private stopped = false;
   private readonly lastWarn = new Map<string, number>();
-  readonly counters: WriterCounters = { written: 0, spilled: 0, replayed: 0, dropped: 0, overflows: 0, failedWrites: 0 };
+  readonly counters: WriterCounters = { written: 0, spilled: 0, replayed: 0, dropped: 0, overflows: 0, failedWrites: 0, cleaned: 0 };
 
   constructor(private readonly options: WriterOptions) {}
 
@@ -170,7 +172,13 @@ export class RequestLogWriter {
    * batch never blocks requests for more than a slice.
    */
   private takeBatch(): Promise<RowBatch> {
-    return buildBatch(this.queue.splice(0, this.options.batchSize));
+    return this.build(this.queue.splice(0, this.options.batchSize));
+  }
+
+  private async build(entries: readonly LogEntry[]): Promise<RowBatch> {
+    const batch = await buildBatch(entries);
+    this.counters.cleaned += batch.cleaned ?? 0;
+    return batch;
   }
 
   /** Writes a batch with a timeout (see {@link guarded}). */
@@ -248,7 +256,7 @@ export class RequestLogWriter {
       try {
         while (this.spilling.length > 0) {
           const entries = this.spilling[0]!;
-          await this.toSpool(await buildBatch(entries), 'queue full');
+          await this.toSpool(await this.build(entries), 'queue full');
           this.spilling.shift();
         }
       } catch (err) {

@@ -31,9 +31,12 @@ describe('request log: batch building', () => {
   });
 
   it('encodes the batch JSON as UTF-8 whatever the text fields hold: accents, symbols, astral characters, lone surrogates', async () => {
-    const values = ['café — naïve', '✓ done', 'emoji 😀 and 𝄞', 'lone \ud800 surrogate', '', 'quote " and backslash \\'];
+    const values = ['café — naïve', '✓ done', 'emoji 😀 and 𝄞', 'lone \ud800 surrogate', '', 'quote " and backslash \\ and \\u0000 spelled out'];
     const batch = await buildBatch(values.map((v, i) => ({ ...entry(i), model: v, userAgent: v, sessionId: v })));
     assert.equal(batch.rows[2]!.model, 'emoji 😀 and 𝄞', 'the values reach the rows');
+    assert.equal(batch.rows[3]!.model, 'lone \ufffd surrogate', 'a lone surrogate is replaced (the shared text rule)');
+    assert.equal(batch.rows[5]!.model, values[5], 'a backslash before "u0000" is text, kept as it is');
+    assert.equal(batch.cleaned, 1);
     const bytes = batchJsonBytes(batch);
     assert.deepEqual(bytes, Buffer.from(JSON.stringify(batch.rows), 'utf8'));
     assert.deepEqual(JSON.parse(bytes.toString('utf8')), JSON.parse(JSON.stringify(batch.rows)));
