@@ -5,10 +5,14 @@
  * `provider_hourly_stats` in the same statement, so a replay never counts a request twice.
  * Synthetic probes and requests that reached no route (rejections, unknown models) are not
  * aggregated. Aggregates older than 30 days are purged.
+ *
+ * A statement PostgreSQL refuses because of a row's data rejects with {@link RowsRefusedError}
+ * (the writer splits the batch to find the row); every other failure (connection refused, timeout,
+ * server gone) rejects as it came and counts as the database being down.
  */
 import type { Db } from '../../lib/db';
 import { batchJsonBytes } from './batch';
-import type { LogSink } from './writer';
+import { RowsRefusedError, type LogSink } from './writer';
 import type { ApiLogRow } from './row';
 
 /** Days `provider_hourly_stats` keeps (spec 2.8). */
@@ -46,12 +50,48 @@ on conflict (hour, provider, model, endpoint_id) do update set
   cost_usd = s.cost_usd + excluded.cost_usd,
   latency_ms_sum = s.latency_ms_sum + excluded.latency_ms_sum`;
 
+/** The unique index on the idempotency key: a replayed row conflicts on it by design (`on conflict` absorbs it). */
+const IDEMPOTENCY_INDEX = 'api_logs_log_id_unique';
+
+/**
+ * The SQLSTATE of an error PostgreSQL raised because of the data of some row of the statement, or
+ * undefined for any other failure: class 22 (data exception: `22P05` a `\u0000` in text, `22P02` a
+ * lone surrogate escape or bad input syntax, `22003` a number out of range, `22007` a bad
+ * timestamp…), class 23 (integrity constraint) except a unique violation of the idempotency key,
+ * and `54000` (program limit exceeded: a value too large for an index row).
+ */
+export function rowDataSqlState(err: unknown): string | undefined {
+  const { code, constraint } = (err ?? {}) as { code?: unknown; constraint?: unknown };
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  if (code.startsWith('22') || code === '54000') return code;
+  if (code.startsWith('23')) return code === '23505' && constraint === IDEMPOTENCY_INDEX ? undefined : code;
+  return undefined;
+}
+
+const STATEMENT_END = 'latency_ms_sum = s.latency_ms_sum + excluded.latency_ms_sum - ';
+
+/**
+ * PostgreSQL's own message (and detail): knex prefixes the statement with its parameter, here the
+ * whole batch, which must not travel into a log line or the quarantine file.
+ */
+function serverMessage(err: Error & { detail?: unknown }): string {
+  const at = err.message.indexOf(STATEMENT_END);
+  const message = at === -1 ? err.message.slice(0, 300) : err.message.slice(at + STATEMENT_END.length);
+  return typeof err.detail === 'string' && err.detail ? `${message} (${err.detail})` : message;
+}
+
 /** Stores request-log batches in `api_logs` and `provider_hourly_stats`. */
 export function postgresSink(db: Db): LogSink {
   return {
     write: async (batch) => {
-      if (batch.rows.length === 0) return;
-      await db.raw(INSERT, [batchJsonBytes(batch)]);
+      if (batch.texts.length === 0) return;
+      try {
+        await db.raw(INSERT, [batchJsonBytes(batch)]);
+      } catch (err) {
+        const sqlstate = rowDataSqlState(err);
+        if (sqlstate === undefined) throw err;
+        throw new RowsRefusedError(sqlstate, serverMessage(err as Error & { detail?: unknown }), err);
+      }
     },
     purge: async () => {
       await db.raw(`delete from provider_hourly_stats where hour < now() - make_interval(days => ?)`, [HOURLY_STATS_RETENTION_DAYS]);

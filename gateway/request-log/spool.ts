@@ -5,11 +5,14 @@
  * carries its `log_id`, so a segment replayed twice adds nothing twice. The total size is
  * capped: rows beyond it (or when the directory is unwritable) are refused, and the caller counts
  * them as dropped. Segments left by a process that is gone are adopted at start.
+ *
+ * Rows PostgreSQL refuses for their data, even cleaned, are appended to {@link QUARANTINE_FILE}
+ * in the same directory (within the same cap) and never replayed: an operator reads them there.
  */
 import { appendFile, mkdir, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ApiLogRow } from './row';
-import type { RowBatch } from './batch';
+import type { RowTexts } from './batch';
 
 export interface SpoolOptions {
   dir: string;
@@ -22,7 +25,18 @@ export interface SpoolOptions {
 export interface SpoolSegment {
   name: string;
   rows: ApiLogRow[];
+  /** Each row's line as stored (its JSON text), replayed as it is. */
+  texts: string[];
   remove(): Promise<void>;
+}
+
+/** Rows the database refused for their data, one JSON object a line: `{"at", "sqlstate", "error", "row"}`. */
+export const QUARANTINE_FILE = 'quarantine.jsonl';
+
+/** Why a row was quarantined. */
+export interface QuarantineReason {
+  sqlstate: string;
+  message: string;
 }
 
 const SEGMENT = /^(\d+)-(\d+)-(\d+)\.jsonl$/;
@@ -50,6 +64,7 @@ export class Spool {
   private current: string | undefined;
   private currentBytes = 0;
   private totalBytes = 0;
+  private quarantineBytes = 0;
   private seq = 0;
   private readonly stamp = nextStamp();
   private tail: Promise<unknown> = Promise.resolve();
@@ -58,9 +73,14 @@ export class Spool {
     this.segmentBytes = options.segmentBytes ?? 4 * 1024 * 1024;
   }
 
-  /** Bytes held on disk. */
+  /** Bytes held on disk (segments and the quarantine file). */
   get bytes(): number {
-    return this.totalBytes;
+    return this.totalBytes + this.quarantineBytes;
+  }
+
+  /** The quarantine file's path. */
+  get quarantinePath(): string {
+    return join(this.options.dir, QUARANTINE_FILE);
   }
 
   /** Whether rows wait for replay (in closed segments or the open one). */
@@ -71,6 +91,7 @@ export class Spool {
   /** Creates the directory and adopts the segments of processes that are gone. Throws when unusable. */
   async open(): Promise<void> {
     await mkdir(this.options.dir, { recursive: true });
+    this.quarantineBytes = await stat(this.quarantinePath).then((s) => s.size, () => 0);
     for (const name of (await readdir(this.options.dir)).sort(bySequence)) {
       const match = SEGMENT.exec(name);
       if (!match || !this.orphaned(Number(match[1]), Number(match[2]))) continue;
@@ -94,7 +115,7 @@ export class Spool {
    * Appends a batch's rows (their texts, serialized when the batch was built); resolves with how
    * many were stored. Rows that would pass the size cap, or that could not be written, are not stored.
    */
-  append(batch: RowBatch): Promise<number> {
+  append(batch: RowTexts): Promise<number> {
     const run = this.tail.then(() => this.write(batch.texts));
     this.tail = run.catch(() => undefined);
     return run;
@@ -107,7 +128,7 @@ export class Spool {
     for (const rowText of texts) {
       const line = `${rowText}\n`;
       const size = Buffer.byteLength(line);
-      if (this.totalBytes + bytes + size > this.options.maxBytes) break;
+      if (this.bytes + bytes + size > this.options.maxBytes) break;
       text += line;
       bytes += size;
       accepted += 1;
@@ -132,6 +153,35 @@ export class Spool {
     return accepted;
   }
 
+  /**
+   * Appends a row the database refused to the quarantine file; resolves false when the size cap
+   * or the disk refused it (the caller counts it as dropped).
+   */
+  quarantine(text: string, reason: QuarantineReason): Promise<boolean> {
+    const run = this.tail.then(async () => {
+      let row: string;
+      try {
+        JSON.parse(text);
+        row = text;
+      } catch {
+        row = JSON.stringify(text); // kept as a string when it is not JSON
+      }
+      const line = `{"at":${JSON.stringify(new Date().toISOString())},"sqlstate":${JSON.stringify(reason.sqlstate)},"error":${JSON.stringify(reason.message)},"row":${row}}\n`;
+      const size = Buffer.byteLength(line);
+      if (this.bytes + size > this.options.maxBytes) return false;
+      try {
+        await mkdir(this.options.dir, { recursive: true });
+        await appendFile(this.quarantinePath, line, { mode: 0o600 });
+      } catch {
+        return false;
+      }
+      this.quarantineBytes += size;
+      return true;
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
   private nextName(): string {
     this.seq += 1;
     return `${process.pid}-${this.stamp}-${this.seq}.jsonl`;
@@ -152,10 +202,12 @@ export class Spool {
     const path = join(this.options.dir, name);
     const text = await readFile(path, 'utf8');
     const rows: ApiLogRow[] = [];
+    const texts: string[] = [];
     for (const line of text.split('\n')) {
       if (!line) continue;
       try {
         rows.push(JSON.parse(line) as ApiLogRow);
+        texts.push(line);
       } catch {
         // A line cut short by a crash mid-write: the rest of the segment is still replayed.
       }
@@ -163,6 +215,7 @@ export class Spool {
     return {
       name,
       rows,
+      texts,
       remove: async () => {
         await unlink(path).catch(() => undefined);
         this.closed.splice(this.closed.indexOf(name), 1);

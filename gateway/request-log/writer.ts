@@ -11,18 +11,40 @@
  * - the queue holds at most `maxQueue` rows: when full, the whole queue is handed to the spool
  *   (counted and logged, rate-limited) and the new row starts a fresh queue;
  * - once writes succeed again, spool segments are replayed, one per tick;
+ * - a batch the database refuses because of a row's data ({@link RowsRefusedError}) is split in
+ *   halves, recursively, until the row is isolated: the other rows are written, the row is written
+ *   once more cleaned (the shared text rule), and when it is still refused it is quarantined (a
+ *   file beside the spool, counted, one warning), never retried. Spool replay does the same, so a
+ *   segment holding such a row is written and deleted like any other;
  * - rows are dropped (and counted) only when the spool refuses them (full or unwritable) or more
  *   than {@link MAX_SPILLING} full queues wait for the disk at once.
  */
 import type { Logger } from '../../lib/logger';
 import type { LogEntry } from './entry';
-import { buildBatch, serializeRows, type RowBatch } from './batch';
+import { buildBatch, type RowBatch, type RowTexts } from './batch';
+import { cleanRow } from './clean-row';
+import type { ApiLogRow } from './row';
 import type { Spool } from './spool';
+
+/**
+ * The database refused a statement because of the data of one of its rows (PostgreSQL: SQLSTATE
+ * class 22 or 23, see postgres-sink.ts). The database is up; the batch must be split.
+ */
+export class RowsRefusedError extends Error {
+  constructor(readonly sqlstate: string, message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'RowsRefusedError';
+  }
+}
 
 /** Where rows are stored (PostgreSQL in production, a fake in unit tests). */
 export interface LogSink {
-  /** Stores the batch's rows in one statement; rows whose `log_id` is already stored are skipped. */
-  write(batch: RowBatch): Promise<void>;
+  /**
+   * Stores the rows in one statement; rows whose `log_id` is already stored are skipped. Rejects
+   * with {@link RowsRefusedError} when a row's data is refused, with anything else when the
+   * database is unreachable or failing.
+   */
+  write(batch: RowTexts): Promise<void>;
   /** Deletes aggregates past retention (cheap; called about hourly). */
   purge(): Promise<void>;
 }
@@ -60,7 +82,17 @@ export interface WriterCounters {
   failedWrites: number;
   /** Rows stored with U+FFFD in place of a NUL or an unpaired surrogate (the shared text rule, clean-row.ts). */
   cleaned: number;
+  /** Rows the database refused even cleaned, appended to the quarantine file (never retried). */
+  quarantined: number;
+  /** Statements the database refused because of a row's data (each split, or a row isolated). */
+  refusedWrites: number;
 }
+
+/** How one database operation ended. */
+type Outcome = { kind: 'ok' } | { kind: 'down' } | { kind: 'refused'; error: RowsRefusedError };
+
+/** Which counter rows stored by a write go to. */
+type StoredAs = 'written' | 'replayed';
 
 const WARN_EVERY_MS = 10_000;
 
@@ -79,7 +111,7 @@ export class RequestLogWriter {
   private lastPurge = 0;
   private stopped = false;
   private readonly lastWarn = new Map<string, number>();
-  readonly counters: WriterCounters = { written: 0, spilled: 0, replayed: 0, dropped: 0, overflows: 0, failedWrites: 0, cleaned: 0 };
+  readonly counters: WriterCounters = { written: 0, spilled: 0, replayed: 0, dropped: 0, overflows: 0, failedWrites: 0, cleaned: 0, quarantined: 0, refusedWrites: 0 };
 
   constructor(private readonly options: WriterOptions) {}
 
@@ -118,8 +150,8 @@ export class RequestLogWriter {
     await this.spillPending();
     while (this.queue.length > 0) {
       const batch = await this.takeBatch();
-      if (!this.canWrite() || !(await this.attempt(batch))) await this.toSpool(batch, 'shutdown while the database is down');
-      else this.counters.written += batch.rows.length;
+      const done = this.canWrite() ? await this.store(batch.texts, 0, batch.texts.length, 'written') : 0;
+      if (done < batch.texts.length) await this.toSpool({ texts: batch.texts.slice(done) }, 'shutdown while the database is down');
     }
     this.options.log.info({ event: 'request_log_stopped', ...this.counters, spool_bytes: this.options.spool.bytes }, 'request log writer stopped');
   }
@@ -154,8 +186,8 @@ export class RequestLogWriter {
     while (this.canWrite() && (this.queue.length >= this.options.batchSize || (partial > 0 && this.queue.length > 0))) {
       const batch = await this.takeBatch();
       partial -= batch.rows.length;
-      if (await this.attempt(batch)) this.counters.written += batch.rows.length;
-      else await this.toSpool(batch, 'database write failed');
+      const done = await this.store(batch.texts, 0, batch.texts.length, 'written');
+      if (done < batch.texts.length) await this.toSpool({ texts: batch.texts.slice(done) }, 'database write failed');
     }
     // Replay while live rows are not backing up (less than a batch waits), so steady traffic cannot starve it.
     if (this.canWrite() && this.queue.length < this.options.batchSize && this.options.spool.pending) await this.replayOne();
@@ -181,51 +213,133 @@ export class RequestLogWriter {
     return batch;
   }
 
-  /** Writes a batch with a timeout (see {@link guarded}). */
-  private attempt(batch: RowBatch): Promise<boolean> {
-    return this.guarded(() => this.options.sink.write(batch), 'write_failed');
+  /** Writes rows in one statement with a timeout (see {@link guarded}). */
+  private attempt(texts: readonly string[]): Promise<Outcome> {
+    return this.guarded(() => this.options.sink.write({ texts }), 'write_failed');
+  }
+
+  /**
+   * Stores `texts[from, to)`: one statement, and when the database refuses it for a row's data,
+   * each half on its own (recursively) until the refused row is alone (see {@link rescue}).
+   * Resolves with the index up to which every row is stored or quarantined: `to`, unless the
+   * database failed on the way (the rows from there on are not stored; the caller spools them, or
+   * leaves them in their spool segment).
+   */
+  private async store(texts: readonly string[], from: number, to: number, as: StoredAs): Promise<number> {
+    if (from >= to) return to;
+    const outcome = await this.attempt(from === 0 && to === texts.length ? texts : texts.slice(from, to));
+    if (outcome.kind === 'ok') {
+      this.counters[as] += to - from;
+      return to;
+    }
+    if (outcome.kind === 'down') return from;
+    this.counters.refusedWrites += 1;
+    if (to - from === 1) return (await this.rescue(texts[from]!, outcome.error, as)) ? to : from;
+    const middle = from + Math.ceil((to - from) / 2);
+    const done = await this.store(texts, from, middle, as);
+    return done < middle ? done : this.store(texts, middle, to, as);
+  }
+
+  /**
+   * A row the database refused alone: written once more with every string cleaned (when that
+   * changes it), else quarantined. Resolves false only when the database failed meanwhile.
+   */
+  private async rescue(text: string, refusal: RowsRefusedError, as: StoredAs): Promise<boolean> {
+    let row: ApiLogRow | undefined;
+    try {
+      row = JSON.parse(text) as ApiLogRow;
+    } catch {
+      row = undefined;
+    }
+    let reason = refusal;
+    const clean = row === undefined ? undefined : cleanRow(row);
+    if (clean !== undefined && clean !== row) {
+      const outcome = await this.attempt([JSON.stringify(clean)]);
+      if (outcome.kind === 'down') return false;
+      if (outcome.kind === 'ok') {
+        this.counters[as] += 1;
+        this.counters.cleaned += 1;
+        return true;
+      }
+      this.counters.refusedWrites += 1;
+      reason = outcome.error;
+    }
+    await this.quarantine(text, row, reason);
+    return true;
+  }
+
+  /** Keeps a refused row in the quarantine file, with one warning naming it and the reason. */
+  private async quarantine(text: string, row: ApiLogRow | undefined, refusal: RowsRefusedError): Promise<void> {
+    const { spool, log } = this.options;
+    const kept = await spool.quarantine(text, { sqlstate: refusal.sqlstate, message: refusal.message });
+    if (!kept) {
+      this.counters.dropped += 1;
+      this.warn('spool_full', { dropped_total: this.counters.dropped, spool_bytes: spool.bytes, why: 'quarantine' }, 'request log spool full or unwritable; a refused row is dropped');
+      return;
+    }
+    this.counters.quarantined += 1;
+    log.warn({
+      event: 'request_log_quarantined', request_id: row?.request_id, log_id: row?.log_id, sqlstate: refusal.sqlstate, reason: refusal.message,
+      file: spool.quarantinePath, quarantined_total: this.counters.quarantined,
+    }, 'request log: PostgreSQL refused a row even cleaned; kept in the quarantine file, not retried');
   }
 
   /**
    * Runs one database operation with the write timeout. A timed-out operation stays in flight
-   * (no new one starts) until it settles: a stopped server cannot pile up hung connections.
+   * (no new one starts) until it settles: a stopped server cannot pile up hung connections. A
+   * refusal of a row's data proves the database up: it neither counts as a failed write nor
+   * delays the next one.
    */
-  private async guarded(operation: () => Promise<void>, failure: string): Promise<boolean> {
+  private async guarded(operation: () => Promise<void>, failure: string): Promise<Outcome> {
     let timer: NodeJS.Timeout | undefined;
-    const settled = Promise.resolve().then(operation).then(() => {
-      if (!this.databaseUp) this.options.log.info({ event: 'request_log_database_back' }, 'request log: database answers again');
-      this.databaseUp = true;
-      return true;
-    }, (err: unknown) => {
-      this.warn(failure, { err }, 'request log database operation failed; rows go to the spool');
-      return false;
+    const settled = Promise.resolve().then(operation).then((): Outcome => {
+      this.answered();
+      return { kind: 'ok' };
+    }, (err: unknown): Outcome => {
+      if (err instanceof RowsRefusedError) {
+        this.answered();
+        return { kind: 'refused', error: err };
+      }
+      this.warn(failure, { error: describeError(err) }, 'request log database operation failed; rows go to the spool');
+      return { kind: 'down' };
     });
     this.inFlight = settled.then(() => {
       this.inFlight = undefined;
       this.schedule();
     });
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.options.writeTimeoutMs);
+    const timeout = new Promise<Outcome>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'down' }), this.options.writeTimeoutMs);
     });
-    const ok = await Promise.race([settled, timeout]);
+    const outcome = await Promise.race([settled, timeout]);
     clearTimeout(timer);
-    if (ok) return true;
+    if (outcome.kind !== 'down') return outcome;
     this.counters.failedWrites += 1;
     this.databaseUp = false;
     this.retryAt = Date.now() + (this.options.retryMs ?? Math.max(1000, this.options.flushIntervalMs));
-    return false;
+    return outcome;
   }
 
+  private answered(): void {
+    if (!this.databaseUp) this.options.log.info({ event: 'request_log_database_back' }, 'request log: database answers again');
+    this.databaseUp = true;
+  }
+
+  /**
+   * Replays the oldest spool segment in batches, its lines as they were stored. A row refused for
+   * its data is isolated and cleaned or quarantined like a live one, so the segment is always
+   * deleted once the database answers; it is kept only when the database fails meanwhile (its rows
+   * are replayed again later, and their `log_id` makes that harmless).
+   */
   private async replayOne(): Promise<void> {
     const segment = await this.options.spool.oldest();
     if (!segment) return;
-    for (let i = 0; i < segment.rows.length; i += this.options.batchSize) {
-      const batch = await serializeRows(segment.rows.slice(i, i + this.options.batchSize));
-      if (!(await this.attempt(batch))) return; // kept: replaying it again adds nothing twice
+    const { texts } = segment;
+    for (let i = 0; i < texts.length; i += this.options.batchSize) {
+      const to = Math.min(texts.length, i + this.options.batchSize);
+      if ((await this.store(texts, i, to, 'replayed')) < to) return;
     }
     await segment.remove();
-    this.counters.replayed += segment.rows.length;
-    this.options.log.info({ event: 'request_log_spool_replayed', rows: segment.rows.length, segment: segment.name }, 'request log: spooled rows stored');
+    this.options.log.info({ event: 'request_log_spool_replayed', rows: texts.length, segment: segment.name }, 'request log: spooled rows stored');
     if (this.options.spool.pending) this.schedule();
   }
 
@@ -269,11 +383,11 @@ export class RequestLogWriter {
     return this.spillRun;
   }
 
-  private async toSpool(batch: RowBatch, why: string): Promise<void> {
+  private async toSpool(batch: RowTexts, why: string): Promise<void> {
     const stored = await this.options.spool.append(batch);
     this.counters.spilled += stored;
-    if (stored < batch.rows.length) {
-      this.counters.dropped += batch.rows.length - stored;
+    if (stored < batch.texts.length) {
+      this.counters.dropped += batch.texts.length - stored;
       this.warn('spool_full', { dropped_total: this.counters.dropped, spool_bytes: this.options.spool.bytes, why }, 'request log spool full or unwritable; rows dropped');
     }
   }
@@ -285,4 +399,12 @@ export class RequestLogWriter {
     this.lastWarn.set(kind, now);
     this.options.log.warn({ event: `request_log_${kind}`, ...fields }, message);
   }
+}
+
+/** An error for a log line: its SQLSTATE or name and the end of its message (knex puts the whole statement, batch included, before the server's message). */
+function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  const message = err.message.length > 300 ? `…${err.message.slice(-300)}` : err.message;
+  return `${typeof code === 'string' ? code : err.name}: ${message}`;
 }

@@ -1,35 +1,44 @@
 /**
  * The batching writer against a replaceable sink and a real spool directory: batches, the bounded
  * queue spilling to the spool, a failing or hung database, replay exactly once, shutdown flush,
- * and drops counted only when the spool refuses rows.
+ * drops counted only when the spool refuses rows, and a batch refused for one row's data split
+ * until that row is isolated (written cleaned, or quarantined) while the database goes down or not.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LogEntry } from '../../gateway/request-log/entry';
-import { batchJsonBytes, type RowBatch } from '../../gateway/request-log/batch';
-import type { ApiLogRow } from '../../gateway/request-log/row';
-import { Spool } from '../../gateway/request-log/spool';
-import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
+import { batchJsonBytes, type RowTexts } from '../../gateway/request-log/batch';
+import { toApiLogRow, type ApiLogRow } from '../../gateway/request-log/row';
+import { QUARANTINE_FILE, Spool } from '../../gateway/request-log/spool';
+import { RequestLogWriter, RowsRefusedError, type LogSink } from '../../gateway/request-log/writer';
 import { captureLogs } from '../support/logs';
 
-/** A sink that stores rows by `log_id` (as the database does) and can fail or hang on demand. */
+/**
+ * A sink that stores rows by `log_id` (as the database does), can fail or hang on demand, and
+ * refuses a whole statement holding a row `refuses` picks (as PostgreSQL refuses a statement
+ * for one row's data); after `failAfter` more statements it fails as a database gone down.
+ */
 class FakeSink implements LogSink {
   readonly stored = new Map<string, ApiLogRow>();
   readonly batches: number[] = [];
   mode: 'ok' | 'fail' | 'hang' = 'ok';
+  refuses: (row: ApiLogRow) => boolean = () => false;
+  failAfter = Infinity;
   private hung: Array<() => void> = [];
   /** Batches whose statement JSON did not match their rows. */
   jsonMismatches = 0;
-  write(batch: RowBatch): Promise<void> {
-    const rows = batch.rows;
+  write(batch: RowTexts): Promise<void> {
+    const rows = batch.texts.map((text) => JSON.parse(text) as ApiLogRow);
     this.batches.push(rows.length);
     if (!batchJsonBytes(batch).equals(Buffer.from(JSON.stringify(rows)))) this.jsonMismatches += 1;
     const store = () => {
       for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
     };
+    if (this.failAfter-- <= 0) this.mode = 'fail';
     if (this.mode === 'fail') return Promise.reject(new Error('connection refused'));
+    if (rows.some(this.refuses)) return Promise.reject(new RowsRefusedError('22P05', 'unsupported Unicode escape sequence'));
     if (this.mode === 'hang') return new Promise((resolve) => this.hung.push(() => { store(); resolve(); }));
     store();
     return Promise.resolve();
@@ -201,5 +210,78 @@ describe('request log: batching writer', () => {
     assert.ok(w.counters.dropped > 0, 'the spool filled up');
     assert.equal(w.counters.spilled + w.counters.dropped, 100, 'every row is either spooled or counted');
     assert.ok(logs.lines.some((l) => l.event === 'request_log_spool_full'));
+  });
+
+  it('splits a batch refused for one row until the row is alone, and writes all the others', async () => {
+    sink.refuses = (row) => row.request_id === entry(37).requestId;
+    const w = make({ batchSize: 64, maxQueue: 100 });
+    w.start();
+    for (let i = 0; i < 64; i += 1) w.push(entry(i));
+    await until(() => sink.stored.size === 63 && w.counters.quarantined === 1, 'the other rows stored, the row quarantined');
+    assert.deepEqual(sink.requestIds(), ids(0, 64).filter((id) => id !== entry(37).requestId));
+    assert.equal(w.counters.written, 63);
+    // 64 → 32 → 16 → 8 → 4 → 2 → 1: a refusal per level, each good half written at once; cleaning
+    // changes nothing in this row, so it is not written again.
+    assert.equal(w.counters.refusedWrites, 7);
+    assert.equal(sink.batches.length, 13);
+    assert.equal(w.counters.failedWrites, 0, 'a refusal is not the database being down');
+    assert.equal(w.counters.spilled, 0);
+  });
+
+  it('quarantines a row refused even cleaned: kept on disk with the reason, counted, warned once, never retried', async () => {
+    sink.refuses = (row) => row.latency_ms > 2 ** 31;
+    const w = make({ batchSize: 50 });
+    w.start();
+    for (let i = 0; i < 50; i += 1) w.push(i === 3 || i === 40 ? { ...entry(i), latencyMs: 3e9 } : entry(i));
+    await until(() => w.counters.quarantined === 2, 'two rows quarantined');
+    await until(() => sink.stored.size === 48, 'the other rows stored');
+    const lines = readFileSync(join(dir, QUARANTINE_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { sqlstate: string; error: string; row: ApiLogRow });
+    assert.deepEqual(lines.map((l) => l.row.request_id).sort(), [entry(3).requestId, entry(40).requestId]);
+    assert.ok(lines.every((l) => l.sqlstate === '22P05' && l.error.length > 0 && l.row.latency_ms === 3e9));
+    const warned = logs.lines.filter((l) => l.event === 'request_log_quarantined' && [entry(3).requestId, entry(40).requestId].includes(l.request_id as string));
+    assert.equal(warned.length, 2, 'one warning per quarantined row');
+    assert.ok(warned.every((l) => l.level === 'warn' && l.sqlstate === '22P05'), 'at warn, with the reason');
+    const statements = sink.batches.length;
+    for (let i = 50; i < 60; i += 1) w.push(entry(i));
+    await until(() => sink.stored.size === 58, 'later rows stored');
+    assert.equal(sink.batches.length, statements + 1, 'the quarantined rows are not tried again');
+    assert.equal(w.counters.failedWrites, 0);
+  });
+
+  it('spools the rows not yet stored when the database goes down while a refused batch is split', async () => {
+    sink.refuses = (row) => row.request_id === entry(5).requestId;
+    sink.failAfter = 3; // the batch, its first half, its first quarter; then the database is gone
+    const w = make({ batchSize: 16, maxQueue: 100 });
+    w.start();
+    for (let i = 0; i < 16; i += 1) w.push(entry(i));
+    await until(() => w.counters.failedWrites >= 1 && w.counters.spilled > 0, 'the rest spooled');
+    const spilled = w.counters.spilled;
+    assert.ok(spilled < 16 && spilled > 0, `only rows not yet stored went to the spool (${spilled})`);
+    sink.refuses = () => false;
+    sink.failAfter = Infinity;
+    sink.mode = 'ok';
+    await until(() => sink.stored.size === 16, 'every row stored once the database is back');
+    assert.deepEqual(sink.requestIds(), ids(0, 16));
+  });
+
+  it('moves past a spool segment holding a refused row: good rows stored, the row quarantined, later segments replayed', async () => {
+    const good = (n: number) => JSON.stringify(toApiLogRow(entry(n)));
+    const refused = JSON.stringify({ ...toApiLogRow(entry(500)), latency_ms: 3e9 });
+    // A line written before the text rule (or by hand): a raw NUL, which cleaning repairs.
+    const nul = JSON.stringify({ ...toApiLogRow(entry(6)), model: 'x\u0000y' });
+    // Two segments of a process that is gone: the first holds both among good rows.
+    writeFileSync(join(dir, '999999-1-1.jsonl'), `${[good(0), good(1), refused, good(2), nul, good(3)].join('\n')}\n`);
+    writeFileSync(join(dir, '999999-1-2.jsonl'), `${[good(4), good(5)].join('\n')}\n`);
+    sink.refuses = (row) => row.latency_ms > 2 ** 31 || row.model?.includes('\u0000') === true;
+    const w = make({ batchSize: 10 });
+    await (w as unknown as { options: { spool: Spool } }).options.spool.open();
+    w.start();
+    await until(() => sink.stored.size === 7 && readdirSync(dir).every((f) => !f.endsWith('.jsonl') || f === QUARANTINE_FILE), 'both segments replayed and deleted');
+    assert.deepEqual(sink.requestIds(), ids(0, 7));
+    assert.equal([...sink.stored.values()].find((r) => r.request_id === entry(6).requestId)?.model, 'x\ufffdy', 'the NUL row is stored cleaned');
+    assert.equal(w.counters.cleaned, 1);
+    assert.equal(w.counters.quarantined, 1);
+    assert.equal(w.counters.replayed, 7);
+    assert.match(readFileSync(join(dir, QUARANTINE_FILE), 'utf8'), new RegExp(entry(500).requestId));
   });
 });
