@@ -1,11 +1,12 @@
 /**
- * A batch of `api_logs` rows together with each row's JSON text, built in slices: the writer runs
- * on the gateway's event loop, and a row's cost grows with the user message it describes (its
- * shape and hash read every character: about 100 µs for 16 KiB). A fixed number of rows per slice
- * could block requests for tens of milliseconds, so slices are cut by time instead: after
- * {@link SLICE_MS} of work the builder yields to the event loop (a single row larger than that is
- * the only longer stretch). The texts serve both the database statement and the spool, so a row is
- * serialized once.
+ * Rows and their JSON texts. The writer builds one row at a time with {@link buildRow}, at the end
+ * of the callback that finished its request (see writer.ts), and hands its text to the journal,
+ * the database statement and the spool, so a row is serialized once; {@link batchJsonBytes} makes
+ * a statement's parameter from the texts.
+ *
+ * {@link buildBatch} builds many entries at once (tools, benchmarks, tests) in slices: a row's
+ * cost grows with the user message it describes (its shape and hash read every character: about
+ * 100 µs for 16 KiB), so after {@link SLICE_MS} of work it yields to the event loop.
  */
 import { performance } from 'node:perf_hooks';
 import { cleanRow, mayNeedCleaning } from './clean-row';

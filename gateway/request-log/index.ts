@@ -15,6 +15,7 @@ import type { Settings } from '../../lib/settings';
 import type { ClientIpInfo } from '../auth/client-address';
 import type { GatewayState } from '../surfaces/state';
 import type { LogEntry, Rejection } from './entry';
+import { Journal } from './journal';
 import { postgresSink } from './postgres-sink';
 import { Spool } from './spool';
 import { RequestLogWriter } from './writer';
@@ -128,12 +129,12 @@ export interface RequestLogPart {
 export function createRequestLog(options: { settings: Settings; db: Db | null; log: Logger; flags: RuntimeFlags; cwd: string }): RequestLogPart | undefined {
   const { settings, db, log } = options;
   if (!db || !settings.REQUEST_LOG_ENABLED) return undefined;
-  const spool = new Spool({
-    dir: resolve(options.cwd, settings.REQUEST_LOG_SPOOL_DIR),
-    maxBytes: Math.round(settings.REQUEST_LOG_SPOOL_MAX_MIB * 1024 * 1024),
-  });
+  const dir = resolve(options.cwd, settings.REQUEST_LOG_SPOOL_DIR);
+  const spool = new Spool({ dir, maxBytes: Math.round(settings.REQUEST_LOG_SPOOL_MAX_MIB * 1024 * 1024) });
+  // The journal shares the spool's directory: the spool adopts the journals of dead processes at start.
+  const journal = new Journal({ dir, stamp: spool.stamp });
   const writer = new RequestLogWriter({
-    sink: postgresSink(db), spool, log,
+    sink: postgresSink(db), spool, journal, log,
     batchSize: settings.REQUEST_LOG_BATCH_SIZE,
     flushIntervalMs: settings.REQUEST_LOG_FLUSH_INTERVAL_MS,
     maxQueue: settings.REQUEST_LOG_MAX_QUEUE,

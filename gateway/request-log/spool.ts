@@ -4,7 +4,8 @@
  * replayed oldest first once the database answers and deleted after their rows are in; a row
  * carries its `log_id`, so a segment replayed twice adds nothing twice. The total size is
  * capped: rows beyond it (or when the directory is unwritable) are refused, and the caller counts
- * them as dropped. Segments left by a process that is gone are adopted at start.
+ * them as dropped. Segments left by a process that is gone are adopted at start, and so are the
+ * journal files it left (journal.ts): the same lines, replayed the same way.
  *
  * Rows PostgreSQL refuses for their data, even cleaned, are appended to {@link QUARANTINE_FILE}
  * in the same directory (within the same cap) and never replayed: an operator reads them there.
@@ -13,6 +14,7 @@ import { appendFile, mkdir, readdir, readFile, rename, stat, unlink } from 'node
 import { join } from 'node:path';
 import type { ApiLogRow } from './row';
 import type { RowTexts } from './batch';
+import { JOURNAL_FILE } from './journal';
 
 export interface SpoolOptions {
   dir: string;
@@ -66,7 +68,8 @@ export class Spool {
   private totalBytes = 0;
   private quarantineBytes = 0;
   private seq = 0;
-  private readonly stamp = nextStamp();
+  /** This spool's identity within the process; the journal of this process names its files with it. */
+  readonly stamp = nextStamp();
   private tail: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: SpoolOptions) {
@@ -93,8 +96,13 @@ export class Spool {
     await mkdir(this.options.dir, { recursive: true });
     this.quarantineBytes = await stat(this.quarantinePath).then((s) => s.size, () => 0);
     for (const name of (await readdir(this.options.dir)).sort(bySequence)) {
-      const match = SEGMENT.exec(name);
+      const journal = JOURNAL_FILE.exec(name);
+      const match = SEGMENT.exec(name) ?? journal;
       if (!match || !this.orphaned(Number(match[1]), Number(match[2]))) continue;
+      if (journal && (await stat(join(this.options.dir, name)).then((s) => s.size, () => 0)) === 0) {
+        await unlink(join(this.options.dir, name)).catch(() => undefined); // a journal whose rows were all settled
+        continue;
+      }
       const adopted = this.nextName();
       try {
         await rename(join(this.options.dir, name), join(this.options.dir, adopted));

@@ -1,8 +1,11 @@
 /**
  * The bounded batching writer behind `api_logs`. The request path only calls {@link
- * RequestLogWriter.push} (an array push); everything else runs in the background, one database
- * write at a time:
+ * RequestLogWriter.push} (an array push); everything else runs after it, one database write at a
+ * time:
  *
+ * - when the callback that finished the requests ends (a microtask), their rows are built (the
+ *   text rule applied, the `log_id` fixed) and appended to the {@link Journal} with one write,
+ *   then queued; a row leaves the journal once it is stored, spooled, quarantined or dropped;
  * - a batch is written when `batchSize` rows are queued or every `flushIntervalMs`, as one
  *   multi-row statement (the {@link LogSink}); the end of a write starts another only for a full
  *   batch, so light traffic costs one statement per interval, not one per request;
@@ -21,8 +24,9 @@
  */
 import type { Logger } from '../../lib/logger';
 import type { LogEntry } from './entry';
-import { buildBatch, type RowBatch, type RowTexts } from './batch';
+import { buildRow, type RowTexts } from './batch';
 import { cleanRow } from './clean-row';
+import type { Journal, JournalSegment } from './journal';
 import type { ApiLogRow } from './row';
 import type { Spool } from './spool';
 
@@ -52,6 +56,8 @@ export interface LogSink {
 export interface WriterOptions {
   sink: LogSink;
   spool: Spool;
+  /** Where rows go the moment they are built (kill -9 safety); none in tests that do not need it. */
+  journal?: Journal;
   log: Logger;
   batchSize: number;
   flushIntervalMs: number;
@@ -86,6 +92,14 @@ export interface WriterCounters {
   quarantined: number;
   /** Statements the database refused because of a row's data (each split, or a row isolated). */
   refusedWrites: number;
+  /** Rows the journal could not take (the disk refused them): stored as usual, but not safe from a crash. */
+  unjournaled: number;
+}
+
+/** A built row waiting for the database, and the journal file holding it. */
+interface QueuedRow {
+  text: string;
+  journal: JournalSegment | undefined;
 }
 
 /** How one database operation ended. */
@@ -97,8 +111,10 @@ type StoredAs = 'written' | 'replayed';
 const WARN_EVERY_MS = 10_000;
 
 export class RequestLogWriter {
-  private queue: LogEntry[] = [];
-  private readonly spilling: LogEntry[][] = [];
+  /** Entries pushed during the current callback, built and journaled when it ends. */
+  private fresh: LogEntry[] = [];
+  private queue: QueuedRow[] = [];
+  private readonly spilling: QueuedRow[][] = [];
   private inFlight: Promise<void> | undefined;
   private ticking: Promise<void> | undefined;
   private spillRun: Promise<void> | undefined;
@@ -111,21 +127,56 @@ export class RequestLogWriter {
   private lastPurge = 0;
   private stopped = false;
   private readonly lastWarn = new Map<string, number>();
-  readonly counters: WriterCounters = { written: 0, spilled: 0, replayed: 0, dropped: 0, overflows: 0, failedWrites: 0, cleaned: 0, quarantined: 0, refusedWrites: 0 };
+  readonly counters: WriterCounters = { written: 0, spilled: 0, replayed: 0, dropped: 0, overflows: 0, failedWrites: 0, cleaned: 0, quarantined: 0, refusedWrites: 0, unjournaled: 0 };
 
   constructor(private readonly options: WriterOptions) {}
 
   /** Rows waiting in memory. */
   get queued(): number {
-    return this.queue.length + this.spilling.reduce((n, q) => n + q.length, 0);
+    return this.fresh.length + this.queue.length + this.spilling.reduce((n, q) => n + q.length, 0);
   }
 
-  /** Queues one entry. Never blocks, never throws, never does I/O. */
+  /**
+   * Queues one entry. Never blocks, never throws, never does I/O: the first entry of a callback
+   * schedules {@link admit} for when that callback ends.
+   */
   push(entry: LogEntry): void {
-    if (this.queue.length >= this.options.maxQueue) this.overflow();
-    this.queue.push(entry);
-    if (this.queue.length >= this.options.batchSize) this.schedule();
+    if (this.fresh.push(entry) === 1) queueMicrotask(this.admit);
   }
+
+  /**
+   * Builds the rows pushed during the callback that just ended, appends them to the journal in one
+   * write (the page cache keeps them if the process dies from here on) and queues them. Runs as a
+   * microtask: before the event loop takes its next event, so a process killed after a response
+   * was sent has that response's row on disk. A row that cannot be built is counted as dropped.
+   */
+  private readonly admit = (): void => {
+    const entries = this.fresh;
+    this.fresh = [];
+    const texts: string[] = [];
+    for (const entry of entries) {
+      try {
+        const built = buildRow(entry);
+        texts.push(built.text);
+        if (built.cleaned) this.counters.cleaned += 1;
+      } catch (err) {
+        this.counters.dropped += 1;
+        this.warn('unbuildable', { error: describeError(err), request_id: entry.requestId }, 'request log: a row could not be built; dropped');
+      }
+    }
+    if (texts.length === 0) return;
+    const { journal } = this.options;
+    const segment = journal?.append(texts.length === 1 ? `${texts[0]!}\n` : `${texts.join('\n')}\n`, texts.length);
+    if (journal && !segment) {
+      this.counters.unjournaled += texts.length;
+      this.warn('journal_failed', { error: describeError(journal.lastError), unjournaled_total: this.counters.unjournaled }, 'request log journal unwritable; rows are not safe from a crash until it works again');
+    }
+    for (const text of texts) {
+      if (this.queue.length >= this.options.maxQueue) this.overflow();
+      this.queue.push({ text, journal: segment });
+    }
+    if (this.queue.length >= this.options.batchSize) this.schedule();
+  };
 
   /** Starts the flush timer. */
   start(): void {
@@ -146,13 +197,15 @@ export class RequestLogWriter {
     this.stopped = true;
     clearInterval(this.timer);
     this.timer = undefined;
+    if (this.fresh.length > 0) this.admit();
     await this.ticking;
     await this.spillPending();
     while (this.queue.length > 0) {
-      const batch = await this.takeBatch();
-      const done = this.canWrite() ? await this.store(batch.texts, 0, batch.texts.length, 'written') : 0;
-      if (done < batch.texts.length) await this.toSpool({ texts: batch.texts.slice(done) }, 'shutdown while the database is down');
+      const batch = this.queue.splice(0, this.options.batchSize);
+      if (this.canWrite()) await this.storeLive(batch, 'shutdown while the database is down');
+      else await this.toSpool(batch, 'shutdown while the database is down');
     }
+    this.options.journal?.close();
     this.options.log.info({ event: 'request_log_stopped', ...this.counters, spool_bytes: this.options.spool.bytes }, 'request log writer stopped');
   }
 
@@ -184,10 +237,9 @@ export class RequestLogWriter {
     let partial = this.partialDue ? this.queue.length : 0;
     this.partialDue = false;
     while (this.canWrite() && (this.queue.length >= this.options.batchSize || (partial > 0 && this.queue.length > 0))) {
-      const batch = await this.takeBatch();
-      partial -= batch.rows.length;
-      const done = await this.store(batch.texts, 0, batch.texts.length, 'written');
-      if (done < batch.texts.length) await this.toSpool({ texts: batch.texts.slice(done) }, 'database write failed');
+      const batch = this.queue.splice(0, this.options.batchSize);
+      partial -= batch.length;
+      await this.storeLive(batch, 'database write failed');
     }
     // Replay while live rows are not backing up (less than a batch waits), so steady traffic cannot starve it.
     if (this.canWrite() && this.queue.length < this.options.batchSize && this.options.spool.pending) await this.replayOne();
@@ -199,18 +251,28 @@ export class RequestLogWriter {
     return this.inFlight === undefined && (this.databaseUp || Date.now() >= this.retryAt);
   }
 
-  /**
-   * Takes a batch off the queue and builds its rows in time-cut slices (see batch.ts): a full
-   * batch never blocks requests for more than a slice.
-   */
-  private takeBatch(): Promise<RowBatch> {
-    return this.build(this.queue.splice(0, this.options.batchSize));
+  /** Stores a batch of queued rows; the rows not stored because the database failed go to the spool. */
+  private async storeLive(batch: readonly QueuedRow[], why: string): Promise<void> {
+    const texts = batch.map((row) => row.text);
+    const done = await this.store(texts, 0, texts.length, 'written');
+    this.settle(batch, 0, done);
+    if (done < batch.length) await this.toSpool(batch.slice(done), why);
   }
 
-  private async build(entries: readonly LogEntry[]): Promise<RowBatch> {
-    const batch = await buildBatch(entries);
-    this.counters.cleaned += batch.cleaned ?? 0;
-    return batch;
+  /** Rows `[from, to)` of `rows` are stored, spooled, quarantined or dropped: the journal may let them go. */
+  private settle(rows: readonly QueuedRow[], from: number, to: number): void {
+    const { journal } = this.options;
+    if (!journal) return;
+    let i = from;
+    while (i < to) {
+      const segment = rows[i]!.journal;
+      let n = 0;
+      while (i < to && rows[i]!.journal === segment) {
+        n += 1;
+        i += 1;
+      }
+      if (segment) journal.settle(segment, n);
+    }
   }
 
   /** Writes rows in one statement with a timeout (see {@link guarded}). */
@@ -369,8 +431,7 @@ export class RequestLogWriter {
     const run = (async () => {
       try {
         while (this.spilling.length > 0) {
-          const entries = this.spilling[0]!;
-          await this.toSpool(await this.build(entries), 'queue full');
+          await this.toSpool(this.spilling[0]!, 'queue full');
           this.spilling.shift();
         }
       } catch (err) {
@@ -383,11 +444,13 @@ export class RequestLogWriter {
     return this.spillRun;
   }
 
-  private async toSpool(batch: RowTexts, why: string): Promise<void> {
-    const stored = await this.options.spool.append(batch);
+  /** Appends rows to the spool (the rows it refuses are dropped and counted); the journal lets them go. */
+  private async toSpool(rows: readonly QueuedRow[], why: string): Promise<void> {
+    const stored = await this.options.spool.append({ texts: rows.map((row) => row.text) });
+    this.settle(rows, 0, rows.length);
     this.counters.spilled += stored;
-    if (stored < batch.texts.length) {
-      this.counters.dropped += batch.texts.length - stored;
+    if (stored < rows.length) {
+      this.counters.dropped += rows.length - stored;
       this.warn('spool_full', { dropped_total: this.counters.dropped, spool_bytes: this.options.spool.bytes, why }, 'request log spool full or unwritable; rows dropped');
     }
   }

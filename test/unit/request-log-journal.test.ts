@@ -1,0 +1,177 @@
+/**
+ * The request log's journal (gateway/request-log/journal.ts) with the batching writer, a
+ * replaceable sink and a real directory: rows reach the journal file when the callback that
+ * pushed them ends, before any database write, with the `log_id` they are stored under; the file
+ * is emptied once its rows are stored or spooled and removed at shutdown; rotated files are
+ * deleted once settled; and a journal left by a dead process is adopted and replayed without
+ * storing a row twice.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RowTexts } from '../../gateway/request-log/batch';
+import type { LogEntry } from '../../gateway/request-log/entry';
+import { Journal, JOURNAL_FILE } from '../../gateway/request-log/journal';
+import type { ApiLogRow } from '../../gateway/request-log/row';
+import { Spool } from '../../gateway/request-log/spool';
+import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
+import { captureLogs } from '../support/logs';
+
+/** Stores rows by `log_id`; can hang (a slow database) or fail (a database down). */
+class FakeSink implements LogSink {
+  readonly stored = new Map<string, ApiLogRow>();
+  mode: 'ok' | 'hang' | 'fail' = 'ok';
+  private hung: Array<() => void> = [];
+  write(batch: RowTexts): Promise<void> {
+    const rows = batch.texts.map((t) => JSON.parse(t) as ApiLogRow);
+    const store = () => {
+      for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
+    };
+    if (this.mode === 'fail') return Promise.reject(new Error('connection refused'));
+    if (this.mode === 'hang') return new Promise((resolve) => this.hung.push(() => { store(); resolve(); }));
+    store();
+    return Promise.resolve();
+  }
+  purge(): Promise<void> {
+    return Promise.resolve();
+  }
+  release(): void {
+    this.mode = 'ok';
+    for (const done of this.hung.splice(0)) done();
+  }
+}
+
+function entry(n: number): LogEntry {
+  return {
+    at: Date.now(), requestId: `j${String(n).padStart(4, '0')}`, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 1,
+    firstTokenMs: undefined, errorCode: undefined, caller: undefined, model: 'm', stream: false, routing: undefined, usage: undefined,
+    pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: 'hi', userAgent: undefined,
+    sessionId: undefined, synthetic: false, rejection: undefined,
+  };
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i += 1) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+describe('request log: journal', () => {
+  let dir: string;
+  let sink: FakeSink;
+  let writer: RequestLogWriter | undefined;
+  const logs = captureLogs('journal', 'info');
+
+  function make(options: { batchSize?: number; segmentBytes?: number; flushIntervalMs?: number } = {}): { writer: RequestLogWriter; spool: Spool } {
+    const spool = new Spool({ dir, maxBytes: 10 * 1024 * 1024 });
+    const journal = new Journal({ dir, stamp: spool.stamp, ...(options.segmentBytes ? { segmentBytes: options.segmentBytes } : {}) });
+    writer = new RequestLogWriter({
+      sink, spool, journal, log: logs.log, batchSize: options.batchSize ?? 10, flushIntervalMs: options.flushIntervalMs ?? 20, maxQueue: 1000, writeTimeoutMs: 50, retryMs: 20,
+    });
+    return { writer, spool };
+  }
+
+  const journalFiles = (): string[] => readdirSync(dir).filter((f) => JOURNAL_FILE.test(f));
+  const journalLines = (): ApiLogRow[] => journalFiles().flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ApiLogRow));
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-journal-'));
+    sink = new FakeSink();
+  });
+  afterEach(async () => {
+    sink.release();
+    await writer?.stop();
+    writer = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('journals the rows of a callback when it ends, before any database write, under the log_id they are stored with', async () => {
+    sink.mode = 'hang';
+    const { writer: w } = make({ batchSize: 5 });
+    w.start();
+    for (let i = 0; i < 7; i += 1) w.push(entry(i));
+    assert.equal(journalFiles().length, 0, 'nothing is written on the request path itself');
+    await Promise.resolve();
+    const journaled = journalLines();
+    assert.deepEqual(journaled.map((r) => r.request_id), Array.from({ length: 7 }, (_, i) => entry(i).requestId), 'on disk once the callback ended');
+    assert.equal(journalFiles().length, 1, 'one file');
+    assert.equal(sink.stored.size, 0, 'nothing stored yet');
+    sink.release();
+    w.push(entry(7));
+    w.push(entry(8));
+    w.push(entry(9));
+    await until(() => sink.stored.size === 10, 'all rows stored');
+    const stored = new Map([...sink.stored.values()].map((r) => [r.request_id, r.log_id]));
+    for (const row of journaled) assert.equal(stored.get(row.request_id), row.log_id, `${row.request_id} is stored under its journaled log_id`);
+  });
+
+  it('empties the journal once its rows are stored, and removes it at shutdown', async () => {
+    const { writer: w } = make({ batchSize: 4 });
+    w.start();
+    for (let i = 0; i < 8; i += 1) w.push(entry(i));
+    await until(() => sink.stored.size === 8, 'rows stored');
+    await until(() => journalFiles().every((f) => statSync(join(dir, f)).size === 0), 'the journal emptied');
+    await w.stop();
+    writer = undefined;
+    assert.deepEqual(journalFiles(), [], 'no journal left after a clean stop');
+  });
+
+  it('lets rows go from the journal once they are in the spool while the database is down', async () => {
+    sink.mode = 'fail';
+    const { writer: w, spool } = make({ batchSize: 4 });
+    w.start();
+    for (let i = 0; i < 8; i += 1) w.push(entry(i));
+    await until(() => w.counters.spilled === 8, 'rows spooled');
+    assert.ok(journalFiles().every((f) => statSync(join(dir, f)).size === 0), 'the journal holds nothing the spool holds');
+    assert.ok(spool.pending);
+  });
+
+  it('deletes rotated journal files once their rows are settled', async () => {
+    sink.mode = 'hang';
+    const { writer: w } = make({ batchSize: 50, segmentBytes: 1024 });
+    w.start();
+    for (let i = 0; i < 40; i += 1) {
+      w.push(entry(i));
+      await Promise.resolve(); // one callback per request: one journal write each
+    }
+    assert.ok(journalFiles().length > 3, `several files (${journalFiles().length})`);
+    assert.equal(journalLines().length, 40);
+    sink.release();
+    for (let i = 40; i < 50; i += 1) w.push(entry(i));
+    await until(() => sink.stored.size === 50, 'rows stored');
+    await until(() => journalFiles().every((f) => statSync(join(dir, f)).size === 0) && journalFiles().length <= 1, 'settled files deleted');
+  });
+
+  it('replays the journal of a dead process once, skipping rows it had already stored', async () => {
+    // A process that journaled six rows in one callback, stored a full batch of four, and died
+    // before its interval flushed the other two.
+    const { writer: first } = make({ batchSize: 4, flushIntervalMs: 60_000 });
+    first.start();
+    for (let i = 0; i < 6; i += 1) first.push(entry(i));
+    await until(() => sink.stored.size === 4, 'four rows stored');
+    writer = undefined; // never stopped: killed
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    const [file] = journalFiles();
+    assert.ok(file);
+    const lines = readFileSync(join(dir, file), 'utf8');
+    assert.equal(lines.trim().split('\n').length, 6, 'stored rows stay in the open journal until all its rows are settled');
+    const deadFile = file.replace(/^journal-\d+-/, `journal-${dead}-`);
+    writeFileSync(join(dir, deadFile), lines);
+    rmSync(join(dir, file));
+
+    const stored = new Map(sink.stored);
+    sink = new FakeSink();
+    for (const [id, row] of stored) sink.stored.set(id, row);
+    const { writer: second, spool } = make();
+    await spool.open();
+    assert.ok(!existsSync(join(dir, deadFile)), 'adopted as a spool segment');
+    second.start();
+    await until(() => sink.stored.size === 6, 'the two unstored rows replayed');
+    assert.deepEqual([...sink.stored.values()].map((r) => r.request_id).sort(), Array.from({ length: 6 }, (_, i) => entry(i).requestId));
+    assert.equal(second.counters.replayed, 6, 'all six sent; the four already stored are skipped by their log_id');
+  });
+});
