@@ -1,6 +1,6 @@
 /**
  * Rows and their JSON texts. The writer builds one row at a time with {@link buildRow}, at the end
- * of the callback that finished its request (see writer.ts), and hands its text to the journal,
+ * of the event-loop turn that finished its request (see writer.ts), and hands its text to the journal,
  * the database statement and the spool, so a row is serialized once; {@link batchJsonBytes} makes
  * a statement's parameter from the texts.
  *

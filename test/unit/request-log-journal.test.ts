@@ -1,7 +1,7 @@
 /**
  * The request log's journal (gateway/request-log/journal.ts) with the batching writer, a
- * replaceable sink and a real directory: rows reach the journal file when the callback that
- * pushed them ends, before any database write, with the `log_id` they are stored under; the file
+ * replaceable sink and a real directory: rows reach the journal file at the end of the event-loop
+ * turn that pushed them, before any database write, with the `log_id` they are stored under; the file
  * is emptied once its rows are stored or spooled and removed at shutdown; rotated files are
  * deleted once settled; and a journal left by a dead process is adopted and replayed without
  * storing a row twice.
@@ -52,6 +52,8 @@ function entry(n: number): LogEntry {
   };
 }
 
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 async function until(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 500; i += 1) {
     if (check()) return;
@@ -89,15 +91,15 @@ describe('request log: journal', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('journals the rows of a callback when it ends, before any database write, under the log_id they are stored with', async () => {
+  it('journals the rows of an event-loop turn at its end, before any database write, under the log_id they are stored with', async () => {
     sink.mode = 'hang';
     const { writer: w } = make({ batchSize: 5 });
     w.start();
     for (let i = 0; i < 7; i += 1) w.push(entry(i));
     assert.equal(journalFiles().length, 0, 'nothing is written on the request path itself');
-    await Promise.resolve();
+    await turn();
     const journaled = journalLines();
-    assert.deepEqual(journaled.map((r) => r.request_id), Array.from({ length: 7 }, (_, i) => entry(i).requestId), 'on disk once the callback ended');
+    assert.deepEqual(journaled.map((r) => r.request_id), Array.from({ length: 7 }, (_, i) => entry(i).requestId), 'on disk once the turn ended');
     assert.equal(journalFiles().length, 1, 'one file');
     assert.equal(sink.stored.size, 0, 'nothing stored yet');
     sink.release();
@@ -136,7 +138,7 @@ describe('request log: journal', () => {
     w.start();
     for (let i = 0; i < 40; i += 1) {
       w.push(entry(i));
-      await Promise.resolve(); // one callback per request: one journal write each
+      await turn(); // one event-loop turn per request: one journal write each
     }
     assert.ok(journalFiles().length > 3, `several files (${journalFiles().length})`);
     assert.equal(journalLines().length, 40);
@@ -147,7 +149,7 @@ describe('request log: journal', () => {
   });
 
   it('replays the journal of a dead process once, skipping rows it had already stored', async () => {
-    // A process that journaled six rows in one callback, stored a full batch of four, and died
+    // A process that journaled six rows in one turn, stored a full batch of four, and died
     // before its interval flushed the other two.
     const { writer: first } = make({ batchSize: 4, flushIntervalMs: 60_000 });
     first.start();
