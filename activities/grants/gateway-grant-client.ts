@@ -1,7 +1,7 @@
 /**
  * The control plane's client of the gateway's grant dispatch endpoints (spec 5.3, 5.8;
- * docs/agent-grants.md): issue, renew and revoke inference grants with
- * `GATEWAY_GRANT_DISPATCH_TOKEN`. Every call has a timeout. Errors name the call and the
+ * docs/agent-grants.md): issue, renew and revoke inference grants, and check that an owner may
+ * run agent turns on a model, with `GATEWAY_GRANT_DISPATCH_TOKEN`. Every call has a timeout. Errors name the call and the
  * gateway's status and message, never the dispatch token or a grant token.
  */
 
@@ -29,15 +29,19 @@ export interface IssuedGatewayGrant {
 
 /** A dispatch call the gateway refused or that could not be made. */
 export class GrantDispatchError extends Error {
+  /** The gateway's error code (`model_not_found`, `forbidden`, …) when it answered with one. */
+  readonly code: string | undefined;
+
   constructor(
     message: string,
     /** The gateway's HTTP status; undefined when no answer came (network error or timeout). */
     readonly status: number | undefined,
     /** Whether the call ran out of time. */
     readonly timedOut = false,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; code?: string | undefined },
   ) {
     super(message, options);
+    this.code = options?.code;
     this.name = 'GrantDispatchError';
   }
 }
@@ -50,7 +54,7 @@ export interface GatewayGrantClientOptions {
 }
 
 interface ErrorBody {
-  error?: { message?: string };
+  error?: { message?: string; code?: string };
 }
 
 export class GatewayGrantClient {
@@ -77,6 +81,16 @@ export class GatewayGrantClient {
     const res = await this.call('issue', '/internal/agent/grants', body);
     const out = (await res.json()) as { grant_id: string; token: string; expires_at: string; model: string };
     return { grantId: out.grant_id, token: out.token, expiresAt: out.expires_at, model: out.model };
+  }
+
+  /**
+   * The public id of `model` (an alias resolves) when owner `userId` may run agent turns on it.
+   * Throws {@link GrantDispatchError}: 404 `model_not_found`, 403 (role below the model's
+   * `required_role`), 400 (not a chat model), or no status when the gateway did not answer.
+   */
+  async checkModel(userId: number, model: string): Promise<{ model: string }> {
+    const res = await this.call('model check', '/internal/agent/models/check', { user_id: userId, model });
+    return { model: ((await res.json()) as { model: string }).model };
   }
 
   /** Extends a grant; `'gone'` when the gateway no longer renews it (unknown, revoked, expired). */
@@ -117,11 +131,14 @@ export class GatewayGrantClient {
     if (res.ok) return res;
     const text = await res.text().catch(() => '');
     let message = text.slice(0, 300);
+    let code: string | undefined;
     try {
-      message = (JSON.parse(text) as ErrorBody).error?.message ?? message;
+      const error = (JSON.parse(text) as ErrorBody).error;
+      message = error?.message ?? message;
+      code = error?.code;
     } catch {
       // not JSON: keep the text
     }
-    throw new GrantDispatchError(`Grant ${what} refused by the gateway (${res.status}): ${message}`, res.status);
+    throw new GrantDispatchError(`Grant ${what} refused by the gateway (${res.status}): ${message}`, res.status, false, { code });
   }
 }

@@ -11,6 +11,7 @@ import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { ChatDelivery } from '../jobs/chat-delivery';
 import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '../jobs/job-commands';
 import { findOwnedJob } from '../jobs/job-store';
+import { checkJobModel } from '../jobs/job-model';
 import { jobView, listJobs, listQuerySchema } from '../jobs/job-views';
 import { assertRepoEntitled, parseAllowlist } from '../jobs/entitlement';
 import { SourceControlApp } from '../jobs/source-control-app';
@@ -32,7 +33,9 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
       sourceControl.assertAvailable();
       assertRepoEntitled(body.repo, allowlist);
     }
-    const { job, turn } = await createJob(deps.db, { ownerId: owner.userId, body, defaultDriver: deps.settings.AGENT_DRIVER });
+    // Before anything is written: 404/403 for a model the owner cannot run (api/jobs/job-model.ts).
+    const model = await checkJobModel({ grants: deps.grants, userId: owner.userId, model: body.model, log: ctx.state.log });
+    const { job, turn } = await createJob(deps.db, { ownerId: owner.userId, body: { ...body, model }, defaultDriver: deps.settings.AGENT_DRIVER });
     await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId }, { turnId: turn.turn_id, seq: turn.seq });
     ctx.status = 201;
     ctx.body = { job_id: job.job_id, title: job.title, turn };

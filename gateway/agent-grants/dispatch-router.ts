@@ -1,6 +1,7 @@
 /**
  * The grant dispatch endpoints the control plane calls (spec 5.3, 5.8; docs/agent-grants.md):
- * `POST /internal/agent/grants` (issue), `/internal/agent/grants/:grantId/renew` and `/revoke`.
+ * `POST /internal/agent/grants` (issue), `/internal/agent/grants/:grantId/renew` and `/revoke`,
+ * and `POST /internal/agent/models/check` (may this owner run agent turns on this model?).
  * Guarded by `GATEWAY_GRANT_DISPATCH_TOKEN` (constant-time comparison): unset → 503
  * `Grant dispatch is not configured`, wrong or missing → 401 (counted by the auth-failure
  * blocklist); then, without a database, 500 `Database not configured`.
@@ -19,6 +20,7 @@ import {
   issueGrant, renewGrant, requireActiveOwner, revokeGrant,
   PROMPT_REWRITE_OPERATION_PREFIX, PROMPT_REWRITE_TTL_SECONDS, TITLE_OPERATION_PREFIX, TITLE_TTL_SECONDS, type GrantScope,
 } from './grant-store';
+import { checkOwnerModel } from './owner-model';
 
 /** Longest lifetime a dispatcher may ask for, in seconds. */
 export const MAX_GRANT_TTL_SECONDS = 3600;
@@ -50,6 +52,8 @@ const issueSchema = z.object({
     ctx.addIssue({ code: 'custom', path: ['operation_id'], message: `must start with '${PROMPT_REWRITE_OPERATION_PREFIX}' for kind 'prompt_rewrite'` });
   }
 });
+
+const modelCheckSchema = z.object({ user_id: z.number().int().positive(), model: z.string().min(1).max(200) }).strict();
 
 const renewSchema = z.object({ ttl_seconds: z.number().int().min(10).max(MAX_GRANT_TTL_SECONDS).optional() }).strict();
 
@@ -105,6 +109,13 @@ export function grantDispatchRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.state.log.info({ event: 'agent_grant_issued', grant_id: issued.grantId, kind: scope.kind, user_id: scope.userId, model: scope.model }, 'inference grant issued');
     ctx.status = 201;
     ctx.body = { grant_id: issued.grantId, token: issued.token, expires_at: issued.expiresAt.toISOString(), model: scope.model };
+  });
+
+  // Asked before a job is created: {model: <public id>}, or 404 / 403 / 400 (gateway/agent-grants/owner-model.ts).
+  router.post('/internal/agent/models/check', internal, async (ctx) => {
+    const input = await body(ctx, modelCheckSchema);
+    const model = await checkOwnerModel(db(), deps.registry.current, input.user_id, input.model);
+    ctx.body = { model: model.id };
   });
 
   router.post('/internal/agent/grants/:grantId/renew', internal, async (ctx) => {
