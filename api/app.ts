@@ -7,6 +7,7 @@ import type { Db } from '../lib/db';
 import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
+import { koaErrorListener } from '../lib/http/koa-errors';
 import { requestContext, type RequestState } from '../lib/http/request-context';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import type { AccessTokens } from '../gateway/identity/access-tokens';
@@ -38,7 +39,7 @@ export type ApiApp = Koa<RequestState> & { routes: readonly RouteEntry[] };
 export function createApiApp(deps: ApiDeps): ApiApp {
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
-  app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
+  app.on('error', koaErrorListener(deps.log));
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.

@@ -6,6 +6,7 @@ import Koa from 'koa';
 import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
+import { koaErrorListener } from '../lib/http/koa-errors';
 import { beginRequest } from '../lib/http/request-context';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import { adminRouters } from './admin';
@@ -54,7 +55,7 @@ export type GatewayApp = Koa<GatewayState> & { routes: readonly RouteEntry[] };
 export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true;
-  app.on('error', (err: unknown) => deps.log.warn({ err }, 'unhandled koa error'));
+  app.on('error', koaErrorListener(deps.log));
   app.use(async (ctx, next) => {
     const origin = describeRequest(deps.clientAddress, deps.log, ctx.req);
     const state: GatewayState = beginRequest(ctx.req, ctx.res, deps.log, ctx.path, origin.fields);

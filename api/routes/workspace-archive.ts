@@ -2,11 +2,15 @@
  * `GET /v1/agent/jobs/:jobId/workspace/archive` (owner): the gzipped tar of the chat's whole
  * `/workspace` (spec 4.4). The API never talks to Docker: it runs `workspace-archive:<jobId>:<uuid>`
  * whose activity on the sandbox's host stores the archive in the object store, then streams that
- * object to the owner and deletes it once the response is over. 413 above
+ * object to the owner and deletes it once the response is over (completed or abandoned: an
+ * abandoned download is one info line, not an error). 413 above
  * `WORKSPACE_DOWNLOAD_MAX_MIB` (measured before compression); 409 while the chat has no sandbox.
  */
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type Router from '@koa/router';
+import type { ParameterizedContext } from 'koa';
 import { createRouter } from '../../lib/http/route-access';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { ApiDeps } from '../app';
@@ -56,14 +60,40 @@ export function workspaceArchiveRouter(deps: ApiDeps): Router<AgentState> {
       removeObject();
       throw err;
     }
-    ctx.res.once('close', removeObject);
-    ctx.body = body;
+    ctx.status = 200;
     ctx.set('content-type', 'application/gzip');
     ctx.set('content-length', String(result.bytes));
     ctx.set('content-disposition', `attachment; filename="${job.job_id}-workspace.tar.gz"`);
     ctx.set('cache-control', 'no-store');
+    try {
+      await sendArchive(ctx, body, job.job_id);
+    } finally {
+      removeObject();
+    }
   });
   return router;
+}
+
+/**
+ * Streams the archive itself rather than through Koa's response, so the end of a download is
+ * ours to report: a completed download logs nothing, one the client abandoned logs one line at
+ * info, and a store that fails mid-stream one warning (Koa would report both as an unhandled
+ * `ERR_STREAM_PREMATURE_CLOSE` with a stack). Headers are already set on `ctx`.
+ */
+async function sendArchive(ctx: ParameterizedContext<AgentState>, body: Readable, jobId: string): Promise<void> {
+  ctx.respond = false;
+  const res = ctx.res;
+  try {
+    await pipeline(body, res);
+  } catch (err) {
+    const clientGone = res.destroyed && !res.writableFinished && (err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE';
+    if (clientGone) {
+      ctx.state.log.info({ event: 'workspace_archive_download_aborted', job_id: jobId }, 'workspace archive download aborted by the client');
+    } else {
+      ctx.state.log.warn({ event: 'workspace_archive_stream_failed', job_id: jobId, err }, 'workspace archive stream failed');
+      res.destroy();
+    }
+  }
 }
 
 /** Where the chat's retained container lives; 409 while there is none to archive. */

@@ -2,10 +2,12 @@
  * The workspace download end to end: the API (in-process) runs the `workspaceArchive` workflow on
  * the real Temporal dev server; a host worker archives the real container's `/workspace` into the
  * filesystem object store; the API streams it to the owner and deletes the object. Owners only;
- * 409 before the chat has a sandbox; 413 above the limit.
+ * 409 before the chat has a sandbox; 413 above the limit. A completed download logs nothing about
+ * its stream; one the client abandons logs one info line and no error.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { get } from 'node:http';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +60,7 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
   let storeRoot: string;
   let scratch: string;
   let stopWorkers: () => Promise<void>;
+  let controlQueue: string;
   let alice: { id: number; key: string };
   let bob: { id: number; key: string };
   let jobId: string;
@@ -70,7 +73,7 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
     env = await temporalEnv();
     storeRoot = mkdtempSync(join(tmpdir(), 'object-store-'));
     scratch = mkdtempSync(join(tmpdir(), 'archive-dl-'));
-    const controlQueue = uniqueTaskQueue('control');
+    controlQueue = uniqueTaskQueue('control');
     const control = await Worker.create({
       connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: controlQueue, workflowBundle: await workflowBundle(),
     });
@@ -105,6 +108,9 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
   /** Runs the prepareSandbox activity in an activity context. */
   const prepare = (input: PrepareSandboxInput): Promise<PrepareSandboxResult> =>
     activityEnv().run((i: PrepareSandboxInput) => activities().prepareSandbox(i), input);
+  /** Log lines of `target` about a download's stream ending (aborted, failed, or Koa's unhandled error). */
+  const streamLines = (target: TestApi) => target.logs.lines.filter((line) =>
+    line.msg === 'unhandled koa error' || line.event === 'workspace_archive_download_aborted' || line.event === 'workspace_archive_stream_failed');
   const download = (key: string, id = jobId) => fetch(`${api.url}/v1/agent/jobs/${id}/workspace/archive`, { headers: { authorization: `Bearer ${key}` } });
 
   it('answers 409 while the chat has no sandbox', async () => {
@@ -143,6 +149,8 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
     const hello = execFileSync('tar', ['-xzOf', archive, 'workspace/hello.txt'], { encoding: 'utf8' });
     assert.equal(hello, 'hello from the sandbox\n');
     await waitFor(() => filesIn(storeRoot).length === 0, 'the archive object to be deleted after the download');
+    await waitFor(() => api.logs.lines.some((line) => line.event === 'http_request' && line.status === 200 && String(line.path).endsWith('/workspace/archive')), 'the request line of the download');
+    assert.deepEqual(streamLines(api), [], 'a completed download logs no error and no abort');
   });
 
   it('answers 404 to another owner and to an unknown job', async () => {
@@ -177,6 +185,44 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
     assert.ok(execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' }).split('\n').includes('workspace/hello.txt'));
     assert.equal((await container.inspect()).State.Running, false, 'the download does not start the container');
     await waitFor(() => filesIn(storeRoot).length === 0, 'no archive object left behind');
+  });
+
+  it('logs a download the client abandons as one info line, with no error, and still deletes the object', async () => {
+    const container = docker().getContainer(`sbx-${groupId}`);
+    if (!(await container.inspect()).State.Running) await container.start();
+    const sandbox = new DockerSandbox(docker(), `sbx-${groupId}`, 1001);
+    // 24 MB that gzip cannot shrink: far more than the loopback socket buffers hold while the client reads nothing.
+    const made = await sandbox.exec(['sh', '-c', 'head -c 24000000 /dev/urandom > noise.bin'], { timeoutMs: 30_000, maxOutputBytes: 1000 });
+    assert.equal(made.exitCode, 0, made.stderr);
+    const roomy = await startTestApi({
+      db: t.db, temporal: env.client, objectStore: new FsObjectStore(storeRoot),
+      env: { TEMPORAL_CONTROL_TASK_QUEUE: controlQueue, WORKSPACE_DOWNLOAD_MAX_MIB: '64' },
+    });
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = get(`${roomy.url}/v1/agent/jobs/${jobId}/workspace/archive`, { headers: { authorization: `Bearer ${alice.key}` } }, (res) => {
+          res.once('data', () => {
+            resolve(res.statusCode ?? 0);
+            req.destroy();
+          });
+        });
+        req.on('error', (err) => {
+          if (!req.destroyed) reject(err);
+        });
+      });
+      assert.equal(status, 200);
+      const lines = await waitFor(() => {
+        const seen = streamLines(roomy);
+        return seen.length > 0 ? seen : undefined;
+      }, 'the abandoned download to be logged');
+      await waitFor(() => filesIn(storeRoot).length === 0, 'the archive object to be deleted after the abandoned download');
+      assert.deepEqual(streamLines(roomy).map((line) => [line.level, line.msg, line.job_id]), [['info', 'workspace archive download aborted by the client', jobId]]);
+      assert.equal(lines[0]!.err, undefined, 'no error object nor stack');
+      assert.deepEqual(roomy.logs.lines.filter((line) => line.level === 'warn' || line.level === 'error'), [], 'nothing at warn or error');
+    } finally {
+      await roomy.close();
+      await sandbox.exec(['rm', '-f', 'noise.bin'], { timeoutMs: 20_000, maxOutputBytes: 1000 });
+    }
   });
 
   it('answers 409 when the recorded container no longer exists on its host', async () => {

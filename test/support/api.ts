@@ -11,7 +11,7 @@ import { loadSettings } from '../../lib/settings';
 import { createTemporalClient } from '../../lib/temporal';
 import { AccessTokens } from '../../gateway/identity/access-tokens';
 import { ADMIN_TOKEN } from './admin';
-import { captureLogs } from './logs';
+import { captureLogs, type CapturedLogs } from './logs';
 
 /** The JWT secret test gateways and APIs share, so one login works on both. */
 export const TEST_JWT_SECRET = 'test-jwt-secret-of-at-least-32-bytes-long';
@@ -19,6 +19,8 @@ export const TEST_JWT_SECRET = 'test-jwt-secret-of-at-least-32-bytes-long';
 export interface TestApi {
   url: string;
   deps: ApiDeps;
+  /** The API's log lines (its `deps.log`). */
+  logs: CapturedLogs;
   /** Every route the API serves and what it requires. */
   routes: readonly RouteEntry[];
   close(): Promise<void>;
@@ -36,8 +38,9 @@ export interface TestApiOptions {
 export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
   const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...options.env });
   const temporal = options.temporal ?? createTemporalClient({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_NAMESPACE: 'default' }).client;
+  const logs = captureLogs('api');
   const deps: ApiDeps = {
-    log: captureLogs('api').log,
+    log: logs.log,
     db: options.db,
     settings,
     tokens: new AccessTokens(TEST_JWT_SECRET, settings.ACCESS_TOKEN_TTL_SECONDS),
@@ -51,6 +54,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
   return {
     url: serving.url,
     deps,
+    logs,
     routes: app.routes,
     close: async () => {
       await serving.close(1000);
