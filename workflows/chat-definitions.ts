@@ -50,3 +50,20 @@ export const wakeSignal = defineSignal('wake');
 /** Stops the running turn when its seq matches (the API has already recorded the request). */
 export const cancelTurnSignal = defineSignal<[{ seq: number }]>('cancelTurn');
 export const chatStatusQuery = defineQuery<ChatStatus>('status');
+
+/**
+ * Types of host-activity failures whose message is written for the chat's owner: one plain
+ * sentence of this project's own (docs/agent-events.md "Turn errors"). Any other failure (a raw
+ * Docker, network or programming error after retries) is shown as {@link unexplainedTurnFailure};
+ * its text stays in the host runner's log and the workflow's history in the Temporal UI.
+ */
+export const OWNER_FACING_FAILURE_TYPES: readonly string[] = [
+  'TurnFailed', 'TurnTimeLimit', 'AttemptNotCurrent', 'TurnsNotConfigured',
+  'ModelUnavailable', 'GrantsNotConfigured', 'GrantUnavailable', 'ControlPlaneUnavailable',
+  'ImageMissing', 'UnsupportedRepo', 'BaseRevisionNotFound', 'SandboxGenerationMismatch', 'SandboxMissing',
+];
+
+/** The owner's message for a turn that failed for a reason not written for them. */
+export function unexplainedTurnFailure(type: string | undefined): string {
+  return `The turn failed on its execution host (${type ?? 'unknown error'}); an operator can find the details in the host runner's log`;
+}

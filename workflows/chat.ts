@@ -12,7 +12,9 @@ import {
   allHandlersFinished, ParentClosePolicy, WorkflowIdReusePolicy, type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { ChatActivities, AdmittedTurn, TurnOutcome } from '../activities/control/chat-activities';
-import { cancelTurnSignal, chatStatusQuery, submitTurnUpdate, wakeSignal, type ChatInput, type SubmittedTurn } from './chat-definitions';
+import {
+  cancelTurnSignal, chatStatusQuery, OWNER_FACING_FAILURE_TYPES, submitTurnUpdate, unexplainedTurnFailure, wakeSignal, type ChatInput, type SubmittedTurn,
+} from './chat-definitions';
 import type { HostActivities } from '../activities/host-activities';
 import { grantWorkflow, releaseGrantSignal } from './grant';
 import { grantWorkflowId, hostTaskQueue, searchAttributes, titleWorkflowId } from './names';
@@ -190,9 +192,11 @@ function outcomeOfFailure(err: unknown): TurnOutcome {
   if (isCancellation(err)) return { kind: 'cancelled' };
   const cause = (err as { cause?: unknown }).cause;
   if (cause instanceof ApplicationFailure) {
-    return { kind: 'failed', error: cause.message || 'The turn failed' };
+    // Only messages written for owners are shown; anything else is a plain sentence naming its type.
+    const ownerFacing = cause.type !== undefined && cause.type !== null && OWNER_FACING_FAILURE_TYPES.includes(cause.type);
+    return { kind: 'failed', error: ownerFacing ? cause.message || 'The turn failed' : unexplainedTurnFailure(cause.type ?? undefined) };
   }
   const name = (cause as { name?: string } | undefined)?.name;
   if (name === 'TimeoutFailure') return { kind: 'lost', error: 'The host runner stopped responding during the turn' };
-  return { kind: 'failed', error: (cause as Error | undefined)?.message ?? (err as Error).message ?? 'The turn failed' };
+  return { kind: 'failed', error: unexplainedTurnFailure(name) };
 }

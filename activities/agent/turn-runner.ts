@@ -11,7 +11,7 @@ import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
 import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink } from './api-event-sink';
 import { driverFor } from './drivers';
-import { AttemptNotCurrentError, type HostApiClient } from './host-api-client';
+import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { ExecOptions, ExecResult, SandboxExec } from './types';
 
 export interface TurnRunnerDeps {
@@ -39,16 +39,41 @@ function withEnv(sandbox: SandboxExec, env: Record<string, string>): SandboxExec
   };
 }
 
+/**
+ * The owner-facing failure of a turn whose context or grant could not be fetched: one plain
+ * sentence (docs/agent-events.md "Turn errors"), typed for the workflow; the API's answer goes to
+ * the host runner's log (`agent_turn_start_failed`).
+ */
+function startFailure(err: unknown, what: 'context' | 'grant', input: RunTurnInput, model?: string): ApplicationFailure {
+  if (err instanceof AttemptNotCurrentError) return ApplicationFailure.nonRetryable(err.message, 'AttemptNotCurrent');
+  const api = err instanceof HostApiError ? err : undefined;
+  Context.current().log.warn('turn could not start', {
+    event: 'agent_turn_start_failed', fetching: what, job_id: input.jobId, attempt_id: input.attemptId,
+    status: api?.status, code: api?.code, detail: (err as Error).message,
+  });
+  if (what === 'grant' && api?.status === 404 && api.code === 'model_not_found') {
+    return ApplicationFailure.nonRetryable(`The model '${model ?? '?'}' is no longer available to this account`, 'ModelUnavailable');
+  }
+  if (what === 'grant' && api?.status === 503) {
+    return ApplicationFailure.nonRetryable('The agent could not get access to the model: inference grants are not configured on this deployment', 'GrantsNotConfigured');
+  }
+  if (what === 'grant') return ApplicationFailure.nonRetryable('The agent could not get access to the model; try the turn again later', 'GrantUnavailable');
+  return ApplicationFailure.nonRetryable('The turn could not start because the control plane did not answer; try it again later', 'ControlPlaneUnavailable');
+}
+
 export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ result: string }> {
   const ctx = Context.current();
   let context;
   let grant;
   try {
     context = await deps.api.attemptContext(input.attemptId);
+  } catch (err) {
+    throw startFailure(err, 'context', input);
+  }
+  try {
     grant = await deps.api.turnGrant(input.attemptId);
   } catch (err) {
-    if (err instanceof AttemptNotCurrentError) throw ApplicationFailure.nonRetryable(err.message, 'AttemptNotCurrent');
-    throw err;
+    throw startFailure(err, 'grant', input, context.model);
   }
   await killMemberProcesses(deps.docker, context.container_name, context.uid);
   const sandbox = withEnv(new DockerSandbox(deps.docker, context.container_name, context.uid), context.env);

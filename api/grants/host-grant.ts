@@ -7,6 +7,7 @@
  */
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
+import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import { residencyAlive } from '../../activities/grants/grant-activities';
 import { GrantDispatchError, type GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
@@ -34,13 +35,20 @@ export function grantClientOr503(grants: GatewayGrantClient | undefined): Gatewa
   return grants;
 }
 
-/** Maps a refused or failed dispatch call to the API's error: 404/409 as they are, else 502 (504 on timeout). */
-export function dispatchFailure(err: unknown): unknown {
+/**
+ * Maps a refused or failed dispatch call to the API's error, in the API's own words (the
+ * gateway's text goes to `log` only, as `agent_grant_dispatch_failed`): 404 for a model the
+ * gateway does not know, 409 for a grant it will not issue (owner suspended, grant revoked),
+ * 504 when it did not answer in time, else 502.
+ */
+export function dispatchFailure(err: unknown, context: { model: string; log: Logger }): unknown {
   if (!(err instanceof GrantDispatchError)) return err;
-  if (err.status === 404) return new AppError('model_not_found', err.message, { cause: err, param: 'model' });
-  if (err.status === 409) return new AppError('conflict', err.message, { cause: err });
-  if (err.timedOut) return new AppError('gateway_timeout', err.message, { cause: err });
-  return new AppError('upstream_error', err.message, { cause: err });
+  context.log.warn({ event: 'agent_grant_dispatch_failed', status: err.status, code: err.code, timed_out: err.timedOut, model: context.model, detail: err.message }, 'grant dispatch at the gateway failed');
+  const options = { cause: err };
+  if (err.status === 404 && err.code === 'model_not_found') return new AppError('model_not_found', `The model '${context.model}' does not exist`, { ...options, param: 'model' });
+  if (err.status === 404 || err.status === 409) return new AppError('conflict', 'The gateway will not issue this inference grant (the account is suspended or unknown, or the grant was revoked)', options);
+  if (err.timedOut) return new AppError('gateway_timeout', 'The gateway did not answer the grant request in time', options);
+  return new AppError('upstream_error', 'The gateway could not issue the inference grant', options);
 }
 
 /** Issues (or rotates) the inference grant of a host's running attempt. */
@@ -50,6 +58,7 @@ export async function issueHostGrant(options: {
   settings: Pick<Settings, 'AGENT_HOST_STALE_SECONDS' | 'AGENT_GRANT_TTL_SECONDS'>;
   hostId: string;
   attemptId: string;
+  log: Logger;
 }): Promise<HostGrantResponse> {
   const { db, hostId, attemptId } = options;
   const row = await db('agent_attempts as a')
@@ -72,6 +81,6 @@ export async function issueHostGrant(options: {
     });
     return { grant_id: issued.grantId, token: issued.token, expires_at: issued.expiresAt, model: issued.model };
   } catch (err) {
-    throw dispatchFailure(err);
+    throw dispatchFailure(err, { model: row.model, log: options.log });
   }
 }

@@ -31,7 +31,7 @@ export async function rewritePrompt(options: PromptRewriteOptions, userId: numbe
   try {
     const operationId = `prompt-rewrite-${randomUUID()}`;
     const grant = await options.grants.issue({ userId, model: request.model, kind: 'prompt_rewrite', operationId }).catch((err: unknown) => {
-      throw dispatchFailure(err);
+      throw dispatchFailure(err, { model: request.model, log: options.log });
     });
     grantId = grant.grantId;
     if (controller.signal.aborted) throw timeout(options.deadlineMs);

@@ -13,7 +13,7 @@ export function hostGrantRouter(deps: ApiDeps): Router<AgentState> {
   router.post('/v1/agent/hosts/:hostId/attempts/:attemptId/grant', requireHost(deps.db), async (ctx) => {
     const hostId = hostOf(ctx.state);
     const grants = grantClientOr503(deps.grants);
-    const issued = await issueHostGrant({ db: deps.db, grants, settings: deps.settings, hostId, attemptId: ctx.params.attemptId ?? '' });
+    const issued = await issueHostGrant({ db: deps.db, grants, settings: deps.settings, hostId, attemptId: ctx.params.attemptId ?? '', log: ctx.state.log });
     ctx.state.log.info({ event: 'agent_host_grant_fetched', host_id: hostId, grant_id: issued.grant_id }, 'host fetched its turn grant');
     ctx.set('Cache-Control', 'no-store');
     ctx.body = issued;
