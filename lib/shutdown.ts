@@ -1,6 +1,13 @@
 /**
  * Graceful shutdown: on SIGTERM/SIGINT run the registered steps in order (drain HTTP, stop
- * workers, close pools), each bounded by the grace period, then exit. A second signal exits at once.
+ * workers, close pools), each bounded by the grace period, then exit.
+ *
+ * The same signal again while draining exits at once (an impatient second Ctrl-C, a supervisor
+ * insisting). The *other* signal during the drain is ignored: Ctrl-C under `npm start` reaches
+ * every process of the terminal's process group as SIGINT, and the starter also sends its
+ * children SIGTERM (it cannot know whether they got the SIGINT), so one Ctrl-C means
+ * SIGINT + SIGTERM to each child; that pair is one request to stop, drained once
+ * (docs/dev-stack.md "`npm start`").
  */
 import type { Logger } from './logger';
 
@@ -39,13 +46,19 @@ export function createShutdown(options: { log: Logger; graceMs: number; signals?
   };
 
   if (options.signals !== false) {
+    let first: NodeJS.Signals | undefined;
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.on(signal, () => {
-        if (running) {
+        if (first === signal) {
           options.log.warn({ signal }, 'second signal: exiting now');
           exit(1);
           return;
         }
+        if (first) {
+          options.log.debug({ signal, first }, 'already shutting down: the other stop signal is part of the same request');
+          return;
+        }
+        first = signal;
         void run(signal).then(() => exit(0));
       });
     }

@@ -1,8 +1,10 @@
 /**
- * `npm start` (after the bootstrap): applies migrations, enrolls this machine as an execution
- * host, builds, then runs gateway (:8080), api (:8081), the control worker and the host runner
- * in the foreground with prefixed output. Ctrl-C stops these processes cleanly (SIGTERM, then
- * SIGKILL after the grace period); the backing services keep running (`npm run stack:stop`).
+ * `npm start` (after the bootstrap): checks that the gateway's and the API's ports are free,
+ * applies migrations, enrolls this machine as an execution host, builds, then runs gateway
+ * (`GATEWAY_PORT`, 8080), api (`API_PORT`, 8081), the control worker and the host runner in the
+ * foreground with prefixed output. Ctrl-C stops these processes cleanly, each draining once: the
+ * terminal's SIGINT and the SIGTERM sent here are one request to them (lib/shutdown.ts); SIGKILL
+ * after the grace period. The backing services keep running (`npm run stack:stop`).
  * If any process exits on its own, the others are stopped and `npm start` exits non-zero.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -14,6 +16,8 @@ import { createDb } from '../../lib/db';
 import { migrateLatest } from '../../lib/migrations';
 import { enrollHost } from '../../api/hosts/host-registry';
 import { secretMatches } from '../../lib/crypto';
+import { loadSettings } from '../../lib/settings';
+import { assertPortsFree } from './ports';
 import { DEV_DATABASE_URL } from './postgres';
 import { DATA, ROOT, run } from './sh';
 
@@ -81,6 +85,11 @@ function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN', 
 }
 
 async function main(): Promise<void> {
+  const settings = loadSettings(process.env);
+  await assertPortsFree([
+    { name: 'gateway', host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT, variable: 'GATEWAY_PORT' },
+    { name: 'api', host: settings.API_HOST, port: settings.API_PORT, variable: 'API_PORT' },
+  ]);
   const databaseUrl = process.env.DATABASE_URL ?? DEV_DATABASE_URL;
   const db = createDb({ url: databaseUrl, applicationName: 'start' });
   try {
@@ -99,6 +108,9 @@ async function main(): Promise<void> {
     DATABASE_URL: databaseUrl,
     AUTH_JWT_SECRET: devSecret('AUTH_JWT_SECRET', 'auth-jwt-secret'),
     GATEWAY_GRANT_DISPATCH_TOKEN: devSecret('GATEWAY_GRANT_DISPATCH_TOKEN', 'grant-dispatch-token'),
+    // A moved port moves the URLs the processes use to reach each other (unless set explicitly).
+    AGENT_GATEWAY_URL: process.env.AGENT_GATEWAY_URL ?? `http://127.0.0.1:${settings.GATEWAY_PORT}`,
+    AGENT_API_URL: process.env.AGENT_API_URL ?? `http://127.0.0.1:${settings.API_PORT}`,
   };
   const specs: ProcessSpec[] = [
     { name: 'gateway', script: 'dist/gateway/main.js' },
@@ -144,8 +156,8 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stopAll(signal, 0));
 
   log('stack is up:');
-  log('  gateway      http://127.0.0.1:8080   (GET /health)');
-  log('  api          http://127.0.0.1:8081   (GET /health)');
+  log(`  gateway      http://127.0.0.1:${settings.GATEWAY_PORT}   (GET /health)`);
+  log(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health)`);
   log('  Temporal UI  http://127.0.0.1:8233');
   log(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);
   log('Ctrl-C stops these processes; `npm run stack:stop` also stops PostgreSQL, Temporal and dockerd.');
