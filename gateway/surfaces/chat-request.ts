@@ -40,7 +40,6 @@ export function parseChatRequest(raw: unknown): ChatRequest {
   const body = raw as Record<string, unknown>;
   if (body.model === undefined) throw invalid('model', 'is required');
   if (typeof body.model !== 'string' || body.model.length === 0) throw invalid('model', 'must be a non-empty string');
-  assertLoggableText('model', body.model);
   if (body.messages === undefined) throw invalid('messages', 'is required');
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw invalid('messages', 'must be a non-empty array');
   body.messages.forEach((message: unknown, i) => {

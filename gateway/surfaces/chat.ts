@@ -25,7 +25,7 @@ import type { RoutingTicket } from '../routing/selector';
 import type { FailedAttempt, UpstreamError } from '../upstream/upstream-error';
 import { localCompletion, localStream, offloadPlan } from './chat-offload';
 import { relayChatStream, type StreamShape } from './chat-stream';
-import { FORWARDED_TEXT, parseChatRequest, type ChatRequest } from './chat-request';
+import { assertLoggableText, FORWARDED_TEXT, parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
 
@@ -82,7 +82,8 @@ export interface SurfaceShape {
  */
 export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps, request: ChatRequest, role: Role, shape?: SurfaceShape): Promise<void> {
   const state = ctx.state;
-  state.model = request.model;
+  state.model = request.model; // the row records the name asked for (cleaned when built), even when refused
+  assertLoggableText('model', request.model);
   state.stream = request.stream;
   noteChatFacts(state, request.messages);
   const model = deps.registry.resolve(request.model, role, 'chat');

@@ -28,7 +28,6 @@ export function parseEmbeddingsRequest(raw: unknown): EmbeddingsRequest {
   if (typeof body.model !== 'string' || body.model.length === 0) {
     throw new AppError('invalid_request', `Invalid field 'model': ${body.model === undefined ? 'is required' : 'must be a non-empty string'}`, { param: 'model' });
   }
-  assertLoggableText('model', body.model);
   const { input } = body;
   const valid = (typeof input === 'string' && input.length > 0)
     || (Array.isArray(input) && input.length > 0 && (input.every((i) => typeof i === 'string') || isTokenArray(input) || input.every(isTokenArray)));
@@ -43,7 +42,8 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
   return async (ctx) => {
     const caller = callerOf(ctx.state);
     const request = parseEmbeddingsRequest(await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT));
-    ctx.state.model = request.model;
+    ctx.state.model = request.model; // the row records the name asked for (cleaned when built), even when refused
+    assertLoggableText('model', request.model);
     const model = deps.registry.resolve(request.model, caller.role, 'embeddings');
     ctx.state.model = model.id;
     assertGrantAllows(caller, model.id);
