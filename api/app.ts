@@ -11,10 +11,10 @@ import { koaErrorListener } from '../lib/http/koa-errors';
 import { requestContext, type RequestState } from '../lib/http/request-context';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import type { AccessTokens } from '../gateway/identity/access-tokens';
-import type { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
+import type { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import type { ObjectStore } from '../lib/object-store';
 import { apiRouters } from './routes';
-import type { EventNotifier } from './events/event-notifier';
+import type { EventNotifier } from '../agent/events/event-notifier';
 
 export interface ApiDeps {
   log: Logger;

@@ -9,10 +9,10 @@ import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
 import { accessTokensFrom } from '../gateway/identity/access-tokens';
-import { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
+import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { createObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
-import { createEventNotifier } from './events/event-notifier';
+import { createEventNotifier } from '../agent/events/event-notifier';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);

@@ -12,8 +12,8 @@ import { createShutdown } from '../lib/shutdown';
 import { connectWorker, createTemporalClient, installTemporalRuntime, stopWorker } from '../lib/temporal';
 import { createControlActivities } from '../activities/control';
 import { reconcileQueuedTurns } from '../activities/control/chat-reconciler';
-import { GatewayGrantClient } from '../activities/grants/gateway-grant-client';
-import { ChatDelivery } from '../api/jobs/chat-delivery';
+import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
+import { ChatDelivery } from '../agent/jobs/chat-delivery';
 
 const RECONCILE_EVERY_MS = 30_000;
 

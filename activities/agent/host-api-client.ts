@@ -3,7 +3,7 @@
  * and its inference grant. A 409 means the attempt is no longer current (fenced): the runner must
  * stop working on it.
  */
-import type { AttemptContext } from '../../api/jobs/attempt-context';
+import type { AttemptContext } from '../../agent/jobs/attempt-context';
 
 export class AttemptNotCurrentError extends Error {
   constructor(attemptId: string) {

@@ -5,7 +5,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { killMemberProcesses } from '../docker/docker-sandbox';
-import { sandboxContainerName } from '../docker/sandbox-container';
+import { sandboxContainerName } from '../../agent/sandboxes/names';
 import { runAgentTurn, type RunTurnInput, type TurnRunnerDeps } from './turn-runner';
 
 export type TurnActivityDeps = Omit<TurnRunnerDeps, 'docker' | 'hostId'>;

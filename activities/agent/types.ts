@@ -5,12 +5,9 @@
  * tests may wire the same real container with a recording sink.
  */
 
-/** Normalized event types every driver emits (documented in docs/agent-events.md). */
-export const AGENT_EVENT_TYPES = [
-  'turn_queued', 'turn_started', 'message', 'tool_use', 'tool_result', 'retry', 'notice',
-  'turn_completed', 'turn_failed', 'turn_cancelled', 'title_changed',
-] as const;
-export type AgentEventType = (typeof AGENT_EVENT_TYPES)[number];
+import type { AgentEventType } from '../../agent/events/event-types';
+
+export { AGENT_EVENT_TYPES, type AgentEventType } from '../../agent/events/event-types';
 
 export interface ExecOptions {
   /** Kill the command after this long; the result then has `timedOut: true` and exit code 124. */

@@ -7,9 +7,9 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import type { Settings } from '../../lib/settings';
-import { newId } from '../../api/jobs/job-store';
-import { placeTurn } from '../../api/hosts/placement';
-import { appendEvents } from '../../api/events/event-store';
+import { newId } from '../../agent/jobs/job-store';
+import { placeTurn } from '../../agent/hosts/placement';
+import { appendEvents } from '../../agent/events/event-store';
 
 export type TurnState = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 

@@ -6,7 +6,7 @@
  */
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
-import type { ChatDelivery } from '../../api/jobs/chat-delivery';
+import type { ChatDelivery } from '../../agent/jobs/chat-delivery';
 
 export interface ReconcilerDeps {
   db: Db;

@@ -6,7 +6,7 @@ import type { Db } from '../../lib/db';
 import { createLogger, type Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import { createGrantActivities } from '../grants/grant-activities';
-import type { GatewayGrantClient } from '../grants/gateway-grant-client';
+import type { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { createChatActivities } from './chat-activities';
 import { createTitleActivities, type TitleLimits } from './title-activities';
 

@@ -12,10 +12,10 @@ import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
-import { appendEvents } from '../../api/events/event-store';
-import { sanitizeGeneratedTitle, titleChatBody } from '../../api/jobs/generated-titles';
-import { chatWithGrant, revokeQuietly } from '../../api/prompts/grant-chat';
-import { GrantDispatchError, type GatewayGrantClient } from '../grants/gateway-grant-client';
+import { appendEvents } from '../../agent/events/event-store';
+import { sanitizeGeneratedTitle, titleChatBody } from '../../agent/jobs/generated-titles';
+import { chatWithGrant, revokeQuietly } from '../../agent/prompts/grant-chat';
+import { GrantDispatchError, type GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 
 export interface TitleLimits {
   /** Model calls at most (spec 8: five). */

@@ -6,6 +6,7 @@
  * with its fixed UID (`member-<uid>`, home `/home/member-<uid>`, session dir `.agent`).
  */
 import type Docker from 'dockerode';
+import { sandboxContainerName } from '../../agent/sandboxes/names';
 import { execInContainer } from './container-exec';
 import { ImageMissingError, MANAGED_LABEL, type SandboxLimits } from './sandbox-command';
 
@@ -39,8 +40,6 @@ export const SANDBOX_LABELS = {
   host: 'agent.host',
 } as const;
 
-const GROUP_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/;
-
 /** A group's container exists with another generation (a restore or recreation is in charge). */
 export class SandboxGenerationMismatchError extends Error {
   constructor(containerName: string, expected: number, found: string | undefined) {
@@ -55,12 +54,6 @@ export class SandboxMissingError extends Error {
     super(`Sandbox container ${containerName} does not exist on this host`);
     this.name = 'SandboxMissing';
   }
-}
-
-/** The container name of a group: `sbx-<groupId>`. */
-export function sandboxContainerName(groupId: string): string {
-  if (!GROUP_ID.test(groupId)) throw new Error(`Invalid sandbox group id ${JSON.stringify(groupId)}`);
-  return `sbx-${groupId}`;
 }
 
 /** Member account names and directories for a UID. */

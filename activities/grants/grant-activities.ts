@@ -7,7 +7,8 @@
  */
 import type { Db } from '../../lib/db';
 import type { Settings } from '../../lib/settings';
-import type { GatewayGrantClient } from './gateway-grant-client';
+import type { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
+import { residencyAlive, type ResidencyInput } from '../../agent/grants/residency';
 
 export interface GrantActivityDeps {
   db: Db;
@@ -15,30 +16,10 @@ export interface GrantActivityDeps {
   settings: Pick<Settings, 'AGENT_HOST_STALE_SECONDS' | 'AGENT_GRANT_TTL_SECONDS'>;
 }
 
-export interface ResidencyInput {
-  grantId: string;
-  attemptId: string;
-  hostId: string;
-  groupId: string | null;
-  generation: number | null;
-}
+
+export type { ResidencyInput };
 
 export type RenewOutcome = 'renewed' | 'revoked' | 'not_issued';
-
-/** Whether the member residency a grant is scoped to is still alive (one query). */
-export async function residencyAlive(db: Db, input: Omit<ResidencyInput, 'grantId'>, staleSeconds: number): Promise<boolean> {
-  const query = db('agent_attempts as a')
-    .join('agent_hosts as h', 'h.host_id', 'a.host_id')
-    .where({ 'a.attempt_id': input.attemptId, 'a.host_id': input.hostId, 'a.state': 'running' })
-    .whereNull('h.removal_requested_at')
-    .where('h.last_heartbeat_at', '>', db.raw(`now() - make_interval(secs => ?)`, [staleSeconds]));
-  if (input.groupId !== null && input.generation !== null) {
-    query.join('agent_sandboxes as s', 's.host_id', 'a.host_id')
-      .where({ 's.group_id': input.groupId, 's.generation': input.generation });
-  }
-  const row = await query.first<{ attempt_id: string } | undefined>('a.attempt_id');
-  return row !== undefined;
-}
 
 export function createGrantActivities(deps: GrantActivityDeps) {
   const { db, grants, settings } = deps;

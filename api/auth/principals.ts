@@ -12,7 +12,7 @@ import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import type { RequestState } from '../../lib/http/request-context';
 import type { AccessTokens } from '../../gateway/identity/access-tokens';
 import { isAdminToken } from '../../gateway/admin/guard';
-import { authenticateHost } from '../hosts/host-registry';
+import { authenticateHost } from '../../agent/hosts/host-registry';
 
 export interface OwnerPrincipal {
   userId: number;

@@ -9,8 +9,8 @@ import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
-import { getHost, listHosts, removeHost, saveHostSlots } from '../hosts/host-admin';
-import type { HostViewContext } from '../hosts/host-view';
+import { getHost, listHosts, removeHost, saveHostSlots } from '../../agent/hosts/host-admin';
+import type { HostViewContext } from '../../agent/hosts/host-view';
 import type { ApiDeps } from '../app';
 
 /** `{slots: N}` (integer 2..128) or `{slots: null}` for the host's environment default. */

@@ -14,12 +14,12 @@ import type { ApiDeps } from '../app';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { hostOf, ownerOf, requireHost, requireOperator, requireOwner, type AgentState, type PrincipalDeps } from '../auth/principals';
-import { findOwnedJob } from '../jobs/job-store';
-import { connectionSettingsOf, createEventNotifier, type EventNotifier } from '../events/event-notifier';
-import { hostEventBatchSchema, ingestHostEvents, MAX_INGEST_BODY_BYTES } from '../events/event-ingest';
-import { parseEventId } from '../events/event-store';
-import { streamJobEvents } from '../events/event-stream';
-import { activityQuerySchema, listActivity } from '../events/activity-view';
+import { findOwnedJob } from '../../agent/jobs/job-store';
+import { connectionSettingsOf, createEventNotifier, type EventNotifier } from '../../agent/events/event-notifier';
+import { hostEventBatchSchema, ingestHostEvents, MAX_INGEST_BODY_BYTES } from '../../agent/events/event-ingest';
+import { parseEventId } from '../../agent/events/event-store';
+import { streamJobEvents } from '../sse/event-stream';
+import { activityQuerySchema, listActivity } from '../../agent/events/activity-view';
 
 /** The process's notifier: `deps.events`, created on first use when the process gave none. */
 function notifierOf(deps: ApiDeps): EventNotifier {

@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import type { ApiDeps } from '../app';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
-import { attemptContext } from '../jobs/attempt-context';
+import { attemptContext } from '../../agent/jobs/attempt-context';
 
 export function hostAttemptsRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();

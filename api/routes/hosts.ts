@@ -7,7 +7,7 @@ import { createRouter } from '../../lib/http/route-access';
 import type { Db } from '../../lib/db';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
-import { heartbeatSchema, recordHeartbeat } from '../hosts/host-registry';
+import { heartbeatSchema, recordHeartbeat } from '../../agent/hosts/host-registry';
 
 export function hostsRouter(db: Db): Router<AgentState> {
   const router = createRouter<AgentState>();

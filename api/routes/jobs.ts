@@ -8,13 +8,13 @@ import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
-import { ChatDelivery } from '../jobs/chat-delivery';
-import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '../jobs/job-commands';
-import { findOwnedJob } from '../jobs/job-store';
-import { checkJobModel } from '../jobs/job-model';
-import { jobView, listJobs, listQuerySchema } from '../jobs/job-views';
-import { assertRepoEntitled, parseAllowlist } from '../jobs/entitlement';
-import { SourceControlApp } from '../jobs/source-control-app';
+import { ChatDelivery } from '../../agent/jobs/chat-delivery';
+import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '../../agent/jobs/job-commands';
+import { findOwnedJob } from '../../agent/jobs/job-store';
+import { checkJobModel } from '../../agent/jobs/job-model';
+import { jobView, listJobs, listQuerySchema } from '../../agent/jobs/job-views';
+import { assertRepoEntitled, parseAllowlist } from '../../agent/jobs/entitlement';
+import { SourceControlApp } from '../../agent/jobs/source-control-app';
 
 const BODY_LIMIT = 256 * 1024;
 const seqParam = z.coerce.number().int().min(1).max(2_147_483_647);
@@ -33,7 +33,7 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
       sourceControl.assertAvailable();
       assertRepoEntitled(body.repo, allowlist);
     }
-    // Before anything is written: 404/403 for a model the owner cannot run (api/jobs/job-model.ts).
+    // Before anything is written: 404/403 for a model the owner cannot run (agent/jobs/job-model.ts).
     const model = await checkJobModel({ grants: deps.grants, userId: owner.userId, model: body.model, log: ctx.state.log });
     const { job, turn } = await createJob(deps.db, { ownerId: owner.userId, body: { ...body, model }, defaultDriver: deps.settings.AGENT_DRIVER });
     await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId }, { turnId: turn.turn_id, seq: turn.seq });

@@ -6,7 +6,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
-import { deleteVariable, listVariables, setVariable, variableValueSchema } from '../jobs/owner-variables';
+import { deleteVariable, listVariables, setVariable, variableValueSchema } from '../../agent/jobs/owner-variables';
 
 export function ownerVariablesRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();

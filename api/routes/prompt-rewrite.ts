@@ -7,9 +7,9 @@ import { createRouter } from '../../lib/http/route-access';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
-import { grantClientOr503 } from '../grants/host-grant';
-import { rewritePrompt } from '../prompts/prompt-rewrite';
-import { rewriteRequestSchema } from '../prompts/rewrite-model';
+import { grantClientOr503 } from '../../agent/grants/host-grant';
+import { rewritePrompt } from '../../agent/prompts/prompt-rewrite';
+import { rewriteRequestSchema } from '../../agent/prompts/rewrite-model';
 
 /** Body limit: 32,000 characters of prompt, four answers, JSON escaping. */
 const BODY_LIMIT = 512 * 1024;

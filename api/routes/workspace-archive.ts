@@ -16,8 +16,8 @@ import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@tempo
 import type { ApiDeps } from '../app';
 import { AppError } from '../../lib/errors';
 import { requireOwner, ownerOf, type AgentState } from '../auth/principals';
-import { findOwnedJob } from '../jobs/job-store';
-import { sandboxContainerName } from '../../activities/docker/sandbox-container';
+import { findOwnedJob } from '../../agent/jobs/job-store';
+import { sandboxContainerName } from '../../agent/sandboxes/names';
 import type { WorkspaceArchiveResult } from '../../activities/docker/workspace-archive';
 import type { WorkspaceArchiveInput, workspaceArchive } from '../../workflows/workspace-archive';
 import { workspaceArchiveWorkflowId } from '../../workflows/names';

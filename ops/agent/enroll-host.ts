@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { createDb } from '../../lib/db';
 import { loadSettings } from '../../lib/settings';
-import { enrollHost } from '../../api/hosts/host-registry';
+import { enrollHost } from '../../agent/hosts/host-registry';
 import { DEV_DATABASE_URL } from '../dev/postgres';
 
 async function main(): Promise<void> {

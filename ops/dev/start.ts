@@ -14,7 +14,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createDb } from '../../lib/db';
 import { migrateLatest } from '../../lib/migrations';
-import { enrollHost } from '../../api/hosts/host-registry';
+import { enrollHost } from '../../agent/hosts/host-registry';
 import { secretMatches } from '../../lib/crypto';
 import { loadSettings } from '../../lib/settings';
 import { assertPortsFree } from './ports';

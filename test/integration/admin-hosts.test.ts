@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { createApiApp } from '../../api/app';
-import { enrollHost } from '../../api/hosts/host-registry';
-import type { HostView } from '../../api/hosts/host-view';
+import { enrollHost } from '../../agent/hosts/host-registry';
+import type { HostView } from '../../agent/hosts/host-view';
 import { serve, type Serving } from '../../lib/http/serve';
 import { signUpAndLogIn } from '../support/accounts';
 import { ADMIN_TOKEN } from '../support/admin';

@@ -4,8 +4,8 @@
  * attempt filter, cursor paging, limits, and operator-only access.
  */
 import assert from 'node:assert/strict';
-import { appendEvents, type NewEvent } from '../../api/events/event-store';
-import type { ActivityPage } from '../../api/events/activity-view';
+import { appendEvents, type NewEvent } from '../../agent/events/event-store';
+import type { ActivityPage } from '../../agent/events/activity-view';
 import { startTestApi, type TestApi } from '../support/api';
 import { ADMIN_TOKEN } from '../support/admin';
 import { freshDatabase, type TestDatabase } from '../support/db';

@@ -4,8 +4,8 @@
  * `ApiEventSink` against the same API.
  */
 import assert from 'node:assert/strict';
-import { enrollHost } from '../../api/hosts/host-registry';
-import { listEvents } from '../../api/events/event-store';
+import { enrollHost } from '../../agent/hosts/host-registry';
+import { listEvents } from '../../agent/events/event-store';
 import { ApiEventSink, AttemptFencedError } from '../../activities/agent/api-event-sink';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';

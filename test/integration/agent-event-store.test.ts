@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { createDb, type Db } from '../../lib/db';
-import { appendEvents, listEvents, type NewEvent, type StoredEvent } from '../../api/events/event-store';
-import { connectionSettingsOf, createEventNotifier, type EventNotifier } from '../../api/events/event-notifier';
-import { enrollHost } from '../../api/hosts/host-registry';
+import { appendEvents, listEvents, type NewEvent, type StoredEvent } from '../../agent/events/event-store';
+import { connectionSettingsOf, createEventNotifier, type EventNotifier } from '../../agent/events/event-notifier';
+import { enrollHost } from '../../agent/hosts/host-registry';
 import { captureLogs } from '../support/logs';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { createAttempt, createJob, createOwner, createTurn } from '../support/agent-records';

@@ -4,7 +4,7 @@
  * owner's prompt rewrite runs on a 120 s grant that is revoked after the call, whatever happened.
  */
 import assert from 'node:assert/strict';
-import { GatewayGrantClient, type GrantIssueInput, type IssuedGatewayGrant } from '../../activities/grants/gateway-grant-client';
+import { GatewayGrantClient, type GrantIssueInput, type IssuedGatewayGrant } from '../../agent/grants/gateway-grant-client';
 import { DISPATCH_TOKEN, insertOwner, startGrantGateway, insertResidency, messageOf, postWith, type Residency } from '../support/agent-grants';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';

@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { reconcileQueuedTurns } from '../../activities/control/chat-reconciler';
-import { ChatDelivery } from '../../api/jobs/chat-delivery';
+import { ChatDelivery } from '../../agent/jobs/chat-delivery';
 import { loadSettings } from '../../lib/settings';
 import { chatWorkflowId } from '../../workflows/names';
 import { postJson } from '../support/accounts';

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { postJson } from '../support/accounts';
 import { DISPATCH_TOKEN } from '../support/agent-grants';
 import { createOwner, type TestOwner } from '../support/agent-records';

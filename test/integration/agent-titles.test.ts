@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import type { Db } from '../../lib/db';
-import { createJob } from '../../api/jobs/job-commands';
-import { titleFromPrompt } from '../../api/jobs/titles';
-import { TITLE_SYSTEM_PROMPT } from '../../api/jobs/generated-titles';
+import { createJob } from '../../agent/jobs/job-commands';
+import { titleFromPrompt } from '../../agent/jobs/titles';
+import { TITLE_SYSTEM_PROMPT } from '../../agent/jobs/generated-titles';
 import { createTitleActivities, type TitleOutcome } from '../../activities/control/title-activities';
-import { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import type { RecordedRequest } from '../support/fake-upstream';
 import { captureLogs } from '../support/logs';
 import { startAgentStack, ownerCall, AGENT_MODEL, DISPATCH_TOKEN, type AgentStack } from '../support/agent-stack';

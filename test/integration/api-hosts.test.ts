@@ -2,7 +2,7 @@
  * Host enrollment and heartbeats through the control-plane API on real PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import { enrollHost } from '../../api/hosts/host-registry';
+import { enrollHost } from '../../agent/hosts/host-registry';
 import { hashSecret } from '../../lib/crypto';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';

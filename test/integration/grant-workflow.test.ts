@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createGrantActivities } from '../../activities/grants/grant-activities';
-import { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { grantWorkflow, releaseGrantSignal, type GrantWorkflowInput } from '../../workflows/grant';
 import { grantWorkflowId, searchAttributes } from '../../workflows/names';
 import { DISPATCH_TOKEN, insertOwner, startGrantGateway, insertResidency, type Residency } from '../support/agent-grants';

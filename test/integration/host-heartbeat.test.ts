@@ -3,7 +3,7 @@
  * operator's saved slots from the answer and reports them from the next beat (runner version 2).
  */
 import assert from 'node:assert/strict';
-import { enrollHost } from '../../api/hosts/host-registry';
+import { enrollHost } from '../../agent/hosts/host-registry';
 import { createHeartbeat, RUNNER_VERSION, type HeartbeatOptions } from '../../workers/host-heartbeat';
 import { ADMIN_TOKEN } from '../support/admin';
 import { startTestApi, type TestApi } from '../support/api';

@@ -3,7 +3,7 @@
  * a retained chat goes only to its own host; offline or removal-requested hosts are never chosen.
  */
 import assert from 'node:assert/strict';
-import { placeTurn, type Placement, type PlaceTurnInput } from '../../api/hosts/placement';
+import { placeTurn, type Placement, type PlaceTurnInput } from '../../agent/hosts/placement';
 import { createDb, type Db } from '../../lib/db';
 import { insertHost, insertJobWithTurn, insertOwner, insertRunningAttempt } from '../support/agent-rows';
 import { freshDatabase, type TestDatabase } from '../support/db';

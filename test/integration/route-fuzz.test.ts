@@ -7,7 +7,7 @@
  * answer their health check afterwards. Bounded: a few thousand loopback requests.
  */
 import assert from 'node:assert/strict';
-import { enrollHost } from '../../api/hosts/host-registry';
+import { enrollHost } from '../../agent/hosts/host-registry';
 import type { Access, RouteEntry } from '../../lib/http/route-access';
 import { createKey, signUpAndLogIn } from '../support/accounts';
 import { ADMIN_TOKEN } from '../support/admin';

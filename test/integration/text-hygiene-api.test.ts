@@ -6,8 +6,8 @@
  * a 400; and a 20 MB `Connection: close` upload gets its 413 to a client that writes before it reads.
  */
 import assert from 'node:assert/strict';
-import { listEvents } from '../../api/events/event-store';
-import { enrollHost } from '../../api/hosts/host-registry';
+import { listEvents } from '../../agent/events/event-store';
+import { enrollHost } from '../../agent/hosts/host-registry';
 import { MAX_JSON_DEPTH } from '../../lib/text';
 import { ADMIN_TOKEN } from '../support/admin';
 import { createAttempt, createJob, createOwner, createTurn } from '../support/agent-records';

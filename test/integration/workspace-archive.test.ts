@@ -19,7 +19,7 @@ import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { TEMPORARY_WORKSPACE_SHA } from '../../activities/docker/workspace-init';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
 import { FsObjectStore } from '../../lib/object-store';
-import { newId } from '../../api/jobs/job-store';
+import { newId } from '../../agent/jobs/job-store';
 import { hostTaskQueue } from '../../workflows/names';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabaseForBlock, type TestDatabase } from '../support/db';

@@ -5,8 +5,8 @@
  */
 import type { Db } from '../../lib/db';
 import { startTestGateway, type TestGateway } from './gateway';
-import { enrollHost } from '../../api/hosts/host-registry';
-import { newId } from '../../api/jobs/job-store';
+import { enrollHost } from '../../agent/hosts/host-registry';
+import { newId } from '../../agent/jobs/job-store';
 
 export const DISPATCH_TOKEN = 'grant-dispatch-token-for-tests-0123456789';
 

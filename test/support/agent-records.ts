@@ -4,7 +4,7 @@
  */
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
-import { newId } from '../../api/jobs/job-store';
+import { newId } from '../../agent/jobs/job-store';
 
 export interface TestOwner {
   userId: number;

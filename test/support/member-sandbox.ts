@@ -6,7 +6,7 @@ import type Docker from 'dockerode';
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { DEFAULT_SANDBOX_LIMITS } from '../../activities/docker/sandbox-command';
 import { ensureSandboxContainer, memberPaths } from '../../activities/docker/sandbox-container';
-import { newId } from '../../api/jobs/job-store';
+import { newId } from '../../agent/jobs/job-store';
 import { docker, SANDBOX_IMAGE, testLabels } from './docker';
 
 export const TEST_MEMBER_UID = 10001;

@@ -3,8 +3,8 @@
  * SSE frames, and the host sink's retry decisions against a scripted fetch.
  */
 import assert from 'node:assert/strict';
-import { compareIds, defaultDedupeKey, parseEventId, type StoredEvent } from '../../api/events/event-store';
-import { eventFrame } from '../../api/events/event-stream';
+import { compareIds, defaultDedupeKey, parseEventId, type StoredEvent } from '../../agent/events/event-store';
+import { eventFrame } from '../../api/sse/event-stream';
 import { resumePointOf } from '../../api/routes/agent-events';
 import { ApiEventSink, AttemptFencedError, EventRejectedError } from '../../activities/agent/api-event-sink';
 import { SseSplitter } from '../../gateway/sse/sse-splitter';

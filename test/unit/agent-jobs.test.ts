@@ -3,10 +3,10 @@
  * repository entitlement, and the job body schema.
  */
 import assert from 'node:assert/strict';
-import { titleFromPrompt, cutToChars, TITLE_MAX_CHARS } from '../../api/jobs/titles';
-import { conversationState } from '../../api/jobs/job-views';
-import { parseAllowlist, repoEntitled } from '../../api/jobs/entitlement';
-import { createJobSchema } from '../../api/jobs/job-commands';
+import { titleFromPrompt, cutToChars, TITLE_MAX_CHARS } from '../../agent/jobs/titles';
+import { conversationState } from '../../agent/jobs/job-views';
+import { parseAllowlist, repoEntitled } from '../../agent/jobs/entitlement';
+import { createJobSchema } from '../../agent/jobs/job-commands';
 
 describe('agent jobs: titles', () => {
   it('takes the first meaningful line and cuts it to 36 characters', () => {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import {
   GENERATED_TITLE_MAX_CHARS, TITLE_INPUT_MAX_CHARS, TITLE_SYSTEM_PROMPT, sanitizeGeneratedTitle, titleChatBody,
-} from '../../api/jobs/generated-titles';
+} from '../../agent/jobs/generated-titles';
 
 interface Body {
   model: string;

@@ -2,7 +2,7 @@
  * Effective slots (spec 3.5): the lower of the saved number and the heartbeat-reported total.
  */
 import assert from 'node:assert/strict';
-import { effectiveSlots } from '../../api/hosts/placement';
+import { effectiveSlots } from '../../agent/hosts/placement';
 
 describe('effectiveSlots', () => {
   it('uses the reported total when nothing is saved', () => {

@@ -3,7 +3,7 @@
  * redeploy to change, or nothing pending.
  */
 import assert from 'node:assert/strict';
-import { appliesRemoteSlots, slotsDisplay } from '../../api/hosts/host-view';
+import { appliesRemoteSlots, slotsDisplay } from '../../agent/hosts/host-view';
 
 describe('host slot display states', () => {
   const display = (saved: number | null, reported: number | null, online: boolean, runnerVersion: string | null) =>

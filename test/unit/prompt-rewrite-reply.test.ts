@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { AppError } from '../../lib/errors';
-import { parseRewriteReply, rewriteChatBody, wantsQuestions, type RewriteRequest } from '../../api/prompts/rewrite-model';
+import { parseRewriteReply, rewriteChatBody, wantsQuestions, type RewriteRequest } from '../../agent/prompts/rewrite-model';
 
 const clarify: RewriteRequest = { prompt: 'fix it', model: 'm', clarify: true };
 const rewrite: RewriteRequest = { prompt: 'fix it', model: 'm', answers: [{ question: 'Where?', answer: 'main' }] };

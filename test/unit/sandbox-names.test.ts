@@ -3,7 +3,8 @@
  * sandbox, and which repository strings a workspace may be cloned from.
  */
 import assert from 'node:assert/strict';
-import { memberPaths, sandboxContainerName } from '../../activities/docker/sandbox-container';
+import { memberPaths } from '../../activities/docker/sandbox-container';
+import { sandboxContainerName } from '../../agent/sandboxes/names';
 import { sandboxPath } from '../../activities/docker/docker-sandbox';
 import { UnsupportedRepoError, validateCloneInput } from '../../activities/docker/workspace-clone';
 import { SandboxFileError } from '../../activities/agent/types';

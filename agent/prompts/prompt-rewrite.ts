@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
-import type { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import type { GatewayGrantClient } from '../grants/gateway-grant-client';
 import { dispatchFailure } from '../grants/host-grant';
 import { chatWithGrant, revokeQuietly } from './grant-chat';
 import { parseRewriteReply, rewriteChatBody, type RewriteRequest, type RewriteResult } from './rewrite-model';

@@ -9,8 +9,8 @@ import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
-import { residencyAlive } from '../../activities/grants/grant-activities';
-import { GrantDispatchError, type GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import { residencyAlive } from './residency';
+import { GrantDispatchError, type GatewayGrantClient } from './gateway-grant-client';
 
 export interface HostGrantResponse {
   grant_id: string;

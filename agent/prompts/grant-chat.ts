@@ -6,7 +6,7 @@
  */
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
-import type { GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import type { GatewayGrantClient } from '../grants/gateway-grant-client';
 
 export interface GrantChatCall {
   gatewayUrl: string;

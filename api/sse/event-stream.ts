@@ -10,8 +10,8 @@ import type { ServerResponse } from 'node:http';
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
 import { drainOrClose } from '../../lib/http/client-abort';
-import type { EventNotifier } from './event-notifier';
-import { listEvents, type StoredEvent } from './event-store';
+import type { EventNotifier } from '../../agent/events/event-notifier';
+import { listEvents, type StoredEvent } from '../../agent/events/event-store';
 
 export interface JobEventStreamOptions {
   res: ServerResponse;

@@ -8,7 +8,7 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
-import type { AgentEventType } from '../../activities/agent/types';
+import type { AgentEventType } from './event-types';
 
 /** The notification channel; its payload is the job id. */
 export const EVENTS_CHANNEL = 'agent_events';

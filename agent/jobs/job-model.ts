@@ -11,7 +11,7 @@
  */
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
-import { GrantDispatchError, type GatewayGrantClient } from '../../activities/grants/gateway-grant-client';
+import { GrantDispatchError, type GatewayGrantClient } from '../grants/gateway-grant-client';
 
 /** The public id of `model` (an alias resolves) for owner `userId`; throws the owner-facing refusal. */
 export async function checkJobModel(options: { grants: GatewayGrantClient | undefined; userId: number; model: string; log: Logger }): Promise<string> {
