@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
 import { createDb } from '../../lib/db';
-import { migrateLatest } from '../../lib/migrations';
+import { migrateLatest } from '../../migrations/runner';
 import { DEV_DATABASE_URL } from '../../ops/dev/postgres';
 import { probe, type Target } from './load';
 import { firstLine, freePort, runCommand, startPinned, waitForHttp, type Started } from './processes';

@@ -3,7 +3,7 @@
  * `tsx ops/db/migrate.ts status`. Uses `DATABASE_URL` (the dev default when unset).
  */
 import { createDb } from '../../lib/db';
-import { migrateDown, migrateLatest, migrationStatus } from '../../lib/migrations';
+import { migrateDown, migrateLatest, migrationStatus } from '../../migrations/runner';
 import { loadSettings } from '../../lib/settings';
 import { DEV_DATABASE_URL } from '../dev/postgres';
 

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createDb } from '../../lib/db';
-import { migrateLatest } from '../../lib/migrations';
+import { migrateLatest } from '../../migrations/runner';
 import { enrollHost } from '../../agent/hosts/host-registry';
 import { secretMatches } from '../../lib/crypto';
 import { loadSettings } from '../../lib/settings';

@@ -2,7 +2,7 @@
  * Migrations go up and down against real PostgreSQL; a down that would lose rows refuses.
  */
 import assert from 'node:assert/strict';
-import { migrateDown, migrateLatest, migrationStatus } from '../../lib/migrations';
+import { migrateDown, migrateLatest, migrationStatus } from '../../migrations/runner';
 import { migrations } from '../../migrations';
 import { emptyDatabase, freshDatabase, type TestDatabase } from '../support/db';
 

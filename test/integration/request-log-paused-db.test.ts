@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createDb, type Db } from '../../lib/db';
-import { migrateLatest } from '../../lib/migrations';
+import { migrateLatest } from '../../migrations/runner';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres';

@@ -3,7 +3,7 @@
  * refuses while stored admin changes would be lost.
  */
 import assert from 'node:assert/strict';
-import { migrateDown } from '../../lib/migrations';
+import { migrateDown } from '../../migrations/runner';
 import * as runtimeConfig from '../../migrations/20261121030000_runtime_config';
 import { freshDatabase, type TestDatabase } from '../support/db';
 

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createDb, type Db } from '../../lib/db';
-import { migrateLatest } from '../../lib/migrations';
+import { migrateLatest } from '../../migrations/runner';
 import { captureLogs } from './logs';
 
 /** knex warnings of test pools are collected, not printed (tests assert on errors directly). */

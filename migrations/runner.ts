@@ -3,9 +3,9 @@
  * a directory scan) works the same under tsx and in the compiled `dist/`.
  */
 import type { Knex } from 'knex';
-import { migrations, type Migration } from '../migrations';
-import { assertEmpty } from '../migrations/support';
-import type { Db } from './db';
+import { migrations, type Migration } from './index';
+import { assertEmpty } from './support';
+import type { Db } from '../lib/db';
 
 class ListMigrationSource implements Knex.MigrationSource<Migration> {
   constructor(private readonly list: readonly Migration[]) {}
