@@ -3,7 +3,7 @@
  * stored only as a SHA-256 digest. A 256-bit random secret needs no slow hash: the digest
  * cannot be brute-forced, and lookup by digest stays one indexed query.
  */
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** A new secret `<prefix>_<43 base64url chars>`. */
 export function generateSecret(prefix: string): string {
@@ -22,11 +22,4 @@ export function hashSecret(secret: string): string {
 export function secretPrefix(secret: string): string {
   const underscore = secret.indexOf('_');
   return secret.slice(0, underscore >= 0 ? underscore + 7 : 6);
-}
-
-/** Constant-time comparison of a presented secret with a stored digest. */
-export function secretMatches(secret: string, storedHash: string): boolean {
-  const a = Buffer.from(hashSecret(secret), 'hex');
-  const b = Buffer.from(storedHash, 'hex');
-  return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
-import { generateSecret, hashSecret, secretMatches, secretPrefix } from '../../lib/crypto';
+import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
+import { secretMatches } from '../../lib/identity/constant-time';
 import { AppError } from '../../lib/errors';
 import { effectiveSlots } from './placement';
 

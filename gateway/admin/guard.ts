@@ -4,11 +4,11 @@
  * demoted or suspended admin loses access before the token expires). Authentication comes first;
  * then, without a database, every admin endpoint answers 500 `Database not configured`.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
 import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
+import { isAdminToken } from '../../lib/identity/admin-token';
 import type { ClientIpInfo } from '../auth/client-address';
 import type { AuthGate } from '../auth/gate';
 import type { AccessTokens } from '../identity/access-tokens';
@@ -22,13 +22,6 @@ export interface AdminPrincipal {
 
 export interface AdminState {
   admin?: AdminPrincipal;
-}
-
-const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
-
-/** Whether `presented` equals the configured admin token (constant time over digests). */
-export function isAdminToken(presented: string, adminToken: string | undefined): boolean {
-  return adminToken !== undefined && timingSafeEqual(digest(presented), digest(adminToken));
 }
 
 export interface AdminGuardDeps {

@@ -6,13 +6,13 @@
  * `Grant dispatch is not configured`, wrong or missing → 401 (counted by the auth-failure
  * blocklist); then, without a database, 500 `Database not configured`.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
+import { tokenEquals } from '../../lib/identity/constant-time';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
@@ -57,13 +57,6 @@ const modelCheckSchema = z.object({ user_id: z.number().int().positive(), model:
 
 const renewSchema = z.object({ ttl_seconds: z.number().int().min(10).max(MAX_GRANT_TTL_SECONDS).optional() }).strict();
 
-const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
-
-/** Whether `presented` equals the dispatch token (constant time over digests). */
-export function isDispatchToken(presented: string | undefined, configured: string | undefined): boolean {
-  return presented !== undefined && configured !== undefined && timingSafeEqual(digest(presented), digest(configured));
-}
-
 /** The dispatch token guard (`internal`): 503 when dispatch is not configured, 401 for a wrong token. */
 function guard(deps: GatewayDeps): AccessGuard<GatewayState> {
   return accessGuard<GatewayState>('internal', (ctx) => {
@@ -72,7 +65,7 @@ function guard(deps: GatewayDeps): AccessGuard<GatewayState> {
     const client = ctx.state.client;
     if (client) deps.gate.refuseBlocked(client, undefined);
     const token = bearerToken(ctx.get('authorization') || undefined);
-    if (!isDispatchToken(token, configured)) {
+    if (!tokenEquals(token, configured)) {
       if (client && token) deps.gate.recordFailure(client, { path: ctx.path, reason: 'invalid_dispatch_token', credential: token });
       throw new AppError('unauthorized', 'Invalid grant dispatch token');
     }

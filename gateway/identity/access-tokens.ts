@@ -3,7 +3,7 @@
  * re-check the account in the database; inference accepts API keys, not access tokens.
  */
 import { randomBytes } from 'node:crypto';
-import { signJwt, verifyJwt } from '../../lib/jwt';
+import { signJwt, verifyJwt } from '../../lib/identity/jwt';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import { ROLES, type Role } from '../registry/types';

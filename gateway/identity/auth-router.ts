@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody, bearerToken } from '../../lib/http/json-body';
 import { accessGuard, createRouter, publicAccess } from '../../lib/http/route-access';
-import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/passwords';
+import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/identity/passwords';
 import type { GatewayDeps } from '../app';
 import type { ClientIpInfo } from '../auth/client-address';
 import { blocklistSource } from '../auth/auth-failure-blocklist';

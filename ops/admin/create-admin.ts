@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { createDb, type Db } from '../../lib/db';
-import { hashPassword } from '../../lib/passwords';
+import { hashPassword } from '../../lib/identity/passwords';
 import { loadSettings } from '../../lib/settings';
 import { DEV_DATABASE_URL } from '../dev/postgres';
 

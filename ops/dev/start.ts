@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { createDb } from '../../lib/db';
 import { migrateLatest } from '../../migrations/runner';
 import { enrollHost } from '../../agent/hosts/host-registry';
-import { secretMatches } from '../../lib/crypto';
+import { secretMatches } from '../../lib/identity/constant-time';
 import { loadSettings } from '../../lib/settings';
 import { assertPortsFree } from './ports';
 import { DEV_DATABASE_URL } from './postgres';

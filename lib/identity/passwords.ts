@@ -3,7 +3,8 @@
  * `scrypt$<N>$<r>$<p>$<salt>$<hash>` (base64url), so parameters can be raised later and old
  * hashes still verify.
  */
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, scrypt, type ScryptOptions } from 'node:crypto';
+import { constantTimeEqual } from './constant-time';
 
 const N = 16384;
 const R = 8;
@@ -32,7 +33,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const expected = Buffer.from(parts[5]!, 'base64url');
   if (expected.length !== KEY_LENGTH) return false;
   const key = await derive(password, Buffer.from(parts[4]!, 'base64url'), { N: n, r, p });
-  return timingSafeEqual(key, expected);
+  return constantTimeEqual(key, expected);
 }
 
 /** A hash no password matches, compared against when an account does not exist (equal timing). */

@@ -2,7 +2,8 @@
  * Compact JSON Web Tokens signed with HMAC-SHA256 (the only algorithm accepted: a token naming
  * any other `alg`, including `none`, is rejected). Used for the gateway's access tokens.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { constantTimeEqual } from './constant-time';
 
 export interface JwtClaims {
   sub: string;
@@ -33,7 +34,7 @@ export function verifyJwt(token: string, secret: string, nowMs = Date.now()): Jw
   if (header !== HEADER) return undefined;
   const expected = signature(secret, `${header}.${payload}`);
   const presented = Buffer.from(sig, 'base64url');
-  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return undefined;
+  if (!constantTimeEqual(presented, expected)) return undefined;
   let claims: unknown;
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
