@@ -10,7 +10,7 @@ import { errorMiddleware } from '../lib/http/error-middleware';
 import { koaErrorListener } from '../lib/http/koa-errors';
 import { requestContext, type RequestState } from '../lib/http/request-context';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
-import type { AccessTokens } from '../gateway/identity/access-tokens';
+import type { AccessTokens } from '../lib/identity/access-tokens';
 import type { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import type { ObjectStore } from '../lib/object-store';
 import { apiRouters } from './routes';

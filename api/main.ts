@@ -8,7 +8,7 @@ import { serve } from '../lib/http/serve';
 import { loadSettings } from '../lib/settings';
 import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
-import { accessTokensFrom } from '../gateway/identity/access-tokens';
+import { accessTokensFrom } from '../lib/identity/access-tokens';
 import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { createObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';

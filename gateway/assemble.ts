@@ -5,11 +5,11 @@
  * through here, so what runs in production is what is tested.
  */
 import type { Db } from '../lib/db';
+import { accessTokensFrom } from '../lib/identity/access-tokens';
 import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
 import type { GatewayDeps } from './app';
 import { gatewayContextDeps } from './deps';
-import { accessTokensFrom } from './identity/access-tokens';
 import { GrantCache } from './agent-grants/grant-cache';
 import { ApiKeyCache } from './identity/api-keys';
 import { loadGatewayConfiguration } from './registry';

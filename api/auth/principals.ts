@@ -10,8 +10,8 @@ import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
 import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import type { RequestState } from '../../lib/http/request-context';
+import type { AccessTokens } from '../../lib/identity/access-tokens';
 import { isAdminToken } from '../../lib/identity/admin-token';
-import type { AccessTokens } from '../../gateway/identity/access-tokens';
 import { authenticateHost } from '../../agent/hosts/host-registry';
 
 export interface OwnerPrincipal {

@@ -11,7 +11,7 @@ import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import { isAdminToken } from '../../lib/identity/admin-token';
 import type { ClientIpInfo } from '../auth/client-address';
 import type { AuthGate } from '../auth/gate';
-import type { AccessTokens } from '../identity/access-tokens';
+import type { AccessTokens } from '../../lib/identity/access-tokens';
 import { credentialState, type ApiKeyCache } from '../identity/api-keys';
 
 export interface AdminPrincipal {

@@ -3,12 +3,14 @@
  * Immutable once built; a reload builds a new one.
  */
 
+import { ROLES, type Role } from '../../lib/identity/roles';
 import type { ProcessorName } from '../processors';
 import type { PricingSchedule } from './pricing-schedule';
 
+/** Account roles belong to identity (lib/identity/roles.ts); models name them in `required_role`. */
+export { ROLES, type Role };
+
 export type ModelType = 'chat' | 'embedding';
-export type Role = 'free' | 'pro' | 'internal' | 'admin';
-export const ROLES: readonly Role[] = ['free', 'pro', 'internal', 'admin'];
 
 /** Pricing in USD (strings, as configured): per 1M tokens, per request, per image. */
 export interface Pricing {

@@ -9,7 +9,7 @@ import { serve, type Serving } from '../../lib/http/serve';
 import type { Db } from '../../lib/db';
 import { loadSettings } from '../../lib/settings';
 import { createTemporalClient } from '../../lib/temporal';
-import { AccessTokens } from '../../gateway/identity/access-tokens';
+import { AccessTokens } from '../../lib/identity/access-tokens';
 import { ADMIN_TOKEN } from './admin';
 import { captureLogs, type CapturedLogs } from './logs';
 

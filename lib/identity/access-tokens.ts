@@ -1,12 +1,14 @@
 /**
- * Access tokens: short-lived JWTs naming a user and the role they had when issued. Admin routes
- * re-check the account in the database; inference accepts API keys, not access tokens.
+ * Access tokens: short-lived JWTs naming a user and the role they had when issued. The gateway
+ * issues them (login, refresh); the gateway's admin API and the control-plane API verify them with
+ * the shared `AUTH_JWT_SECRET` and re-check the account in the database. Inference accepts API
+ * keys, not access tokens.
  */
 import { randomBytes } from 'node:crypto';
-import { signJwt, verifyJwt } from '../../lib/identity/jwt';
-import type { Logger } from '../../lib/logger';
-import type { Settings } from '../../lib/settings';
-import { ROLES, type Role } from '../registry/types';
+import type { Logger } from '../logger';
+import type { Settings } from '../settings';
+import { signJwt, verifyJwt } from './jwt';
+import { isRole, type Role } from './roles';
 
 export interface AccessTokenGrant {
   access_token: string;
@@ -31,8 +33,8 @@ export class AccessTokens {
   verify(token: string): AccessPrincipal | undefined {
     const claims = verifyJwt(token, this.secret);
     if (!claims || claims.typ !== 'access' || !/^[1-9]\d{0,17}$/.test(claims.sub)) return undefined;
-    const role = claims.role as Role;
-    if (!ROLES.includes(role)) return undefined;
+    const role = claims.role;
+    if (!isRole(role)) return undefined;
     return { userId: Number(claims.sub), role };
   }
 }
