@@ -1,17 +1,20 @@
 /**
  * Who is calling the control-plane API. Owners (`agent.use`) present a gateway API key or an
  * access token; operators present `ADMIN_TOKEN` or the access token of an account holding
- * `agent.admin` (or the admin role). Accounts are re-read from PostgreSQL on every request, so a
- * suspended owner or a withdrawn permission loses access at once.
+ * `agent.admin` (or the admin role). Keys and accounts are re-read from PostgreSQL on every request
+ * (lib/identity: the same validity rule as the gateway's key cache), so a revoked key, a suspended
+ * owner or a withdrawn permission loses access at once.
  */
 import type { Db } from '../../lib/db';
-import { hashSecret } from '../../lib/crypto';
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
 import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import type { RequestState } from '../../lib/http/request-context';
 import type { AccessTokens } from '../../lib/identity/access-tokens';
+import { readAccount, type AccountRecord } from '../../lib/identity/accounts';
 import { isAdminToken } from '../../lib/identity/admin-token';
+import { authenticateApiKeyFresh } from '../../lib/identity/api-keys';
+import { accountState } from '../../lib/identity/credential-state';
 import { authenticateHost } from '../../agent/hosts/host-registry';
 
 export interface OwnerPrincipal {
@@ -38,36 +41,28 @@ export interface PrincipalDeps {
   adminToken: string | undefined;
 }
 
-interface UserRow {
-  id: string;
-  role: string;
-  permissions: string[];
-  suspended_at: Date | null;
-  deleted_at: Date | null;
+/** The account of an access token's subject when it may act now, or undefined. */
+async function activeAccount(db: Db, userId: number): Promise<AccountRecord | undefined> {
+  const account = await readAccount(db, userId);
+  return accountState(account) === 'valid' ? account : undefined;
 }
 
-const USER_COLUMNS = ['u.id', 'u.role', 'u.permissions', 'u.suspended_at', 'u.deleted_at'];
-
-/** The account behind a bearer credential (API key or access token), or undefined. */
-async function userFor(deps: PrincipalDeps, token: string): Promise<UserRow | undefined> {
+/** The active account behind a bearer credential (access token, or an API key that is valid now), or undefined. */
+async function accountFor(deps: PrincipalDeps, token: string): Promise<AccountRecord | undefined> {
   const claims = deps.tokens.verify(token);
-  if (claims) return deps.db('users as u').where('u.id', claims.userId).first<UserRow | undefined>(USER_COLUMNS);
-  return deps.db('api_keys as k')
-    .join('users as u', 'u.id', 'k.user_id')
-    .where('k.key_hash', hashSecret(token))
-    .whereNull('k.revoked_at')
-    .where((q) => q.whereNull('k.expires_at').orWhere('k.expires_at', '>', deps.db.fn.now()))
-    .first<UserRow | undefined>(USER_COLUMNS);
+  if (claims) return activeAccount(deps.db, claims.userId);
+  const key = await authenticateApiKeyFresh(deps.db, token);
+  return key.state === 'valid' ? key.owner : undefined;
 }
 
 /** Authenticates an owner: 401 without a valid credential, 403 without `agent.use`. */
 export async function authenticateOwner(deps: PrincipalDeps, authorization: string | undefined): Promise<OwnerPrincipal> {
   const token = bearerToken(authorization);
   if (!token) throw new AppError('unauthorized', 'Credentials required (Authorization: Bearer <API key or access token>)');
-  const user = await userFor(deps, token);
-  if (!user || user.suspended_at || user.deleted_at) throw new AppError('unauthorized', 'Invalid or expired credentials');
+  const user = await accountFor(deps, token);
+  if (!user) throw new AppError('unauthorized', 'Invalid or expired credentials');
   if (!user.permissions.includes('agent.use')) throw new AppError('forbidden', 'The agent.use permission is required');
-  return { userId: Number(user.id), role: user.role, permissions: user.permissions };
+  return { userId: user.userId, role: user.role, permissions: user.permissions };
 }
 
 /** Authenticates an operator: `ADMIN_TOKEN`, or an account with `agent.admin` or the admin role. */
@@ -77,16 +72,15 @@ export async function authenticateOperator(deps: PrincipalDeps, authorization: s
   if (isAdminToken(token, deps.adminToken)) return { via: 'admin_token' };
   const claims = deps.tokens.verify(token);
   if (!claims) {
-    const keyUser = await userFor(deps, token);
-    if (keyUser && !keyUser.suspended_at && !keyUser.deleted_at) {
+    if ((await authenticateApiKeyFresh(deps.db, token)).state === 'valid') {
       throw new AppError('forbidden', 'API keys do not open operator routes: present ADMIN_TOKEN or the access token of an account with agent.admin');
     }
     throw new AppError('unauthorized', 'Invalid or expired admin credentials');
   }
-  const user = await deps.db('users as u').where('u.id', claims.userId).first<UserRow | undefined>(USER_COLUMNS);
-  if (!user || user.suspended_at || user.deleted_at) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  const user = await activeAccount(deps.db, claims.userId);
+  if (!user) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
   if (user.role !== 'admin' && !user.permissions.includes('agent.admin')) throw new AppError('forbidden', 'The agent.admin permission is required');
-  return { via: 'access_token', userId: Number(user.id) };
+  return { via: 'access_token', userId: user.userId };
 }
 
 /** The access guard of an owner route (`agent.use`): sets `ctx.state.owner`. */

@@ -9,10 +9,12 @@ import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
 import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import { isAdminToken } from '../../lib/identity/admin-token';
+import { accountState, credentialState } from '../../lib/identity/credential-state';
 import type { ClientIpInfo } from '../auth/client-address';
 import type { AuthGate } from '../auth/gate';
 import type { AccessTokens } from '../../lib/identity/access-tokens';
-import { credentialState, type ApiKeyCache } from '../identity/api-keys';
+import { readAccount } from '../../lib/identity/accounts';
+import type { ApiKeyCache } from '../identity/api-keys';
 
 export interface AdminPrincipal {
   via: 'admin_token' | 'access_token';
@@ -56,8 +58,8 @@ export async function authenticateAdmin(deps: AdminGuardDeps, authorization: str
   }
   if (principal.role !== 'admin') throw new AppError('forbidden', 'Administrator role required');
   const db = adminDb(deps.db);
-  const user = await db('users').where({ id: principal.userId }).first<{ role: string; suspended_at: Date | null; deleted_at: Date | null } | undefined>('role', 'suspended_at', 'deleted_at');
-  if (!user || user.deleted_at || user.suspended_at) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  const user = await readAccount(db, principal.userId);
+  if (!user || accountState(user) !== 'valid') throw new AppError('unauthorized', 'Invalid or expired admin credentials');
   if (user.role !== 'admin') throw new AppError('forbidden', 'Administrator role required');
   return { via: 'access_token', userId: principal.userId };
 }

@@ -9,13 +9,13 @@
  */
 import type { Db } from '../../lib/db';
 import { hashSecret } from '../../lib/crypto';
+import { credentialState, type CredentialFacts, type CredentialState } from '../../lib/identity/credential-state';
+import { roleOf, type Role } from '../../lib/identity/roles';
 import type { Logger } from '../../lib/logger';
 import { Periodic } from '../../lib/periodic';
-import type { CredentialState } from '../identity/api-keys';
-import { ROLES, type Role } from '../registry/types';
 import { GRANT_TOKEN_PREFIX, type GrantKind, type GrantRow } from './grant-store';
 
-export interface CachedGrant {
+export interface CachedGrant extends CredentialFacts {
   grantId: string;
   userId: number;
   role: Role;
@@ -23,9 +23,6 @@ export interface CachedGrant {
   kind: GrantKind;
   prefix: string;
   expiresAt: number;
-  revoked: boolean;
-  userSuspended: boolean;
-  userDeleted: boolean;
 }
 
 /** A row of `SELECT_GRANTS`: the grant's own columns and its owner's state. */
@@ -52,20 +49,15 @@ const NEGATIVE_MAX = 10_000;
 function toCached(row: GrantCacheRow): CachedGrant {
   return {
     grantId: row.grant_id, userId: Number(row.user_id), model: row.model, kind: row.kind, prefix: row.token_prefix,
-    role: ROLES.includes(row.role as Role) ? (row.role as Role) : 'free',
+    role: roleOf(row.role),
     expiresAt: row.expires_at.getTime(), revoked: row.revoked_at !== null,
     userSuspended: row.suspended_at !== null, userDeleted: row.deleted_at !== null,
   };
 }
 
-/** The state of a cached grant at `now`. */
+/** The state of a cached grant at `now`: the validity rule of every credential (lib/identity/credential-state.ts). */
 export function grantState(grant: CachedGrant | undefined, now = Date.now()): CredentialState {
-  if (!grant) return 'unknown';
-  if (grant.revoked) return 'revoked';
-  if (grant.userDeleted) return 'user_deleted';
-  if (grant.userSuspended) return 'user_suspended';
-  if (grant.expiresAt <= now) return 'expired';
-  return 'valid';
+  return credentialState(grant, now);
 }
 
 /** Whether a bearer token is shaped like an inference grant (`agr_…`). */

@@ -9,7 +9,9 @@
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
 import { grantState, isGrantToken, type CachedGrant, type GrantCache } from '../agent-grants/grant-cache';
-import { credentialState, type ApiKeyCache, type CachedKey, type CredentialState } from '../identity/api-keys';
+import type { ApiKeyRecord } from '../../lib/identity/api-keys';
+import { credentialState, type CredentialState } from '../../lib/identity/credential-state';
+import type { ApiKeyCache } from '../identity/api-keys';
 import type { Model } from '../registry';
 import type { Role } from '../registry/types';
 
@@ -32,7 +34,7 @@ export interface Caller {
 /** The outcome of checking an `Authorization` header. */
 export type Authentication =
   | { ok: true; caller: Caller }
-  | { ok: false; state: Exclude<CredentialState, 'valid'> | 'missing'; key?: CachedKey | CachedGrant };
+  | { ok: false; state: Exclude<CredentialState, 'valid'> | 'missing'; key?: ApiKeyRecord | CachedGrant };
 
 export interface Authenticator {
   /** Checks an `Authorization` header. */

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody, bearerToken } from '../../lib/http/json-body';
 import { accessGuard, createRouter, publicAccess } from '../../lib/http/route-access';
+import { issueApiKey, listApiKeys, revokeApiKey } from '../../lib/identity/api-keys';
 import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/identity/passwords';
 import type { GatewayDeps } from '../app';
 import type { ClientIpInfo } from '../auth/client-address';
@@ -19,7 +20,6 @@ import {
   consumeRefreshSession, consumeVerification, createUser, emailList, findUserByEmail, findUserById, openRefreshSession,
   promoteListedAdmin, queueEmail, queueVerification, recordLoginEvent, revokeRefreshSession, type LoginOutcome, type UserRow,
 } from './accounts';
-import { issueApiKey, listApiKeys, revokeApiKey } from './api-keys';
 import { FixedWindowLimiter } from './rate-limit';
 import { signupState } from './signup-policy';
 
