@@ -48,6 +48,27 @@ export default tseslint.config(
     },
   },
   {
+    // Shared code stays below the processes: lib/ (identity included) imports nothing above it.
+    files: ['lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          group: ['**/gateway/**', '**/api/**', '**/agent/**', '**/activities/**', '**/workers/**', '**/workflows/**'],
+          message: 'lib/ is shared by every process: move what it needs into lib/ instead.',
+        }],
+      }],
+    },
+  },
+  {
+    // The control plane shares identity through lib/identity, never by importing the gateway.
+    files: ['api/**/*.ts', 'agent/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/gateway/**'], message: 'Import shared code from lib/ (identity: lib/identity), not from gateway/.' }],
+      }],
+    },
+  },
+  {
     // Test files and dev scripts may print.
     files: ['test/**/*.ts', 'ops/**/*.ts', 'bench/**/*.ts'],
     rules: { 'no-console': 'off' },
