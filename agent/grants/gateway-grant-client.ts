@@ -1,14 +1,19 @@
 /**
  * The control plane's client of the gateway's grant dispatch endpoints (spec 5.3, 5.8;
  * docs/agent-grants.md): issue, renew and revoke inference grants, and check that an owner may
- * run agent turns on a model, with `GATEWAY_GRANT_DISPATCH_TOKEN`. Every call has a timeout. Errors name the call and the
- * gateway's status and message, never the dispatch token or a grant token.
+ * run agent turns on a model, with `GATEWAY_GRANT_DISPATCH_TOKEN`. The paths and bodies are the
+ * contract of lib/contracts/grant-dispatch.ts; calls go through the internal JSON client, so each
+ * has a timeout and its errors name the call and the gateway's status and message, never the
+ * dispatch token or a grant token.
  */
+import type { RequestOf } from '../../lib/contracts/endpoint';
+import { grantIssue, grantRenew, grantRevoke, modelCheck, type GrantKind } from '../../lib/contracts/grant-dispatch';
+import { InternalCallError, InternalClient } from '../../lib/http/internal-client';
 
 export interface GrantIssueInput {
   userId: number;
   model: string;
-  kind: 'turn' | 'prompt_rewrite' | 'title';
+  kind: GrantKind;
   jobId?: string;
   attemptId?: string;
   hostId?: string;
@@ -27,48 +32,29 @@ export interface IssuedGatewayGrant {
   model: string;
 }
 
-/** A dispatch call the gateway refused or that could not be made. */
-export class GrantDispatchError extends Error {
-  /** The gateway's error code (`model_not_found`, `forbidden`, …) when it answered with one. */
-  readonly code: string | undefined;
-
-  constructor(
-    message: string,
-    /** The gateway's HTTP status; undefined when no answer came (network error or timeout). */
-    readonly status: number | undefined,
-    /** Whether the call ran out of time. */
-    readonly timedOut = false,
-    options?: { cause?: unknown; code?: string | undefined },
-  ) {
-    super(message, options);
-    this.code = options?.code;
-    this.name = 'GrantDispatchError';
-  }
-}
+/**
+ * A dispatch call the gateway refused or that could not be made: `status` (undefined when no
+ * answer came), `timedOut`, and the gateway's `code` (`model_not_found`, `forbidden`, …).
+ */
+export class GrantDispatchError extends InternalCallError {}
 
 export interface GatewayGrantClientOptions {
   gatewayUrl: string;
   dispatchToken: string;
-  /** Per-call timeout; default 10 s. */
+  /** Per-call timeout; default 10 s (lib/http/internal-client.ts). */
   timeoutMs?: number;
 }
 
-interface ErrorBody {
-  error?: { message?: string; code?: string };
-}
-
 export class GatewayGrantClient {
-  private readonly base: string;
-  private readonly timeoutMs: number;
+  private readonly http: InternalClient;
 
-  constructor(private readonly opts: GatewayGrantClientOptions) {
-    this.base = opts.gatewayUrl.replace(/\/+$/, '');
-    this.timeoutMs = opts.timeoutMs ?? 10_000;
+  constructor(opts: GatewayGrantClientOptions) {
+    this.http = new InternalClient({ service: 'gateway', baseUrl: opts.gatewayUrl, token: opts.dispatchToken, timeoutMs: opts.timeoutMs, errorClass: GrantDispatchError });
   }
 
   /** Issues a grant (a `turn` grant issued again for the same attempt rotates its token). */
   async issue(input: GrantIssueInput): Promise<IssuedGatewayGrant> {
-    const body = {
+    const body: RequestOf<typeof grantIssue> = {
       user_id: input.userId, model: input.model, kind: input.kind,
       ...(input.jobId !== undefined ? { job_id: input.jobId } : {}),
       ...(input.attemptId !== undefined ? { attempt_id: input.attemptId } : {}),
@@ -78,8 +64,7 @@ export class GatewayGrantClient {
       ...(input.operationId !== undefined ? { operation_id: input.operationId } : {}),
       ...(input.ttlSeconds !== undefined ? { ttl_seconds: input.ttlSeconds } : {}),
     };
-    const res = await this.call('issue', '/internal/agent/grants', body);
-    const out = (await res.json()) as { grant_id: string; token: string; expires_at: string; model: string };
+    const out = await this.http.call(grantIssue, { body });
     return { grantId: out.grant_id, token: out.token, expiresAt: out.expires_at, model: out.model };
   }
 
@@ -89,15 +74,15 @@ export class GatewayGrantClient {
    * `required_role`), 400 (not a chat model), or no status when the gateway did not answer.
    */
   async checkModel(userId: number, model: string): Promise<{ model: string }> {
-    const res = await this.call('model check', '/internal/agent/models/check', { user_id: userId, model });
-    return { model: ((await res.json()) as { model: string }).model };
+    const out = await this.http.call(modelCheck, { body: { user_id: userId, model } });
+    return { model: out.model };
   }
 
   /** Extends a grant; `'gone'` when the gateway no longer renews it (unknown, revoked, expired). */
   async renew(grantId: string, ttlSeconds: number): Promise<{ expiresAt: string } | 'gone'> {
     try {
-      const res = await this.call('renew', `/internal/agent/grants/${encodeURIComponent(grantId)}/renew`, { ttl_seconds: ttlSeconds });
-      return { expiresAt: ((await res.json()) as { expires_at: string }).expires_at };
+      const out = await this.http.call(grantRenew, { params: { grantId }, body: { ttl_seconds: ttlSeconds } });
+      return { expiresAt: out.expires_at };
     } catch (err) {
       if (err instanceof GrantDispatchError && (err.status === 404 || err.status === 409)) return 'gone';
       throw err;
@@ -107,38 +92,10 @@ export class GatewayGrantClient {
   /** Revokes a grant; idempotent, and an unknown grant counts as revoked. */
   async revoke(grantId: string): Promise<void> {
     try {
-      await this.call('revoke', `/internal/agent/grants/${encodeURIComponent(grantId)}/revoke`, {});
+      await this.http.call(grantRevoke, { params: { grantId }, body: {} });
     } catch (err) {
       if (err instanceof GrantDispatchError && err.status === 404) return;
       throw err;
     }
-  }
-
-  private async call(what: string, path: string, body: unknown): Promise<Response> {
-    let res: Response;
-    try {
-      res = await fetch(`${this.base}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${this.opts.dispatchToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-    } catch (err) {
-      const timedOut = (err as { name?: string }).name === 'TimeoutError';
-      const reason = timedOut ? `no answer within ${this.timeoutMs} ms` : (err as Error).message;
-      throw new GrantDispatchError(`Grant ${what} at the gateway failed: ${reason}`, undefined, timedOut, { cause: err });
-    }
-    if (res.ok) return res;
-    const text = await res.text().catch(() => '');
-    let message = text.slice(0, 300);
-    let code: string | undefined;
-    try {
-      const error = (JSON.parse(text) as ErrorBody).error;
-      message = error?.message ?? message;
-      code = error?.code;
-    } catch {
-      // not JSON: keep the text
-    }
-    throw new GrantDispatchError(`Grant ${what} refused by the gateway (${res.status}): ${message}`, res.status, false, { code });
   }
 }

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
+import { PROMPT_REWRITE_OPERATION_PREFIX } from '../../lib/contracts/grant-dispatch';
 import type { GatewayGrantClient } from '../grants/gateway-grant-client';
 import { dispatchFailure } from '../grants/host-grant';
 import { chatWithGrant, revokeQuietly } from './grant-chat';
@@ -29,7 +30,7 @@ export async function rewritePrompt(options: PromptRewriteOptions, userId: numbe
   const timer = setTimeout(() => controller.abort(), options.deadlineMs);
   let grantId: string | undefined;
   try {
-    const operationId = `prompt-rewrite-${randomUUID()}`;
+    const operationId = `${PROMPT_REWRITE_OPERATION_PREFIX}${randomUUID()}`;
     const grant = await options.grants.issue({ userId, model: request.model, kind: 'prompt_rewrite', operationId }).catch((err: unknown) => {
       throw dispatchFailure(err, { model: request.model, log: options.log });
     });

@@ -8,17 +8,16 @@
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
 import { AppError } from '../../lib/errors';
+import type { GrantKind } from '../../lib/contracts/grant-dispatch';
 
 export const GRANT_TOKEN_PREFIX = 'agr';
 /** Lifetime of a prompt-rewrite grant (spec 5.3, 8): fixed, never renewed. */
 export const PROMPT_REWRITE_TTL_SECONDS = 120;
-export const PROMPT_REWRITE_OPERATION_PREFIX = 'prompt-rewrite-';
 
 /** Lifetime of a chat-title grant (spec 8: five calls within 120 s): fixed, never renewed. */
 export const TITLE_TTL_SECONDS = 120;
-export const TITLE_OPERATION_PREFIX = 'title-';
 
-export type GrantKind = 'turn' | 'prompt_rewrite' | 'title';
+export type { GrantKind };
 
 /** Whether grants of `kind` live a fixed short time and are never renewed nor issued twice. */
 export function isShortLivedKind(kind: GrantKind): boolean {
