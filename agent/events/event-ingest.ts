@@ -6,48 +6,14 @@
  * `job_id` and `turn_seq` come from the attempt row, never from the body. Hosts may write only
  * driver event types; `turn_*` events belong to the control plane.
  */
-import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
+import type { ValidRequestOf } from '../../lib/contracts/endpoint';
+import type { attemptEvents, DriverEventType } from '../../lib/contracts/host-api';
 import { appendEvents } from './event-store';
 
-/** Event types a host (driver) may write. */
-export const DRIVER_EVENT_TYPES = ['message', 'tool_use', 'tool_result', 'retry', 'notice'] as const;
-
-/** Events per request. */
-export const MAX_EVENTS_PER_BATCH = 100;
-/** Serialized size of one event's payload. */
-export const MAX_EVENT_PAYLOAD_BYTES = 256 * 1024;
-/** Request body limit: a full batch of maximal payloads plus envelope overhead. */
-export const MAX_INGEST_BODY_BYTES = MAX_EVENTS_PER_BATCH * (MAX_EVENT_PAYLOAD_BYTES + 1024);
-
-const CONTROL_TYPE = /^turn_/;
-
-const hostEventSchema = z.object({
-  seq: z.number().int().min(0).max(2_147_483_647),
-  event_type: z.string().superRefine((value, ctx) => {
-    if (CONTROL_TYPE.test(value)) ctx.addIssue({ code: 'custom', message: `'${value}' is a control-plane event type; hosts may write only ${DRIVER_EVENT_TYPES.join(', ')}` });
-    else if (!(DRIVER_EVENT_TYPES as readonly string[]).includes(value)) ctx.addIssue({ code: 'custom', message: `unknown event type; expected one of ${DRIVER_EVENT_TYPES.join(', ')}` });
-  }),
-  payload: z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
-    if (Buffer.byteLength(JSON.stringify(value)) > MAX_EVENT_PAYLOAD_BYTES) {
-      ctx.addIssue({ code: 'custom', message: `payload is larger than ${MAX_EVENT_PAYLOAD_BYTES} bytes serialized` });
-    }
-  }),
-  is_error: z.boolean().optional(),
-}).strict();
-
-export const hostEventBatchSchema = z.object({
-  events: z.array(hostEventSchema).min(1).max(MAX_EVENTS_PER_BATCH).superRefine((events, ctx) => {
-    const seen = new Set<number>();
-    events.forEach((e, index) => {
-      if (seen.has(e.seq)) ctx.addIssue({ code: 'custom', path: [index, 'seq'], message: `seq ${e.seq} appears twice in the batch` });
-      seen.add(e.seq);
-    });
-  }),
-}).strict();
-
-export type HostEventBatch = z.infer<typeof hostEventBatchSchema>;
+/** A batch as the API receives it (lib/contracts/host-api.ts `attemptEvents`). */
+export type HostEventBatch = ValidRequestOf<typeof attemptEvents>;
 
 interface AttemptFenceRow {
   job_id: string;
@@ -76,7 +42,7 @@ export async function ingestHostEvents(db: Db, options: { hostId: string; attemp
       turnSeq: attempt.turn_seq,
       attemptId,
       seq: e.seq,
-      eventType: e.event_type as (typeof DRIVER_EVENT_TYPES)[number],
+      eventType: e.event_type as DriverEventType,
       payload: e.payload,
       isError: e.is_error ?? false,
     })));

@@ -7,17 +7,15 @@
  */
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
+import type { ResponseOf } from '../../lib/contracts/endpoint';
+import type { attemptGrant } from '../../lib/contracts/host-api';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import { residencyAlive } from './residency';
 import { GrantDispatchError, type GatewayGrantClient } from './gateway-grant-client';
 
-export interface HostGrantResponse {
-  grant_id: string;
-  token: string;
-  expires_at: string;
-  model: string;
-}
+/** The host's turn grant (lib/contracts/host-api.ts `attemptGrant`). */
+export type HostGrantResponse = ResponseOf<typeof attemptGrant>;
 
 interface AttemptJob {
   attempt_id: string;

@@ -3,23 +3,18 @@
  * hashed; heartbeats report `slots_total`, runtime and capability attestations, and learn the
  * operator's saved slots (`slots_configured`) that a version-2 runner applies.
  */
-import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
 import { secretMatches } from '../../lib/identity/constant-time';
 import { AppError } from '../../lib/errors';
+import type { ValidRequestOf } from '../../lib/contracts/endpoint';
+import type { hostHeartbeat } from '../../lib/contracts/host-api';
 import { effectiveSlots } from './placement';
 
 export const HOST_ID = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
-export const heartbeatSchema = z.object({
-  slots_total: z.number().int().min(1).max(128),
-  runtime: z.string().min(1).max(64),
-  runner_version: z.string().min(1).max(64),
-  capabilities: z.array(z.string().min(1).max(128)).max(64).default([]),
-}).strict();
-
-export type Heartbeat = z.infer<typeof heartbeatSchema>;
+/** A heartbeat as the API receives it (lib/contracts/host-api.ts). */
+export type Heartbeat = ValidRequestOf<typeof hostHeartbeat>;
 
 /** Enrolls (or re-enrolls, rotating the credential of, or bringing back a removed) host; returns the credential once. */
 export async function enrollHost(db: Db, hostId: string): Promise<{ hostId: string; credential: string }> {

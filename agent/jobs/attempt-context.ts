@@ -6,21 +6,11 @@
  */
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
+import type { ResponseOf } from '../../lib/contracts/endpoint';
+import type * as hostApi from '../../lib/contracts/host-api';
 
-export interface AttemptContext {
-  attempt_id: string;
-  job_id: string;
-  turn_seq: number;
-  prompt: string;
-  model: string;
-  driver: 'builtin' | 'cli';
-  group_id: string;
-  generation: number;
-  container_name: string;
-  uid: number;
-  env: Record<string, string>;
-  turn_time_limit_seconds: number;
-}
+/** What the host runner reads (lib/contracts/host-api.ts `attemptContext`). */
+export type AttemptContext = ResponseOf<typeof hostApi.attemptContext>;
 
 /** The platform's base environment of every sandbox command. */
 export function platformEnv(jobId: string): Record<string, string> {

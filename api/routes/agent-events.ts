@@ -2,7 +2,7 @@
  * The agent event log over HTTP:
  * - `POST /v1/agent/hosts/:hostId/attempts/:attemptId/events` (host credential): a host writes its
  *   driver's events for its current attempt (`{events: [{seq, event_type, payload, is_error?}]}` →
- *   `{accepted: n}`), fenced to the attempt.
+ *   `{accepted: n}`), fenced to the attempt (the contract: lib/contracts/host-api.ts).
  * - `GET /v1/agent/jobs/:jobId/events` (owner): the job's events as server-sent events, resumable
  *   with `Last-Event-ID` or `?after=<event_id>`.
  * - `GET /admin/agent/runs/:jobId/activity` (operator): event envelopes without content.
@@ -16,7 +16,9 @@ import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { hostOf, ownerOf, requireHost, requireOperator, requireOwner, type AgentState, type PrincipalDeps } from '../auth/principals';
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { connectionSettingsOf, createEventNotifier, type EventNotifier } from '../../agent/events/event-notifier';
-import { hostEventBatchSchema, ingestHostEvents, MAX_INGEST_BODY_BYTES } from '../../agent/events/event-ingest';
+import { ingestHostEvents } from '../../agent/events/event-ingest';
+import * as hostApi from '../../lib/contracts/host-api';
+import type { ResponseOf } from '../../lib/contracts/endpoint';
 import { parseEventId } from '../../agent/events/event-store';
 import { streamJobEvents } from '../sse/event-stream';
 import { activityQuerySchema, listActivity } from '../../agent/events/activity-view';
@@ -44,10 +46,10 @@ export function agentEventsRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();
   const principals: PrincipalDeps = { db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN };
 
-  router.post('/v1/agent/hosts/:hostId/attempts/:attemptId/events', requireHost(deps.db), async (ctx) => {
+  router.post(hostApi.attemptEvents.route, requireHost(deps.db), async (ctx) => {
     const hostId = hostOf(ctx.state);
-    const batch = validateBody(hostEventBatchSchema, await readJsonBody(ctx.req, MAX_INGEST_BODY_BYTES, { text: 'replace' }));
-    ctx.body = await ingestHostEvents(deps.db, { hostId, attemptId: ctx.params.attemptId ?? '', batch });
+    const batch = validateBody(hostApi.attemptEvents.request, await readJsonBody(ctx.req, hostApi.MAX_INGEST_BODY_BYTES, { text: 'replace' }));
+    ctx.body = (await ingestHostEvents(deps.db, { hostId, attemptId: ctx.params.attemptId ?? '', batch })) satisfies ResponseOf<typeof hostApi.attemptEvents>;
   });
 
   router.get('/v1/agent/jobs/:jobId/events', requireOwner(principals), async (ctx) => {

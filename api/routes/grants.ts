@@ -1,16 +1,18 @@
 /**
  * Host runner grant route: `POST /v1/agent/hosts/:hostId/attempts/:attemptId/grant` with the
- * host credential → `{grant_id, token, expires_at, model}` (docs/agent-grants.md).
+ * host credential → `{grant_id, token, expires_at, model}` (docs/agent-grants.md; the contract:
+ * lib/contracts/host-api.ts). The body is not read.
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import type { ApiDeps } from '../app';
 import { grantClientOr503, issueHostGrant } from '../../agent/grants/host-grant';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
+import * as hostApi from '../../lib/contracts/host-api';
 
 export function hostGrantRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();
-  router.post('/v1/agent/hosts/:hostId/attempts/:attemptId/grant', requireHost(deps.db), async (ctx) => {
+  router.post(hostApi.attemptGrant.route, requireHost(deps.db), async (ctx) => {
     const hostId = hostOf(ctx.state);
     const grants = grantClientOr503(deps.grants);
     const issued = await issueHostGrant({ db: deps.db, grants, settings: deps.settings, hostId, attemptId: ctx.params.attemptId ?? '', log: ctx.state.log });

@@ -1,0 +1,127 @@
+/**
+ * The control-plane API a host runner calls with its own credential (`ahc_…`; spec 3.5, 5.3-5.5;
+ * docs/agent-hosts.md): the heartbeat, an admitted attempt's context, the attempt's inference
+ * grant, and its driver's events. Served by api/routes/{hosts,host-attempts,grants,agent-events}.ts,
+ * called by workers/host-heartbeat.ts, activities/agent/host-api-client.ts and
+ * activities/agent/api-event-sink.ts through lib/http/internal-client.ts. The attempt routes
+ * answer 409 `Attempt is not current` once the attempt has ended, moved or is another host's.
+ */
+import { z } from 'zod';
+import { defineEndpoint } from './endpoint';
+
+/** The most slots a host may report, or an operator may save for it (spec 8). */
+export const MAX_HOST_SLOTS = 128;
+
+/** `POST /v1/agent/hosts/:hostId/heartbeat`: what the host reports, and the slots it learns. */
+export const hostHeartbeat = defineEndpoint({
+  name: 'host heartbeat',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/heartbeat',
+  request: z.object({
+    slots_total: z.number().int().min(1).max(MAX_HOST_SLOTS),
+    runtime: z.string().min(1).max(64),
+    runner_version: z.string().min(1).max(64),
+    capabilities: z.array(z.string().min(1).max(128)).max(64).default([]),
+  }).strict(),
+  response: z.object({
+    host_id: z.string(),
+    /** The operator's saved slots (null: the host's default), reported from the next beat by runner version 2. */
+    slots_configured: z.number().int().nullable(),
+    /** The lower of the saved number and the reported `slots_total`: what admission uses. */
+    slots_effective: z.number().int(),
+  }),
+});
+
+/**
+ * `GET /v1/agent/hosts/:hostId/attempts/:attemptId/context`: what the host needs to run an
+ * admitted turn. Kept out of Temporal history: the prompt is the owner's and `env` may hold secrets.
+ */
+export const attemptContext = defineEndpoint({
+  name: 'attempt context',
+  method: 'GET',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/context',
+  request: z.object({}),
+  response: z.object({
+    attempt_id: z.string(),
+    job_id: z.string(),
+    turn_seq: z.number().int(),
+    prompt: z.string(),
+    model: z.string(),
+    driver: z.enum(['builtin', 'cli']),
+    group_id: z.string(),
+    generation: z.number().int(),
+    container_name: z.string(),
+    uid: z.number().int(),
+    /** Platform base + the owner's variables + the task's own overrides. */
+    env: z.record(z.string(), z.string()),
+    turn_time_limit_seconds: z.number(),
+  }),
+});
+
+/**
+ * `POST /v1/agent/hosts/:hostId/attempts/:attemptId/grant`: the turn's inference grant (fetching
+ * again rotates the token; docs/agent-grants.md). The body is not read.
+ */
+export const attemptGrant = defineEndpoint({
+  name: 'attempt grant',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/grant',
+  request: z.object({}),
+  response: z.object({
+    grant_id: z.string(),
+    /** The `agr_…` token: for the turn's driver only; never logged. */
+    token: z.string(),
+    expires_at: z.string(),
+    model: z.string(),
+  }),
+});
+
+/** Event types a host (driver) may write; `turn_*` events belong to the control plane. */
+export const DRIVER_EVENT_TYPES = ['message', 'tool_use', 'tool_result', 'retry', 'notice'] as const;
+export type DriverEventType = (typeof DRIVER_EVENT_TYPES)[number];
+/** Events per request. */
+export const MAX_EVENTS_PER_BATCH = 100;
+/** Serialized size of one event's payload. */
+export const MAX_EVENT_PAYLOAD_BYTES = 256 * 1024;
+/** Request body limit: a full batch of maximal payloads plus envelope overhead. */
+export const MAX_INGEST_BODY_BYTES = MAX_EVENTS_PER_BATCH * (MAX_EVENT_PAYLOAD_BYTES + 1024);
+
+const CONTROL_TYPE = /^turn_/;
+
+const hostEventSchema = z.object({
+  seq: z.number().int().min(0).max(2_147_483_647),
+  event_type: z.string().superRefine((value, ctx) => {
+    if (CONTROL_TYPE.test(value)) ctx.addIssue({ code: 'custom', message: `'${value}' is a control-plane event type; hosts may write only ${DRIVER_EVENT_TYPES.join(', ')}` });
+    else if (!(DRIVER_EVENT_TYPES as readonly string[]).includes(value)) ctx.addIssue({ code: 'custom', message: `unknown event type; expected one of ${DRIVER_EVENT_TYPES.join(', ')}` });
+  }),
+  payload: z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+    if (Buffer.byteLength(JSON.stringify(value)) > MAX_EVENT_PAYLOAD_BYTES) {
+      ctx.addIssue({ code: 'custom', message: `payload is larger than ${MAX_EVENT_PAYLOAD_BYTES} bytes serialized` });
+    }
+  }),
+  is_error: z.boolean().optional(),
+}).strict();
+
+/**
+ * `POST /v1/agent/hosts/:hostId/attempts/:attemptId/events`: a batch of the attempt's driver
+ * events, numbered by the host from 0; the API dedupes by attempt and seq, so a retried batch
+ * never stores twice (already-stored seqs count as accepted).
+ */
+export const attemptEvents = defineEndpoint({
+  name: 'attempt events',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/events',
+  request: z.object({
+    events: z.array(hostEventSchema).min(1).max(MAX_EVENTS_PER_BATCH).superRefine((events, ctx) => {
+      const seen = new Set<number>();
+      events.forEach((e, index) => {
+        if (seen.has(e.seq)) ctx.addIssue({ code: 'custom', path: [index, 'seq'], message: `seq ${e.seq} appears twice in the batch` });
+        seen.add(e.seq);
+      });
+    }),
+  }).strict(),
+  response: z.object({ accepted: z.number().int() }),
+});
+
+/** Every endpoint of the host runner's API. */
+export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptEvents] as const;
