@@ -1,15 +1,22 @@
 /**
  * The host runner's heartbeat (spec 3.5, 5.5): reports `slots_total`, runtime, runner version and
  * attestations with the host's own credential, and applies the operator's saved slots from the
- * answer (`slots_configured`) by reporting them from the next beat (runner version 2).
+ * answer (`slots_configured`) by reporting them from the next beat (runner version 2). The call is
+ * the contract `hostHeartbeat` of lib/contracts/host-api.ts, made through the internal JSON client.
  */
+import type { ResponseOf } from '../lib/contracts/endpoint';
+import * as hostApi from '../lib/contracts/host-api';
+import { InternalCallError, InternalClient } from '../lib/http/internal-client';
 import type { Logger } from '../lib/logger';
 
 /** Version 2 applies remote slot changes; version 1 runners ignore `slots_configured`. */
 export const RUNNER_VERSION = '2';
 
 /** The most slots an operator may save for a host (spec 8). */
-export const MAX_HOST_SLOTS = 128;
+export const MAX_HOST_SLOTS = hostApi.MAX_HOST_SLOTS;
+
+/** A beat is small; one that has not arrived in 5 s is worth less than the next one. */
+export const HEARTBEAT_TIMEOUT_MS = 5000;
 
 export interface HeartbeatOptions {
   /** The control-plane API's base URL (`AGENT_API_URL`). */
@@ -28,11 +35,7 @@ export interface HeartbeatOptions {
 }
 
 /** The API's answer to a beat. */
-export interface HeartbeatAnswer {
-  host_id: string;
-  slots_configured: number | null;
-  slots_effective: number;
-}
+export type HeartbeatAnswer = ResponseOf<typeof hostApi.hostHeartbeat>;
 
 export type BeatResult = { ok: true; slotsTotal: number; answer: HeartbeatAnswer } | { ok: false; slotsTotal: number; status?: number; error?: string };
 
@@ -50,8 +53,9 @@ export interface Heartbeat {
 /** A heartbeat loop for one host; `start` it, or drive `beatOnce` directly in tests. */
 export function createHeartbeat(options: HeartbeatOptions): Heartbeat {
   const { log, defaultSlots } = options;
-  const doFetch = options.fetch ?? fetch;
-  const url = new URL(`/v1/agent/hosts/${encodeURIComponent(options.hostId)}/heartbeat`, options.apiUrl);
+  const http = new InternalClient({
+    service: 'control-plane API', baseUrl: options.apiUrl, token: options.credential, timeoutMs: HEARTBEAT_TIMEOUT_MS, fetch: options.fetch,
+  });
   let slotsTotal = defaultSlots;
   let timer: NodeJS.Timeout | undefined;
 
@@ -65,21 +69,18 @@ export function createHeartbeat(options: HeartbeatOptions): Heartbeat {
   const beatOnce = async (): Promise<BeatResult> => {
     const reported = slotsTotal;
     try {
-      const res = await doFetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${options.credential}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ slots_total: reported, runtime: options.runtime, runner_version: RUNNER_VERSION, capabilities: options.capabilities ?? ['container'] }),
-        signal: AbortSignal.timeout(5000),
+      const answer = await http.call(hostApi.hostHeartbeat, {
+        params: { hostId: options.hostId },
+        body: { slots_total: reported, runtime: options.runtime, runner_version: RUNNER_VERSION, capabilities: options.capabilities ?? ['container'] },
       });
-      if (!res.ok) {
-        log.warn({ status: res.status }, 'host heartbeat refused');
-        return { ok: false, slotsTotal: reported, status: res.status };
-      }
-      const answer = (await res.json()) as HeartbeatAnswer;
       log.debug(answer, 'host heartbeat');
       apply(answer);
       return { ok: true, slotsTotal: reported, answer };
     } catch (err) {
+      if (err instanceof InternalCallError && err.failure === 'status') {
+        log.warn({ status: err.status }, 'host heartbeat refused');
+        return { ok: false, slotsTotal: reported, status: err.status };
+      }
       log.warn({ err: (err as Error).message }, 'host heartbeat failed');
       return { ok: false, slotsTotal: reported, error: (err as Error).message };
     }

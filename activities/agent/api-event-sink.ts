@@ -1,13 +1,19 @@
 /**
  * The host runner's {@link EventSink}: posts a driver's events to the control-plane API
- * (`POST /v1/agent/hosts/:hostId/attempts/:attemptId/events`) with the host credential. It numbers
+ * (`POST /v1/agent/hosts/:hostId/attempts/:attemptId/events`, the contract `attemptEvents` of
+ * lib/contracts/host-api.ts, through the internal JSON client) with the host credential. It numbers
  * events 0, 1, 2… itself, batches events emitted while a post is in flight (up to 100), and
  * resolves each `emit` once its event is stored. Transient failures (network, 5xx, 429) are
  * retried with backoff; the API dedupes by attempt and seq, so a retry never stores twice. A 409
  * means the attempt is no longer current: {@link AttemptFencedError} is thrown (then and for every
  * later emit) so the driver stops.
  */
+import * as hostApi from '../../lib/contracts/host-api';
+import { InternalCallError, InternalClient } from '../../lib/http/internal-client';
 import type { AgentEventType, EventSink } from './types';
+
+/** Per-post timeout: a full batch is up to ~25 MB of payloads (lib/contracts/host-api.ts). */
+export const EVENT_POST_TIMEOUT_MS = 30_000;
 
 /** The attempt was finished, replaced or is not this host's: its events are refused. */
 export class AttemptFencedError extends Error {
@@ -19,8 +25,8 @@ export class AttemptFencedError extends Error {
 
 /** A refusal a retry cannot fix (4xx other than 409 and 429). */
 export class EventRejectedError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
+  constructor(readonly status: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'EventRejectedError';
   }
 }
@@ -32,7 +38,10 @@ export interface ApiEventSinkOptions {
   /** The host credential (`ahc_…`); sent only as `Authorization: Bearer`, never logged. */
   credential: string;
   attemptId: string;
+  /** Replaceable for tests; the global fetch by default. */
   fetch?: typeof fetch;
+  /** Per-post timeout; {@link EVENT_POST_TIMEOUT_MS} by default. A post that times out is retried. */
+  timeoutMs?: number;
   /** Tries per batch (first included). Default 5. */
   maxTries?: number;
   /** First retry delay, doubled per retry. Default 200 ms. */
@@ -46,43 +55,21 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-const BATCH_LIMIT = 100;
-
-/** POSTs JSON with the host credential; resolves with the status and parsed body (or undefined). */
-export async function fetchHostJson(options: { fetch: typeof fetch; url: string; credential: string; body: unknown }): Promise<{ status: number; body: unknown }> {
-  const res = await options.fetch(options.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${options.credential}` },
-    body: JSON.stringify(options.body),
-  });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, body };
-}
-
-function errorMessageOf(body: unknown): string {
-  const message = (body as { error?: { message?: unknown } } | undefined)?.error?.message;
-  return typeof message === 'string' ? message : 'no error message';
-}
+const BATCH_LIMIT = hostApi.MAX_EVENTS_PER_BATCH;
 
 export class ApiEventSink implements EventSink {
   private nextSeq = 0;
   private queue: Pending[] = [];
   private flushing = false;
   private fenced: AttemptFencedError | undefined;
-  private readonly url: string;
-  private readonly fetchFn: typeof fetch;
+  private readonly http: InternalClient;
   private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(private readonly options: ApiEventSinkOptions) {
-    const base = options.apiUrl.replace(/\/+$/, '');
-    this.url = `${base}/v1/agent/hosts/${encodeURIComponent(options.hostId)}/attempts/${encodeURIComponent(options.attemptId)}/events`;
-    this.fetchFn = options.fetch ?? fetch;
+    this.http = new InternalClient({
+      service: 'control-plane API', baseUrl: options.apiUrl, token: options.credential,
+      timeoutMs: options.timeoutMs ?? EVENT_POST_TIMEOUT_MS, fetch: options.fetch,
+    });
     this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
   }
 
@@ -131,18 +118,21 @@ export class ApiEventSink implements EventSink {
 
   /** One POST: undefined when stored, else the error and whether a retry may help. */
   private async tryPost(events: Array<Pending['event']>): Promise<{ error: Error; retryable: boolean } | undefined> {
-    let response: { status: number; body: unknown };
     try {
-      response = await fetchHostJson({ fetch: this.fetchFn, url: this.url, credential: this.options.credential, body: { events } });
+      await this.http.call(hostApi.attemptEvents, { params: { hostId: this.options.hostId, attemptId: this.options.attemptId }, body: { events } });
+      return undefined;
     } catch (err) {
-      return { error: new Error(`event write failed: ${err instanceof Error ? err.message : String(err)}`), retryable: true };
+      if (!(err instanceof InternalCallError)) throw err;
+      // No answer (network error, timeout): the batch may or may not be stored; a retry is deduped.
+      if (err.status === undefined) return { error: err, retryable: true };
+      // A 2xx outside the contract: the API answered, but not as agreed; retrying will not help.
+      if (err.failure === 'invalid_response') return { error: err, retryable: false };
+      if (err.status === 409) {
+        this.fenced = new AttemptFencedError(this.options.attemptId);
+        return { error: this.fenced, retryable: false };
+      }
+      const message = `event write refused with ${err.status}: ${err.serverMessage ?? 'no error message'}`;
+      return { error: new EventRejectedError(err.status, message, { cause: err }), retryable: err.status >= 500 || err.status === 429 };
     }
-    const { status, body } = response;
-    if (status >= 200 && status < 300) return undefined;
-    if (status === 409) {
-      this.fenced = new AttemptFencedError(this.options.attemptId);
-      return { error: this.fenced, retryable: false };
-    }
-    return { error: new EventRejectedError(status, `event write refused with ${status}: ${errorMessageOf(body)}`), retryable: status >= 500 || status === 429 };
   }
 }

@@ -1,9 +1,19 @@
 /**
  * The host runner's calls to the control-plane API with its own credential: an attempt's context
- * and its inference grant. A 409 means the attempt is no longer current (fenced): the runner must
- * stop working on it.
+ * and its inference grant (the contract: lib/contracts/host-api.ts, called through the internal
+ * JSON client). A 409 means the attempt is no longer current (fenced): the runner must stop
+ * working on it.
  */
+import type { ResponseOf } from '../../lib/contracts/endpoint';
+import * as hostApi from '../../lib/contracts/host-api';
+import { InternalCallError, InternalClient } from '../../lib/http/internal-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
+
+/**
+ * Per-call timeout of the host API: longer than the API's own grant dispatch call to the gateway
+ * (10 s), so a gateway that does not answer reaches the host as the API's 504, not as a timeout.
+ */
+export const HOST_API_TIMEOUT_MS = 15_000;
 
 export class AttemptNotCurrentError extends Error {
   constructor(attemptId: string) {
@@ -13,74 +23,50 @@ export class AttemptNotCurrentError extends Error {
 }
 
 /**
- * A call the control-plane API refused or that got no answer. The message (for the host runner's
- * log) holds the call and the API's answer; owners are never shown it (turn-runner.ts words their
- * message from `status` and `code`).
+ * A call the control-plane API refused or that got no answer: `status` (undefined when no answer
+ * came) and the API's `code` (`model_not_found`, `service_unavailable`, …). The message (for the
+ * host runner's log) holds the call and the API's answer; owners are never shown it (turn-runner.ts
+ * words their message from `status` and `code`).
  */
-export class HostApiError extends Error {
-  constructor(
-    message: string,
-    /** The API's HTTP status; undefined when no answer came. */
-    readonly status: number | undefined,
-    /** The API's error code (`model_not_found`, `service_unavailable`, …) when it gave one. */
-    readonly code: string | undefined,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'HostApiError';
-  }
-}
+export class HostApiError extends InternalCallError {}
 
 export interface HostApiOptions {
   apiUrl: string;
   hostId: string;
   credential: string;
+  /** Per-call timeout; {@link HOST_API_TIMEOUT_MS} by default. */
   timeoutMs?: number;
+  /** Replaceable for tests; the global fetch by default. */
+  fetch?: typeof fetch;
 }
 
-export interface TurnGrant {
-  grant_id: string;
-  token: string;
-  expires_at: string;
-  model: string;
-}
+export type TurnGrant = ResponseOf<typeof hostApi.attemptGrant>;
 
 export class HostApiClient {
-  constructor(private readonly options: HostApiOptions) {}
+  private readonly http: InternalClient;
 
-  private async call<T>(method: 'GET' | 'POST', path: string, attemptId: string): Promise<T> {
-    const url = new URL(`/v1/agent/hosts/${encodeURIComponent(this.options.hostId)}${path}`, this.options.apiUrl);
-    let res: Response;
+  constructor(private readonly options: HostApiOptions) {
+    this.http = new InternalClient({
+      service: 'control-plane API', baseUrl: options.apiUrl, token: options.credential,
+      timeoutMs: options.timeoutMs ?? HOST_API_TIMEOUT_MS, fetch: options.fetch, errorClass: HostApiError,
+    });
+  }
+
+  /** `call`'s answer; a 409 becomes {@link AttemptNotCurrentError}. */
+  private async fenced<T>(attemptId: string, call: Promise<T>): Promise<T> {
     try {
-      res = await fetch(url, {
-        method,
-        headers: { authorization: `Bearer ${this.options.credential}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
-        ...(method === 'POST' ? { body: '{}' } : {}),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 15_000),
-      });
+      return await call;
     } catch (err) {
-      throw new HostApiError(`control-plane API did not answer ${method} ${url.pathname}: ${(err as Error).message}`, undefined, undefined, { cause: err });
+      if (err instanceof HostApiError && err.status === 409) throw new AttemptNotCurrentError(attemptId);
+      throw err;
     }
-    if (res.status === 409) throw new AttemptNotCurrentError(attemptId);
-    if (!res.ok) {
-      const text = (await res.text()).slice(0, 300);
-      let code: string | undefined;
-      try {
-        const parsed = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;
-        if (typeof parsed === 'string') code = parsed;
-      } catch {
-        // not JSON: no code
-      }
-      throw new HostApiError(`control-plane API answered ${res.status} to ${method} ${url.pathname}: ${text}`, res.status, code);
-    }
-    return (await res.json()) as T;
   }
 
   attemptContext(attemptId: string): Promise<AttemptContext> {
-    return this.call('GET', `/attempts/${encodeURIComponent(attemptId)}/context`, attemptId);
+    return this.fenced(attemptId, this.http.call(hostApi.attemptContext, { params: { hostId: this.options.hostId, attemptId } }));
   }
 
   turnGrant(attemptId: string): Promise<TurnGrant> {
-    return this.call('POST', `/attempts/${encodeURIComponent(attemptId)}/grant`, attemptId);
+    return this.fenced(attemptId, this.http.call(hostApi.attemptGrant, { params: { hostId: this.options.hostId, attemptId }, body: {} }));
   }
 }
