@@ -9,7 +9,7 @@ import type Docker from 'dockerode';
 import type { Settings } from '../../lib/settings';
 import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
 import { memberPaths } from '../docker/sandbox-container';
-import { ApiEventSink } from './api-event-sink';
+import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor } from './drivers';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { ExecOptions, ExecResult, SandboxExec } from './types';
@@ -95,7 +95,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');
     if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, 'TurnTimeLimit');
-    if (err instanceof AttemptNotCurrentError || (err as Error).name === 'AttemptFenced') throw ApplicationFailure.nonRetryable('The attempt was superseded', 'AttemptNotCurrent');
+    if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', 'AttemptNotCurrent');
     throw ApplicationFailure.nonRetryable((err as Error).message || 'The agent failed', 'TurnFailed');
   } finally {
     clearTimeout(limitTimer);
