@@ -4,6 +4,7 @@
  */
 import { Context, ApplicationFailure } from '@temporalio/activity';
 import type Docker from 'dockerode';
+import { FailureType } from '../workflows/definitions/failures';
 import {
   containerName, ImageMissingError, runSandboxCommand as runInContainer,
   type SandboxCommandInput, type SandboxCommandResult, type SandboxLimits,
@@ -35,7 +36,7 @@ export function createHostActivities(deps: HostActivityDeps) {
           { docker: deps.docker, image: deps.image, name, ...(deps.limits ? { limits: deps.limits } : {}), onWaiting: () => ctx.heartbeat() },
         );
       } catch (err) {
-        if (err instanceof ImageMissingError) throw ApplicationFailure.nonRetryable(err.message, 'ImageMissing');
+        if (err instanceof ImageMissingError) throw ApplicationFailure.nonRetryable(err.message, FailureType.imageMissing);
         throw err;
       }
     },

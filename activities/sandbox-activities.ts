@@ -7,9 +7,11 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import type { ObjectStore } from '../lib/object-store';
+import { FailureType } from '../workflows/definitions/failures';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
 import { ensureSandboxContainer, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
-import { archiveWorkspace, type WorkspaceArchiveRequest, type WorkspaceArchiveResult } from './docker/workspace-archive';
+import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
+import type { WorkspaceArchiveResult } from '../workflows/definitions/workspace-archive';
 import { BaseRevisionNotFoundError, UnsupportedRepoError } from './docker/workspace-clone';
 import { initWorkspace } from './docker/workspace-init';
 
@@ -44,16 +46,16 @@ export interface PrepareSandboxResult {
 }
 
 /** Error classes that retrying cannot fix, by the failure type they become. */
-const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, string]> = [
-  [ImageMissingError, 'ImageMissing'],
-  [UnsupportedRepoError, 'UnsupportedRepo'],
-  [BaseRevisionNotFoundError, 'BaseRevisionNotFound'],
-  [SandboxGenerationMismatchError, 'SandboxGenerationMismatch'],
-  [SandboxMissingError, 'SandboxMissing'],
+const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, FailureType]> = [
+  [ImageMissingError, FailureType.imageMissing],
+  [UnsupportedRepoError, FailureType.unsupportedRepo],
+  [BaseRevisionNotFoundError, FailureType.baseRevisionNotFound],
+  [SandboxGenerationMismatchError, FailureType.sandboxGenerationMismatch],
+  [SandboxMissingError, FailureType.sandboxMissing],
 ];
 
-/** Failure types of the permanent errors (for workflows' `nonRetryableErrorTypes`). */
-export const PERMANENT_SANDBOX_FAILURES: readonly string[] = PERMANENT.map(([, type]) => type);
+/** Failure types of the permanent errors (the workflows' `PERMANENT_SANDBOX_FAILURES` must list each). */
+export const SANDBOX_ERROR_FAILURE_TYPES: readonly FailureType[] = PERMANENT.map(([, type]) => type);
 
 function asActivityError(err: unknown): unknown {
   for (const [cls, type] of PERMANENT) {
@@ -119,7 +121,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     /** Archives a sandbox's whole `/workspace` (gzipped tar) into the object store under `key`. */
     async buildWorkspaceArchive(input: WorkspaceArchiveRequest): Promise<WorkspaceArchiveResult> {
       const store = deps.objectStore;
-      if (!store) throw ApplicationFailure.nonRetryable('This host runner has no object store configured', 'ObjectStoreMissing');
+      if (!store) throw ApplicationFailure.nonRetryable('This host runner has no object store configured', FailureType.objectStoreMissing);
       return heartbeating(() => archiveWorkspace(deps.docker, store, input));
     },
   };

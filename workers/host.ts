@@ -13,7 +13,7 @@ import { connectWorker, installTemporalRuntime, stopWorker } from '../lib/tempor
 import { createHostActivities } from '../activities/host-activities';
 import { HostApiClient } from '../activities/agent/host-api-client';
 import { createObjectStore } from '../lib/object-store';
-import { hostTaskQueue } from '../workflows/names';
+import { hostTaskQueue } from '../workflows/definitions/task-queues';
 import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 
 async function main(): Promise<void> {

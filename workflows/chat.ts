@@ -14,10 +14,14 @@ import {
 import type { ChatActivities, AdmittedTurn, TurnOutcome } from '../activities/control/chat-activities';
 import {
   cancelTurnSignal, chatStatusQuery, OWNER_FACING_FAILURE_TYPES, submitTurnUpdate, unexplainedTurnFailure, wakeSignal, type ChatInput, type SubmittedTurn,
-} from './chat-definitions';
+} from './definitions/chat';
 import type { HostActivities } from '../activities/host-activities';
-import { grantWorkflow, releaseGrantSignal } from './grant';
-import { grantWorkflowId, hostTaskQueue, searchAttributes, titleWorkflowId } from './names';
+import { PERMANENT_SANDBOX_FAILURES } from './definitions/failures';
+import { grantWorkflowId, releaseGrantSignal } from './definitions/grant';
+import { searchAttributes } from './definitions/search-attributes';
+import { hostTaskQueue } from './definitions/task-queues';
+import { titleWorkflowId } from './definitions/title';
+import { grantWorkflow } from './grant';
 import { titleWorkflow } from './title';
 
 const control = proxyActivities<ChatActivities>({
@@ -166,7 +170,7 @@ async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ re
     startToCloseTimeout: '10 minutes',
     heartbeatTimeout: `${input.config.heartbeatTimeoutSeconds} seconds`,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['ImageMissing', 'UnsupportedRepo', 'BaseRevisionNotFound', 'SandboxGenerationMismatch', 'SandboxMissing'] },
+    retry: { maximumAttempts: 3, nonRetryableErrorTypes: [...PERMANENT_SANDBOX_FAILURES] },
   });
   const sandbox = await prepare.prepareSandbox({
     jobId: input.jobId, groupId: admitted.groupId, generation: admitted.generation, attemptId: admitted.attemptId,

@@ -6,24 +6,11 @@
  * passes through here: the host runner fetches it from the API.
  */
 import {
-  ActivityFailure, condition, continueAsNew, defineSignal, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,
+  ActivityFailure, condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { GrantActivities } from '../activities/grants/grant-activities';
-import { searchAttributes } from './names';
-
-export interface GrantWorkflowInput {
-  grantId: string;
-  attemptId: string;
-  hostId: string;
-  groupId: string | null;
-  generation: number | null;
-  renewEverySeconds: number;
-}
-
-export type GrantWorkflowResult = 'released' | 'residency_lost';
-
-/** Ends the loop: the grant is revoked and the workflow completes with `released`. */
-export const releaseGrantSignal = defineSignal('release');
+import { releaseGrantSignal, type GrantWorkflowInput, type GrantWorkflowResult } from './definitions/grant';
+import { searchAttributes } from './definitions/search-attributes';
 
 const { renewGrantIfResidencyAlive, revokeGrant } = proxyActivities<GrantActivities>({
   startToCloseTimeout: '30 seconds',

@@ -5,20 +5,9 @@
  */
 import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { HostActivities } from '../activities/host-activities';
-import { hostTaskQueue, searchAttributes } from './names';
-
-export interface HostSelfCheckInput {
-  hostId: string;
-}
-
-export interface HostSelfCheckResult {
-  hostId: string;
-  ok: boolean;
-  exitCode: number;
-  /** Lines the sandbox printed: `uid=…`, `debian=…`, `git=…`, `python=…`. */
-  report: Record<string, string>;
-  stderr: string;
-}
+import { HOST_SELF_CHECK_PERMANENT_FAILURES, type HostSelfCheckInput, type HostSelfCheckResult } from './definitions/host-self-check';
+import { searchAttributes } from './definitions/search-attributes';
+import { hostTaskQueue } from './definitions/task-queues';
 
 /** The command run inside the sandbox; each line is `key=value`. */
 export const SELF_CHECK_SCRIPT = [
@@ -39,7 +28,7 @@ export async function hostSelfCheck(input: HostSelfCheckInput): Promise<HostSelf
     scheduleToStartTimeout: '2 minutes',
     startToCloseTimeout: '2 minutes',
     heartbeatTimeout: '30 seconds',
-    retry: { maximumAttempts: 3, initialInterval: '2 seconds', nonRetryableErrorTypes: ['ImageMissing'] },
+    retry: { maximumAttempts: 3, initialInterval: '2 seconds', nonRetryableErrorTypes: [...HOST_SELF_CHECK_PERMANENT_FAILURES] },
   });
   const result = await runSandboxCommand({
     command: ['bash', '-c', SELF_CHECK_SCRIPT],

@@ -5,11 +5,8 @@
  * makes up to five model calls within 120 s itself, so it is not retried.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { TitleActivities, TitleOutcome } from '../activities/control/title-activities';
-
-export interface TitleWorkflowInput {
-  jobId: string;
-}
+import type { TitleActivities } from '../activities/control/title-activities';
+import type { TitleOutcome, TitleWorkflowInput } from './definitions/title';
 
 const { generateChatTitle } = proxyActivities<TitleActivities>({
   // 120 s of model calls, plus the grant issue and revoke and the final write.

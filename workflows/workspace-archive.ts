@@ -6,21 +6,9 @@
  */
 import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { SandboxActivities } from '../activities/sandbox-activities';
-import type { WorkspaceArchiveResult } from '../activities/docker/workspace-archive';
-import { hostTaskQueue, searchAttributes } from './names';
-
-export interface WorkspaceArchiveInput {
-  jobId: string;
-  hostId: string;
-  containerName: string;
-  /** Object key for the archive. */
-  key: string;
-  /** Largest workspace accepted, bytes before compression. */
-  maxBytes: number;
-}
-
-/** Failure types the host activity raises that retrying cannot fix. */
-const PERMANENT = ['SandboxMissing', 'ObjectStoreMissing'];
+import { searchAttributes } from './definitions/search-attributes';
+import { hostTaskQueue } from './definitions/task-queues';
+import { WORKSPACE_ARCHIVE_PERMANENT_FAILURES, type WorkspaceArchiveInput, type WorkspaceArchiveResult } from './definitions/workspace-archive';
 
 export async function workspaceArchive(input: WorkspaceArchiveInput): Promise<WorkspaceArchiveResult> {
   upsertSearchAttributes([{ key: searchAttributes.host, value: input.hostId }]);
@@ -30,7 +18,7 @@ export async function workspaceArchive(input: WorkspaceArchiveInput): Promise<Wo
     scheduleToStartTimeout: '1 minute',
     startToCloseTimeout: '30 minutes',
     heartbeatTimeout: '30 seconds',
-    retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: PERMANENT },
+    retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: [...WORKSPACE_ARCHIVE_PERMANENT_FAILURES] },
   });
   return buildWorkspaceArchive({ containerName: input.containerName, key: input.key, maxBytes: input.maxBytes });
 }

@@ -6,6 +6,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { killMemberProcesses } from '../docker/docker-sandbox';
 import { sandboxContainerName } from '../../agent/sandboxes/names';
+import { FailureType } from '../../workflows/definitions/failures';
 import { runAgentTurn, type RunTurnInput, type TurnRunnerDeps } from './turn-runner';
 
 export type TurnActivityDeps = Omit<TurnRunnerDeps, 'docker' | 'hostId'>;
@@ -14,7 +15,7 @@ export function createTurnActivities(deps: { docker: Docker; hostId: string; tur
   const { turns } = deps;
   return {
     async runAgentTurn(input: RunTurnInput): Promise<{ result: string }> {
-      if (!turns) throw ApplicationFailure.nonRetryable('This host runner is not configured to run turns', 'TurnsNotConfigured');
+      if (!turns) throw ApplicationFailure.nonRetryable('This host runner is not configured to run turns', FailureType.turnsNotConfigured);
       return runAgentTurn({ ...turns, docker: deps.docker, hostId: deps.hostId }, input);
     },
     async fenceMember(input: { groupId: string; uid: number }): Promise<void> {

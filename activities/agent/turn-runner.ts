@@ -7,6 +7,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import type { Settings } from '../../lib/settings';
+import { FailureType } from '../../workflows/definitions/failures';
 import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
 import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink, AttemptFencedError } from './api-event-sink';
@@ -45,20 +46,20 @@ function withEnv(sandbox: SandboxExec, env: Record<string, string>): SandboxExec
  * the host runner's log (`agent_turn_start_failed`).
  */
 function startFailure(err: unknown, what: 'context' | 'grant', input: RunTurnInput, model?: string): ApplicationFailure {
-  if (err instanceof AttemptNotCurrentError) return ApplicationFailure.nonRetryable(err.message, 'AttemptNotCurrent');
+  if (err instanceof AttemptNotCurrentError) return ApplicationFailure.nonRetryable(err.message, FailureType.attemptNotCurrent);
   const api = err instanceof HostApiError ? err : undefined;
   Context.current().log.warn('turn could not start', {
     event: 'agent_turn_start_failed', fetching: what, job_id: input.jobId, attempt_id: input.attemptId,
     status: api?.status, code: api?.code, detail: (err as Error).message,
   });
   if (what === 'grant' && api?.status === 404 && api.code === 'model_not_found') {
-    return ApplicationFailure.nonRetryable(`The model '${model ?? '?'}' is no longer available to this account`, 'ModelUnavailable');
+    return ApplicationFailure.nonRetryable(`The model '${model ?? '?'}' is no longer available to this account`, FailureType.modelUnavailable);
   }
   if (what === 'grant' && api?.status === 503) {
-    return ApplicationFailure.nonRetryable('The agent could not get access to the model: inference grants are not configured on this deployment', 'GrantsNotConfigured');
+    return ApplicationFailure.nonRetryable('The agent could not get access to the model: inference grants are not configured on this deployment', FailureType.grantsNotConfigured);
   }
-  if (what === 'grant') return ApplicationFailure.nonRetryable('The agent could not get access to the model; try the turn again later', 'GrantUnavailable');
-  return ApplicationFailure.nonRetryable('The turn could not start because the control plane did not answer; try it again later', 'ControlPlaneUnavailable');
+  if (what === 'grant') return ApplicationFailure.nonRetryable('The agent could not get access to the model; try the turn again later', FailureType.grantUnavailable);
+  return ApplicationFailure.nonRetryable('The turn could not start because the control plane did not answer; try it again later', FailureType.controlPlaneUnavailable);
 }
 
 export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ result: string }> {
@@ -94,9 +95,9 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     return { result: outcome.result };
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');
-    if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, 'TurnTimeLimit');
-    if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', 'AttemptNotCurrent');
-    throw ApplicationFailure.nonRetryable((err as Error).message || 'The agent failed', 'TurnFailed');
+    if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, FailureType.turnTimeLimit);
+    if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
+    throw ApplicationFailure.nonRetryable((err as Error).message || 'The agent failed', FailureType.turnFailed);
   } finally {
     clearTimeout(limitTimer);
     clearInterval(beat);

@@ -10,6 +10,7 @@ import type { Settings } from '../../lib/settings';
 import { newId } from '../../agent/jobs/job-store';
 import { placeTurn } from '../../agent/hosts/placement';
 import { appendEvents } from '../../agent/events/event-store';
+import { FailureType } from '../../workflows/definitions/failures';
 
 export type TurnState = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 
@@ -72,7 +73,7 @@ export function createChatActivities(deps: ChatActivityDeps) {
     if (job.group_id) {
       const group = await trx('agent_sandboxes').where({ group_id: job.group_id }).first<{ generation: number }>('generation');
       const member = await trx('agent_sandbox_members').where({ job_id: job.job_id }).first<{ uid: number }>('uid');
-      if (!group || !member) throw ApplicationFailure.nonRetryable(`sandbox group ${job.group_id} of ${job.job_id} is missing`, 'SandboxMissing');
+      if (!group || !member) throw ApplicationFailure.nonRetryable(`sandbox group ${job.group_id} of ${job.job_id} is missing`, FailureType.sandboxMissing);
       return { groupId: job.group_id, generation: group.generation, uid: member.uid };
     }
     const groupId = newId('grp');
@@ -124,12 +125,12 @@ export function createChatActivities(deps: ChatActivityDeps) {
       return db.transaction(async (trx) => {
         const job = await trx('agent_jobs').where({ job_id: input.jobId }).forUpdate()
           .first<{ job_id: string; host_id: string | null; group_id: string | null; repo: string | null; base_ref: string | null; base_sha: string | null; deleted_at: Date | null }>();
-        if (!job) throw ApplicationFailure.nonRetryable(`job ${input.jobId} does not exist`, 'JobMissing');
+        if (!job) throw ApplicationFailure.nonRetryable(`job ${input.jobId} does not exist`, FailureType.jobMissing);
         const first = await firstActiveTurn(trx, input.jobId, true);
         if (!first || first.seq !== input.seq) return { kind: 'skipped' as const, state: 'not_next' as const };
         if (first.state !== 'queued') return { kind: 'skipped' as const, state: first.state };
         const placed = await placeTurn(trx, { jobHostId: job.host_id, staleSeconds: deps.settings.AGENT_HOST_STALE_SECONDS, defaultSlots: deps.settings.AGENT_HOST_SLOTS });
-        if ('wait' in placed) throw ApplicationFailure.retryable(`No free execution slot (${placed.wait})`, 'NoFreeSlot');
+        if ('wait' in placed) throw ApplicationFailure.retryable(`No free execution slot (${placed.wait})`, FailureType.noFreeSlot);
         const { groupId, generation, uid } = await ensureGroup(trx, job, placed.hostId);
         const attemptId = newId('att');
         // clock_timestamp(): the moment the slot was taken (after the host lock), not the transaction's start.

@@ -16,6 +16,7 @@ import { appendEvents } from '../../agent/events/event-store';
 import { sanitizeGeneratedTitle, titleChatBody } from '../../agent/jobs/generated-titles';
 import { chatWithGrant, revokeQuietly } from '../../agent/prompts/grant-chat';
 import { GrantDispatchError, type GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
+import type { TitleOutcome } from '../../workflows/definitions/title';
 
 export interface TitleLimits {
   /** Model calls at most (spec 8: five). */
@@ -37,11 +38,6 @@ export interface TitleActivityDeps {
   log: Logger;
   limits?: Partial<TitleLimits>;
 }
-
-export type TitleOutcome =
-  | { kind: 'generated'; title: string; calls: number }
-  | { kind: 'skipped'; reason: 'job_missing' | 'not_prompt_title' | 'already_generated' | 'renamed' }
-  | { kind: 'failed'; calls: number; reason: string };
 
 interface TitleJob {
   owner_id: string;

@@ -10,6 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type Docker from 'dockerode';
 import type { ObjectStore } from '../../lib/object-store';
+import type { WorkspaceArchiveResult } from '../../workflows/definitions/workspace-archive';
 import { execInContainer } from './container-exec';
 import { SandboxMissingError } from './sandbox-container';
 
@@ -20,10 +21,6 @@ export interface WorkspaceArchiveRequest {
   /** Largest workspace accepted, bytes before compression. */
   maxBytes: number;
 }
-
-export type WorkspaceArchiveResult =
-  | { status: 'stored'; key: string; bytes: number; sha256: string; workspaceBytes: number }
-  | { status: 'too_large'; workspaceBytes: number; maxBytes: number };
 
 class TooLargeError extends Error {
   constructor(readonly seen: number) {

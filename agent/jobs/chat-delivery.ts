@@ -7,8 +7,9 @@
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
-import { CHAT_WORKFLOW_TYPE, cancelTurnSignal, submitTurnUpdate, wakeSignal, type ChatConfig, type ChatInput } from '../../workflows/chat-definitions';
-import { chatWorkflowId, searchAttributes } from '../../workflows/names';
+import type { chatWorkflow } from '../../workflows/chat';
+import { CHAT_WORKFLOW_TYPE, cancelTurnSignal, chatWorkflowId, submitTurnUpdate, wakeSignal, type ChatConfig } from '../../workflows/definitions/chat';
+import { searchAttributes } from '../../workflows/definitions/search-attributes';
 
 export type ChatSettings = Pick<Settings,
   'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'
@@ -26,7 +27,7 @@ export function chatConfigFrom(settings: ChatSettings): ChatConfig {
 }
 
 function startOperation(settings: ChatSettings, job: { jobId: string; ownerId: number }) {
-  return new WithStartWorkflowOperation<(input: ChatInput) => Promise<void>>(CHAT_WORKFLOW_TYPE, {
+  return new WithStartWorkflowOperation<typeof chatWorkflow>(CHAT_WORKFLOW_TYPE, {
     workflowId: chatWorkflowId(job.jobId),
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowIdConflictPolicy: 'USE_EXISTING',
@@ -61,7 +62,7 @@ export class ChatDelivery {
   /** Starts the chat workflow if needed and wakes it (reconciler, cancels). */
   async wake(job: { jobId: string; ownerId: number }): Promise<boolean> {
     try {
-      await this.bounded(() => this.client.workflow.signalWithStart<(input: ChatInput) => Promise<void>, []>(CHAT_WORKFLOW_TYPE, {
+      await this.bounded(() => this.client.workflow.signalWithStart<typeof chatWorkflow, []>(CHAT_WORKFLOW_TYPE, {
         workflowId: chatWorkflowId(job.jobId),
         taskQueue: this.settings.TEMPORAL_CONTROL_TASK_QUEUE,
         args: [{ jobId: job.jobId, ownerId: job.ownerId, config: chatConfigFrom(this.settings) }],

@@ -18,9 +18,11 @@ import { AppError } from '../../lib/errors';
 import { requireOwner, ownerOf, type AgentState } from '../auth/principals';
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { sandboxContainerName } from '../../agent/sandboxes/names';
-import type { WorkspaceArchiveResult } from '../../activities/docker/workspace-archive';
-import type { WorkspaceArchiveInput, workspaceArchive } from '../../workflows/workspace-archive';
-import { workspaceArchiveWorkflowId } from '../../workflows/names';
+import type { workspaceArchive } from '../../workflows/workspace-archive';
+import { FailureType } from '../../workflows/definitions/failures';
+import {
+  WORKSPACE_ARCHIVE_WORKFLOW_TYPE, workspaceArchiveWorkflowId, type WorkspaceArchiveInput, type WorkspaceArchiveResult,
+} from '../../workflows/definitions/workspace-archive';
 
 interface SandboxRow {
   host_id: string;
@@ -108,7 +110,7 @@ async function sandboxOf(deps: ApiDeps, groupId: string | null, jobHostId: strin
 
 async function runArchiveWorkflow(deps: ApiDeps, input: WorkspaceArchiveInput, requestId: string): Promise<WorkspaceArchiveResult> {
   try {
-    return await deps.temporal.workflow.execute<typeof workspaceArchive>('workspaceArchive', {
+    return await deps.temporal.workflow.execute<typeof workspaceArchive>(WORKSPACE_ARCHIVE_WORKFLOW_TYPE, {
       taskQueue: deps.settings.TEMPORAL_CONTROL_TASK_QUEUE,
       workflowId: workspaceArchiveWorkflowId(input.jobId, requestId),
       args: [input],
@@ -116,7 +118,7 @@ async function runArchiveWorkflow(deps: ApiDeps, input: WorkspaceArchiveInput, r
     });
   } catch (err) {
     const type = failureType(err);
-    if (type === 'SandboxMissing') throw new AppError('conflict', "This chat's sandbox container no longer exists on its host", { cause: err });
+    if (type === FailureType.sandboxMissing) throw new AppError('conflict', "This chat's sandbox container no longer exists on its host", { cause: err });
     throw new AppError('service_unavailable', 'The workspace archive could not be built; try again later', { cause: err });
   }
 }

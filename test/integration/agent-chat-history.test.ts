@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { startAgentStack, ownerCall, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
 import { waitFor } from '../support/wait';
-import { chatWorkflowId, searchAttributes } from '../../workflows/names';
+import { chatWorkflowId } from '../../workflows/definitions/chat';
+import { searchAttributes } from '../../workflows/definitions/search-attributes';
 
 describe('chat workflow history, idle end and search attributes (Temporal)', function () {
   this.timeout(180_000);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { reconcileQueuedTurns } from '../../activities/control/chat-reconciler';
 import { ChatDelivery } from '../../agent/jobs/chat-delivery';
 import { loadSettings } from '../../lib/settings';
-import { chatWorkflowId } from '../../workflows/names';
+import { chatWorkflowId } from '../../workflows/definitions/chat';
 import { postJson } from '../support/accounts';
 import { createOwner } from '../support/agent-records';
 import { startTestApi, type TestApi } from '../support/api';

@@ -10,7 +10,9 @@ import type { Db } from '../../lib/db';
 import { createJob } from '../../agent/jobs/job-commands';
 import { titleFromPrompt } from '../../agent/jobs/titles';
 import { TITLE_SYSTEM_PROMPT } from '../../agent/jobs/generated-titles';
-import { createTitleActivities, type TitleOutcome } from '../../activities/control/title-activities';
+import { createTitleActivities } from '../../activities/control/title-activities';
+import type { titleWorkflow } from '../../workflows/title';
+import { titleWorkflowId, type TitleOutcome } from '../../workflows/definitions/title';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import type { RecordedRequest } from '../support/fake-upstream';
 import { captureLogs } from '../support/logs';
@@ -46,10 +48,10 @@ async function createChat(stack: AgentStack, body: Record<string, unknown>): Pro
 
 async function titleOutcome(stack: AgentStack, jobId: string): Promise<TitleOutcome> {
   const handle = await waitFor(async () => {
-    const h = stack.env.client.workflow.getHandle(`title:${jobId}`);
+    const h = stack.env.client.workflow.getHandle<typeof titleWorkflow>(titleWorkflowId(jobId));
     return (await h.describe().then(() => true, () => false)) ? h : undefined;
   }, `title workflow of ${jobId}`, 30_000);
-  return (await handle.result()) as TitleOutcome;
+  return handle.result();
 }
 
 async function settledTurn(stack: AgentStack, jobId: string): Promise<void> {

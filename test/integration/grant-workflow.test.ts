@@ -8,8 +8,9 @@ import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createGrantActivities } from '../../activities/grants/grant-activities';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
-import { grantWorkflow, releaseGrantSignal, type GrantWorkflowInput } from '../../workflows/grant';
-import { grantWorkflowId, searchAttributes } from '../../workflows/names';
+import type { grantWorkflow } from '../../workflows/grant';
+import { GRANT_WORKFLOW_TYPE, grantWorkflowId, releaseGrantSignal, type GrantWorkflowInput } from '../../workflows/definitions/grant';
+import { searchAttributes } from '../../workflows/definitions/search-attributes';
 import { DISPATCH_TOKEN, insertOwner, startGrantGateway, insertResidency, type Residency } from '../support/agent-grants';
 import type { TestGateway } from '../support/gateway';
 import { freshDatabase, type TestDatabase } from '../support/db';
@@ -48,7 +49,7 @@ describe('grant workflow (Temporal + PostgreSQL + gateway)', function () {
   };
   const start = (r: Residency, grantId: string) => {
     const input: GrantWorkflowInput = { grantId, attemptId: r.attemptId, hostId: r.hostId, groupId: r.groupId, generation: r.generation, renewEverySeconds: 1 };
-    return env.client.workflow.start(grantWorkflow, { taskQueue, workflowId: `${grantWorkflowId(grantId)}:${Date.now()}`, args: [input] });
+    return env.client.workflow.start<typeof grantWorkflow>(GRANT_WORKFLOW_TYPE, { taskQueue, workflowId: `${grantWorkflowId(grantId)}:${Date.now()}`, args: [input] });
   };
 
   before(async () => {

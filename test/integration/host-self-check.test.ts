@@ -7,8 +7,10 @@ import { Worker } from '@temporalio/worker';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createHostActivities } from '../../activities/host-activities';
-import { hostTaskQueue } from '../../workflows/names';
-import { hostSelfCheck } from '../../workflows/host-self-check';
+import type { hostSelfCheck } from '../../workflows/host-self-check';
+import { FailureType } from '../../workflows/definitions/failures';
+import { HOST_SELF_CHECK_WORKFLOW_TYPE, hostSelfCheckWorkflowId } from '../../workflows/definitions/host-self-check';
+import { hostTaskQueue } from '../../workflows/definitions/task-queues';
 import { docker, SANDBOX_IMAGE, testRunId } from '../support/docker';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from '../support/temporal';
 
@@ -34,9 +36,9 @@ describe('host self-check workflow (Temporal + Docker)', () => {
   }
 
   it('runs a command in a sandbox container on the host queue and removes the container', async () => {
-    const workflowId = `host-self-check:${hostId}:${Date.now()}`;
+    const workflowId = `${hostSelfCheckWorkflowId(hostId)}:${Date.now()}`;
     const result = await runWith(SANDBOX_IMAGE, (taskQueue) =>
-      env.client.workflow.execute(hostSelfCheck, { taskQueue, workflowId, args: [{ hostId }] }));
+      env.client.workflow.execute<typeof hostSelfCheck>(HOST_SELF_CHECK_WORKFLOW_TYPE, { taskQueue, workflowId, args: [{ hostId }] }));
     assert.equal(result.ok, true, `stderr: ${result.stderr}`);
     assert.equal(result.exitCode, 0);
     assert.equal(result.report.uid, '0');
@@ -54,14 +56,14 @@ describe('host self-check workflow (Temporal + Docker)', () => {
   });
 
   it('fails without retrying when the sandbox image is missing', async () => {
-    const workflowId = `host-self-check:${hostId}:missing:${Date.now()}`;
+    const workflowId = `${hostSelfCheckWorkflowId(hostId)}:missing:${Date.now()}`;
     await assert.rejects(
       runWith('agent-sandbox:does-not-exist', (taskQueue) =>
-        env.client.workflow.execute(hostSelfCheck, { taskQueue, workflowId, args: [{ hostId }] })),
+        env.client.workflow.execute<typeof hostSelfCheck>(HOST_SELF_CHECK_WORKFLOW_TYPE, { taskQueue, workflowId, args: [{ hostId }] })),
       (err: unknown) => {
         assert.ok(err instanceof WorkflowFailedError);
         const cause = err.cause as { cause?: { type?: string; message?: string } } | undefined;
-        assert.equal(cause?.cause?.type, 'ImageMissing');
+        assert.equal(cause?.cause?.type, FailureType.imageMissing);
         return true;
       },
     );

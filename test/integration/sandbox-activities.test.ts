@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createSandboxActivities, PERMANENT_SANDBOX_FAILURES, type PrepareSandboxInput, type PrepareSandboxResult, type SandboxActivityDeps } from '../../activities/sandbox-activities';
+import { PERMANENT_SANDBOX_FAILURES } from '../../workflows/definitions/failures';
+import { createSandboxActivities, SANDBOX_ERROR_FAILURE_TYPES, type PrepareSandboxInput, type PrepareSandboxResult, type SandboxActivityDeps } from '../../activities/sandbox-activities';
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { ensureSandboxContainer } from '../../activities/docker/sandbox-container';
 import { TEMPORARY_WORKSPACE_SHA } from '../../activities/docker/workspace-init';
@@ -112,6 +113,7 @@ describe('sandbox host activities', () => {
       image: SANDBOX_IMAGE, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
     });
     await assert.rejects(prepare({}, input('gen')), failsWith('SandboxGenerationMismatch'));
-    assert.ok(['ImageMissing', 'UnsupportedRepo', 'BaseRevisionNotFound', 'SandboxGenerationMismatch'].every((t) => PERMANENT_SANDBOX_FAILURES.includes(t)));
+    // The chat workflow's non-retryable list is exactly the failure types of the activity's permanent errors.
+    assert.deepEqual([...PERMANENT_SANDBOX_FAILURES].sort(), [...SANDBOX_ERROR_FAILURE_TYPES].sort());
   });
 });

@@ -20,7 +20,7 @@ import { TEMPORARY_WORKSPACE_SHA } from '../../activities/docker/workspace-init'
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
 import { FsObjectStore } from '../../lib/object-store';
 import { newId } from '../../agent/jobs/job-store';
-import { hostTaskQueue } from '../../workflows/names';
+import { hostTaskQueue } from '../../workflows/definitions/task-queues';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId } from '../support/docker';

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { FsObjectStore } from '../../lib/object-store';
 import { loadSettings, type Settings } from '../../lib/settings';
 import { createHeartbeat, type Heartbeat } from '../../workers/host-heartbeat';
-import { hostTaskQueue } from '../../workflows/names';
+import { hostTaskQueue } from '../../workflows/definitions/task-queues';
 import { ADMIN_TOKEN } from './admin';
 import { createKey, postJson, signUpAndLogIn } from './accounts';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from './api';

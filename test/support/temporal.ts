@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { searchAttributes } from '../../workflows/names';
+import { searchAttributes } from '../../workflows/definitions/search-attributes';
 
 export const TEMPORAL_CLI = join(__dirname, '../../.tools/temporal/bin/temporal');
 

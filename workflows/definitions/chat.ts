@@ -1,11 +1,18 @@
 /**
- * The chat workflow's public surface, shared by the workflow and its callers (API, reconciler):
- * input, the `submitTurn` update, the `wake` and `cancelTurn` signals and the `status` query.
+ * The chat workflow's public surface (`chat:<jobId>`), shared by the workflow and its callers (the
+ * API's chat delivery, the reconciler): workflow type and id, input, the `submitTurn` update, the
+ * `wake` and `cancelTurn` signals, the `status` query and the failure types shown to owners.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { FailureType } from './failures';
 
-/** Workflow type name registered by the control worker. */
+/** Workflow type name registered by the control worker (the export name in `workflows/index.ts`). */
 export const CHAT_WORKFLOW_TYPE = 'chatWorkflow';
+
+/** Workflow id of a chat: its turns run in order there. */
+export function chatWorkflowId(jobId: string): string {
+  return `chat:${jobId}`;
+}
 
 export interface ChatConfig {
   /** The runner's execution timeout of one turn. */
@@ -58,9 +65,9 @@ export const chatStatusQuery = defineQuery<ChatStatus>('status');
  * its text stays in the host runner's log and the workflow's history in the Temporal UI.
  */
 export const OWNER_FACING_FAILURE_TYPES: readonly string[] = [
-  'TurnFailed', 'TurnTimeLimit', 'AttemptNotCurrent', 'TurnsNotConfigured',
-  'ModelUnavailable', 'GrantsNotConfigured', 'GrantUnavailable', 'ControlPlaneUnavailable',
-  'ImageMissing', 'UnsupportedRepo', 'BaseRevisionNotFound', 'SandboxGenerationMismatch', 'SandboxMissing',
+  FailureType.turnFailed, FailureType.turnTimeLimit, FailureType.attemptNotCurrent, FailureType.turnsNotConfigured,
+  FailureType.modelUnavailable, FailureType.grantsNotConfigured, FailureType.grantUnavailable, FailureType.controlPlaneUnavailable,
+  FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound, FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing,
 ];
 
 /** The owner's message for a turn that failed for a reason not written for them. */

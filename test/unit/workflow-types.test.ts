@@ -1,0 +1,40 @@
+/**
+ * Workflows are started by their type name from the definitions modules, with the function's type
+ * for the compiler. The worker registers each workflow under its export name in
+ * `workflows/index.ts`; these checks prove every constant spells that name and every exported
+ * function carries it, so a start by constant reaches the registered workflow.
+ */
+import assert from 'node:assert/strict';
+// The one runtime import of workflow implementations outside workflows/: reading `.name` needs the
+// functions themselves (exempted, with this reason, in workflow-import-fence.test.ts).
+import * as workflows from '../../workflows';
+import { CHAT_WORKFLOW_TYPE } from '../../workflows/definitions/chat';
+import { GRANT_WORKFLOW_TYPE } from '../../workflows/definitions/grant';
+import { HOST_SELF_CHECK_WORKFLOW_TYPE } from '../../workflows/definitions/host-self-check';
+import { TITLE_WORKFLOW_TYPE } from '../../workflows/definitions/title';
+import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE } from '../../workflows/definitions/workspace-archive';
+
+/**
+ * Compile-time half: one entry per export of `workflows/index.ts` (a missing or extra workflow
+ * fails to compile) whose constant's literal type is that export's name.
+ */
+const WORKFLOW_TYPES: { readonly [Name in keyof typeof workflows]: Name } = {
+  chatWorkflow: CHAT_WORKFLOW_TYPE,
+  grantWorkflow: GRANT_WORKFLOW_TYPE,
+  hostSelfCheck: HOST_SELF_CHECK_WORKFLOW_TYPE,
+  titleWorkflow: TITLE_WORKFLOW_TYPE,
+  workspaceArchive: WORKSPACE_ARCHIVE_WORKFLOW_TYPE,
+};
+
+describe('workflow type names', () => {
+  it('each workflow exported from workflows/index.ts has a definitions constant equal to its export name and function name', () => {
+    const exported = Object.entries(workflows);
+    assert.deepEqual(exported.map(([name]) => name).sort(), Object.keys(WORKFLOW_TYPES).sort());
+    for (const [exportName, fn] of exported) {
+      assert.equal(typeof fn, 'function', exportName);
+      // The client derives the type from `fn.name` when given a function (startChild in workflows).
+      assert.equal(fn.name, exportName, `workflow function ${fn.name} is exported as ${exportName}`);
+      assert.equal(WORKFLOW_TYPES[exportName as keyof typeof workflows], exportName);
+    }
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * `ApplicationFailure` types that cross the line between activities, workflows and their callers:
+ * activities throw them, workflows list them as non-retryable or owner-facing, the API maps them
+ * to answers. One spelling of each, so a renamed type cannot silently stop matching.
+ */
+
+export const FailureType = {
+  /** The sandbox image is not on the host (build or load it there). */
+  imageMissing: 'ImageMissing',
+  /** The repository cannot be cloned into a sandbox (unsupported URL or host). */
+  unsupportedRepo: 'UnsupportedRepo',
+  /** The requested base ref or commit does not exist in the repository. */
+  baseRevisionNotFound: 'BaseRevisionNotFound',
+  /** The sandbox container is of another generation than the turn expects. */
+  sandboxGenerationMismatch: 'SandboxGenerationMismatch',
+  /** The sandbox container (or its group record) no longer exists. */
+  sandboxMissing: 'SandboxMissing',
+  /** The host runner has no object store configured. */
+  objectStoreMissing: 'ObjectStoreMissing',
+  /** The chat's job row is gone. */
+  jobMissing: 'JobMissing',
+  /** Every execution slot is taken (retryable: admission waits). */
+  noFreeSlot: 'NoFreeSlot',
+  /** The agent failed the turn (message written for the owner). */
+  turnFailed: 'TurnFailed',
+  /** The turn reached its time limit. */
+  turnTimeLimit: 'TurnTimeLimit',
+  /** The attempt was superseded or fenced off. */
+  attemptNotCurrent: 'AttemptNotCurrent',
+  /** The host runner is not configured to run turns. */
+  turnsNotConfigured: 'TurnsNotConfigured',
+  /** The turn's model is no longer available to its owner. */
+  modelUnavailable: 'ModelUnavailable',
+  /** Inference grants are not configured on this deployment. */
+  grantsNotConfigured: 'GrantsNotConfigured',
+  /** The turn's inference grant could not be issued. */
+  grantUnavailable: 'GrantUnavailable',
+  /** The control plane did not answer the host runner. */
+  controlPlaneUnavailable: 'ControlPlaneUnavailable',
+} as const;
+
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+/** Failures of sandbox preparation that retrying cannot fix (the host activities' permanent errors). */
+export const PERMANENT_SANDBOX_FAILURES: readonly FailureType[] = [
+  FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound,
+  FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing,
+];

@@ -1,0 +1,12 @@
+/**
+ * Custom search attributes (all Keyword) operators filter on in the Temporal UI; registered on the
+ * server by the dev bootstrap and the test environment. `@temporalio/common` is the SDK's pure
+ * shared package (the workflow runtime imports it too), so workflows may import this module.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const searchAttributes = {
+  owner: defineSearchAttributeKey('AgentOwner', SearchAttributeType.KEYWORD),
+  host: defineSearchAttributeKey('AgentHost', SearchAttributeType.KEYWORD),
+  state: defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD),
+} as const;
