@@ -5,12 +5,11 @@
  * queued in PostgreSQL and the control worker's reconciler delivers it later: nothing is lost.
  */
 import { z } from 'zod';
-import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
-import { appendEvents } from '../events/event-store';
 import { newId, type JobRow } from './job-store';
 import { titleFromPrompt, cutToChars } from './titles';
+import { cancelTurn as cancelTurnTransition, queueTurn, type QueuedTurn } from './turn-transitions';
 
 export const PROMPT_MAX_CHARS = 32_000;
 
@@ -51,21 +50,7 @@ export const addTurnSchema = z.object({ prompt }).strict();
 
 export type CreateJobBody = z.infer<typeof createJobSchema>;
 
-export interface QueuedTurn {
-  turn_id: string;
-  seq: number;
-  state: 'queued';
-}
-
-async function insertTurn(trx: Knex.Transaction, jobId: string, seq: number, text: string): Promise<QueuedTurn> {
-  const turnId = newId('turn');
-  await trx('agent_turns').insert({ turn_id: turnId, job_id: jobId, seq, prompt: text, state: 'queued' });
-  await appendEvents(trx, jobId, [{
-    turnSeq: seq, attemptId: null, seq: 0, eventType: 'turn_queued', payload: { turn_id: turnId, prompt: text },
-    dedupeKey: `control:${jobId}:${seq}:-:turn_queued`,
-  }]);
-  return { turn_id: turnId, seq, state: 'queued' };
-}
+export type { QueuedTurn };
 
 /** Creates a job and its first turn. */
 export async function createJob(db: Db, input: { ownerId: number; body: CreateJobBody; defaultDriver: 'builtin' | 'cli' }): Promise<{ job: JobRow; turn: QueuedTurn }> {
@@ -85,7 +70,7 @@ export async function createJob(db: Db, input: { ownerId: number; body: CreateJo
       env: JSON.stringify(body.env ?? {}),
       driver: body.driver ?? input.defaultDriver,
     }).returning<JobRow[]>('*');
-    const turn = await insertTurn(trx, jobId, 1, body.prompt);
+    const turn = await queueTurn(trx, { jobId, seq: 1, prompt: body.prompt });
     return { job: job!, turn };
   });
 }
@@ -95,7 +80,7 @@ export async function addTurn(db: Db, job: JobRow, text: string): Promise<Queued
   return db.transaction(async (trx) => {
     await trx('agent_jobs').where({ job_id: job.job_id }).forUpdate().first('job_id');
     const last = await trx('agent_turns').where({ job_id: job.job_id }).max<{ max: number | null }>('seq as max').first();
-    const turn = await insertTurn(trx, job.job_id, (last?.max ?? 0) + 1, text);
+    const turn = await queueTurn(trx, { jobId: job.job_id, seq: (last?.max ?? 0) + 1, prompt: text });
     await trx('agent_jobs').where({ job_id: job.job_id }).update({ updated_at: trx.fn.now() });
     return turn;
   });
@@ -115,24 +100,11 @@ export interface CancelOutcome {
  * it. A finished turn answers 409.
  */
 export async function cancelTurn(db: Db, job: JobRow, seq: number): Promise<CancelOutcome> {
-  return db.transaction(async (trx) => {
-    // Same lock order as admission (job row, then turn row): a cancel and a claim serialize.
-    await trx('agent_jobs').where({ job_id: job.job_id }).forUpdate().first('job_id');
-    const turn = await trx('agent_turns').where({ job_id: job.job_id, seq }).forUpdate()
-      .first<{ turn_id: string; state: string; attempt_id: string | null } | undefined>('turn_id', 'state', 'attempt_id');
-    if (!turn) throw new AppError('not_found', `Turn ${seq} not found`);
-    if (turn.state === 'queued') {
-      await trx('agent_turns').where({ turn_id: turn.turn_id }).update({ state: 'cancelled', cancel_requested_at: trx.fn.now(), finished_at: trx.fn.now() });
-      await appendEvents(trx, job.job_id, [{
-        turnSeq: seq, attemptId: null, seq: 0, eventType: 'turn_cancelled', payload: { turn_id: turn.turn_id, reason: 'cancelled by the owner before it started' },
-        dedupeKey: `control:${job.job_id}:${seq}:-:turn_cancelled`,
-      }]);
-      return { turn_id: turn.turn_id, seq, state: 'cancelled', cancel_requested: true };
-    }
-    if (turn.state === 'running') {
-      await trx('agent_turns').where({ turn_id: turn.turn_id }).update({ cancel_requested_at: trx.fn.now() });
-      return { turn_id: turn.turn_id, seq, state: 'running', cancel_requested: true };
-    }
-    throw new AppError('conflict', `Turn ${seq} is already ${turn.state}`);
-  });
+  const result = await db.transaction((trx) => cancelTurnTransition(trx, { jobId: job.job_id, seq }));
+  switch (result.kind) {
+    case 'cancelled': return { turn_id: result.turn_id, seq, state: 'cancelled', cancel_requested: true };
+    case 'cancel_requested': return { turn_id: result.turn_id, seq, state: 'running', cancel_requested: true };
+    case 'not_found': throw new AppError('not_found', `Turn ${seq} not found`);
+    case 'finished': throw new AppError('conflict', `Turn ${seq} is already ${result.state}`);
+  }
 }

@@ -1,0 +1,86 @@
+/**
+ * Admission of a chat's next turn (spec 3.3, 3.5): in one transaction, claim the turn (job row,
+ * then turn row locked), place it on a host with a free slot (host rows locked), make sure the
+ * chat has its sandbox group there, and start its attempt. Nothing is written unless the turn is
+ * admitted: a turn that must wait, was cancelled meanwhile or is not next leaves every row as it was.
+ */
+import type { Knex } from 'knex';
+import type { Db } from '../../lib/db';
+import { placeTurn, type PlacementWait } from '../hosts/placement';
+import { newId } from './job-store';
+import { claimNextTurn, startAttempt, type ClaimedJob, type TurnState } from './turn-transitions';
+
+/** The first member of a group runs as this UID; later members (forks) take the next free one. */
+export const FIRST_MEMBER_UID = 10001;
+
+export type AdmittedTurn = {
+  kind: 'admitted';
+  seq: number;
+  turnId: string;
+  attemptId: string;
+  hostId: string;
+  groupId: string;
+  generation: number;
+  uid: number;
+  repo: string | null;
+  baseRef: string | null;
+  baseSha: string | null;
+};
+
+export type Admission =
+  | AdmittedTurn
+  /** The turn is no longer queued (cancelled meanwhile) or not the chat's next: nothing to run. */
+  | { kind: 'skipped'; state: TurnState | 'not_next' }
+  /** No slot now: try again later. */
+  | { kind: 'wait'; reason: PlacementWait }
+  | { kind: 'job_missing' }
+  /** The chat's sandbox group record is gone: it cannot run here again. */
+  | { kind: 'sandbox_missing'; message: string };
+
+export interface AdmissionLimits {
+  /** A host whose last heartbeat is older than this is offline (`AGENT_HOST_STALE_SECONDS`). */
+  staleSeconds: number;
+  /** `AGENT_HOST_SLOTS`. */
+  defaultSlots: number;
+}
+
+type Group = { groupId: string; generation: number; uid: number };
+
+/** The chat's sandbox group on `hostId`, created (generation 1, first member) for a chat not yet placed. */
+async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: string): Promise<Group | { missing: string }> {
+  if (job.group_id) {
+    const group = await trx('agent_sandboxes').where({ group_id: job.group_id }).first<{ generation: number }>('generation');
+    const member = await trx('agent_sandbox_members').where({ job_id: job.job_id }).first<{ uid: number }>('uid');
+    if (!group || !member) return { missing: `sandbox group ${job.group_id} of ${job.job_id} is missing` };
+    return { groupId: job.group_id, generation: group.generation, uid: member.uid };
+  }
+  const groupId = newId('grp');
+  await trx('agent_sandboxes').insert({ group_id: groupId, host_id: hostId, container_name: `sbx-${groupId}`, generation: 1, state: 'starting' });
+  await trx('agent_sandbox_members').insert({ job_id: job.job_id, group_id: groupId, uid: FIRST_MEMBER_UID });
+  await trx('agent_jobs').where({ job_id: job.job_id }).update({ group_id: groupId, host_id: hostId, updated_at: trx.fn.now() });
+  return { groupId, generation: 1, uid: FIRST_MEMBER_UID };
+}
+
+/** Admits turn `seq` of chat `jobId` when it is next, queued and a slot is free. */
+export async function admitTurn(db: Db, input: { jobId: string; seq: number }, limits: AdmissionLimits): Promise<Admission> {
+  return db.transaction(async (trx) => {
+    const claim = await claimNextTurn(trx, input);
+    if (claim.kind !== 'claimable') return claim;
+    const { job, turn } = claim;
+    const placed = await placeTurn(trx, { jobHostId: job.host_id, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots });
+    if ('wait' in placed) return { kind: 'wait' as const, reason: placed.wait };
+    const group = await ensureGroup(trx, job, placed.hostId);
+    if ('missing' in group) return { kind: 'sandbox_missing' as const, message: group.missing };
+    const attemptId = newId('att');
+    // The turn row is locked by the claim, so it is still queued here.
+    if (!(await startAttempt(trx, { jobId: input.jobId, turnId: turn.turn_id, seq: turn.seq, attemptId, hostId: placed.hostId, generation: group.generation }))) {
+      throw new Error(`turn ${turn.turn_id} left queued under its row lock`);
+    }
+    await trx('agent_sandboxes').where({ group_id: group.groupId }).update({ last_activity_at: trx.fn.now() });
+    return {
+      kind: 'admitted' as const, seq: turn.seq, turnId: turn.turn_id, attemptId, hostId: placed.hostId,
+      groupId: group.groupId, generation: group.generation, uid: group.uid,
+      repo: job.repo, baseRef: job.base_ref, baseSha: job.base_sha,
+    };
+  });
+}
