@@ -4,6 +4,8 @@
  * modules in `workflows/definitions/`, and a workflow's function type with `import type`. A runtime
  * import would pull workflow code (and its determinism rules) into the API, activities or workers.
  * Every source file of the project is parsed; the check itself is proven on forbidden samples.
+ * The definitions modules themselves stay pure: they import only the SDK's pure packages and each
+ * other, so workflows may import them under the determinism fence and callers at no cost.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -56,6 +58,9 @@ function runtimeWorkflowImports(file: string, source: string): string[] {
   return found;
 }
 
+/** Modules a definitions module may import besides other definitions modules. */
+const DEFINITIONS_MAY_IMPORT = ['@temporalio/workflow', '@temporalio/common'];
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -94,5 +99,19 @@ describe('workflow implementations are imported for types only outside workflows
       }
     }
     assert.deepEqual(offenders, [], 'import names from workflows/definitions/ and function types with `import type`');
+  });
+
+  it('definitions modules import only @temporalio/workflow, @temporalio/common and each other', () => {
+    const offenders: string[] = [];
+    for (const path of sourceFiles(join(ROOT, 'workflows/definitions'))) {
+      const sf = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+      for (const statement of sf.statements) {
+        if (!(ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) || !statement.moduleSpecifier) continue;
+        const specifier = (statement.moduleSpecifier as ts.StringLiteral).text;
+        const sibling = /^\.\/[a-z0-9-]+$/.test(specifier);
+        if (!sibling && !DEFINITIONS_MAY_IMPORT.includes(specifier)) offenders.push(`${relative(ROOT, path)} imports ${specifier}`);
+      }
+    }
+    assert.deepEqual(offenders, []);
   });
 });

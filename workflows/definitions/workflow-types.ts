@@ -1,0 +1,16 @@
+/**
+ * Every workflow type the control worker registers, for code that must name them all without
+ * loading workflow code (replay tests, operator tooling). test/unit/workflow-types.test.ts proves
+ * this list is exactly the exports of `workflows/index.ts`.
+ */
+import { CHAT_WORKFLOW_TYPE } from './chat';
+import { GRANT_WORKFLOW_TYPE } from './grant';
+import { HOST_SELF_CHECK_WORKFLOW_TYPE } from './host-self-check';
+import { TITLE_WORKFLOW_TYPE } from './title';
+import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE } from './workspace-archive';
+
+export const WORKFLOW_TYPES = [
+  CHAT_WORKFLOW_TYPE, GRANT_WORKFLOW_TYPE, HOST_SELF_CHECK_WORKFLOW_TYPE, TITLE_WORKFLOW_TYPE, WORKSPACE_ARCHIVE_WORKFLOW_TYPE,
+] as const;
+
+export type WorkflowType = (typeof WORKFLOW_TYPES)[number];
