@@ -13,10 +13,21 @@ export const TEMPORAL_CLI = join(__dirname, '../../.tools/temporal/bin/temporal'
 
 let envPromise: Promise<TestWorkflowEnvironment> | undefined;
 let bundlePromise: Promise<WorkflowBundleWithSourceMap> | undefined;
+let runtimeInstalled = false;
+
+/**
+ * Installs the SDK runtime of the test run (core logs at ERROR only), once: a replay worker
+ * would otherwise instantiate the default runtime and a later `install` would throw.
+ */
+export function installTestRuntime(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  runtimeInstalled = true;
+}
 
 /** The run's Temporal environment (created on first use, torn down by the root hook). */
 export function temporalEnv(): Promise<TestWorkflowEnvironment> {
-  if (!envPromise) Runtime.install({ logger: new DefaultLogger('ERROR') });
+  installTestRuntime();
   envPromise ??= process.env.TEMPORAL_ADDRESS
     ? TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS })
     : TestWorkflowEnvironment.createLocal({
