@@ -1,0 +1,235 @@
+/**
+ * The runs whose histories are recorded for replay (docs/workflow-replay.md). Each case drives
+ * its workflow to the end through the project's own entry points over the agent test stack
+ * (PostgreSQL, the Temporal dev server, Docker, the gateway with a fake LLM upstream, the API
+ * with its Update-with-Start delivery), checks that the run is the case it is named for, and
+ * returns the history fetched from Temporal. A case that did not happen as named throws, so a
+ * recording never silently stores a different path through the workflow.
+ */
+import { Worker } from '@temporalio/worker';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { History } from './workflow-histories';
+import { createHostActivities } from '../../activities/host-activities';
+import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
+import { grantWorkflow, releaseGrantSignal, type GrantWorkflowResult } from '../../workflows/grant';
+import { hostSelfCheck } from '../../workflows/host-self-check';
+import { chatWorkflowId, grantWorkflowId, hostTaskQueue, titleWorkflowId, workspaceArchiveWorkflowId } from '../../workflows/names';
+import { workspaceArchive } from '../../workflows/workspace-archive';
+import { AGENT_MODEL, DISPATCH_TOKEN, ownerCall, type AgentStack } from './agent-stack';
+import { insertResidency } from './agent-grants';
+import { docker } from './docker';
+import { waitFor } from './wait';
+
+export interface RecordedRun {
+  /** File name without `.json`: `<workflow>-<case>`. */
+  name: string;
+  history: History;
+}
+
+/** Settings of the stack the cases need: short idle and renew periods, continue-as-new after 3 turns, titles on. */
+export const RECORDING_ENV: Record<string, string> = {
+  AGENT_CHAT_IDLE_SECONDS: '2',
+  AGENT_CHAT_TURNS_PER_RUN: '3',
+  AGENT_GRANT_RENEW_SECONDS: '2',
+  AGENT_TITLE_GENERATION_ENABLED: 'true',
+};
+const TURNS_PER_RUN = 3;
+
+function check(condition: boolean, what: string): void {
+  if (!condition) throw new Error(`recording went off its case: ${what}`);
+}
+
+/** Activity types the history scheduled, in order. */
+function activities(history: History): string[] {
+  return (history.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+}
+const count = (items: string[], item: string) => items.filter((i) => i === item).length;
+const lastEventHas = (history: History, attribute: 'workflowExecutionCompletedEventAttributes' | 'workflowExecutionContinuedAsNewEventAttributes' | 'workflowExecutionFailedEventAttributes') =>
+  Boolean(history.events?.at(-1)?.[attribute]);
+
+/** A chat with an owner-given title (its title workflow skips without calling the model). */
+async function createChat(stack: AgentStack, prompt: string, title: string | undefined): Promise<string> {
+  const res = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt, model: AGENT_MODEL, repo: null, ...(title ? { title } : {}) });
+  if (res.status !== 201) throw new Error(`job creation answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { job_id: string }).job_id;
+}
+
+async function addTurn(stack: AgentStack, jobId: string, prompt: string): Promise<void> {
+  const res = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns`, { prompt });
+  if (res.status !== 201) throw new Error(`adding a turn answered ${res.status}: ${await res.text()}`);
+}
+
+async function cancelTurn(stack: AgentStack, jobId: string, seq: number): Promise<void> {
+  const res = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns/${seq}/cancel`);
+  if (res.status !== 200) throw new Error(`cancelling turn ${seq} answered ${res.status}: ${await res.text()}`);
+}
+
+async function turnStates(stack: AgentStack, jobId: string): Promise<string[]> {
+  const rows = await stack.t.db('agent_turns').where({ job_id: jobId }).orderBy('seq').select<Array<{ state: string }>>('state');
+  return rows.map((r) => r.state);
+}
+
+/** Waits for the chat workflow to end (idle after its last turn, following continue-as-new); returns the last run's history. */
+async function finishedChat(stack: AgentStack, jobId: string): Promise<History> {
+  const handle = stack.env.client.workflow.getHandle(chatWorkflowId(jobId));
+  await handle.result();
+  return handle.fetchHistory();
+}
+
+async function chatOneTurn(stack: AgentStack): Promise<RecordedRun[]> {
+  const jobId = await createChat(stack, 'List the files', 'One turn');
+  const history = await finishedChat(stack, jobId);
+  check(JSON.stringify(await turnStates(stack, jobId)) === '["completed"]', 'one completed turn');
+  check(count(activities(history), 'runAgentTurn') === 1 && lastEventHas(history, 'workflowExecutionCompletedEventAttributes'), 'one turn, then idle end');
+  return [{ name: 'chat-one-turn', history }];
+}
+
+async function chatTwoTurns(stack: AgentStack): Promise<RecordedRun[]> {
+  const jobId = await createChat(stack, 'Write notes.txt', 'Two turns');
+  await addTurn(stack, jobId, 'Read notes.txt back');
+  const history = await finishedChat(stack, jobId);
+  check(JSON.stringify(await turnStates(stack, jobId)) === '["completed","completed"]', 'two completed turns');
+  check(count(activities(history), 'runAgentTurn') === 2 && lastEventHas(history, 'workflowExecutionCompletedEventAttributes'), 'both turns in one run');
+  return [{ name: 'chat-two-turns', history }];
+}
+
+async function chatCancelQueuedTurn(stack: AgentStack): Promise<RecordedRun[]> {
+  stack.upstream.enqueue(
+    { kind: 'tool_call', name: 'bash', arguments: { command: 'sleep 2; echo slept' } },
+    { kind: 'json', content: 'turn one done' },
+    { kind: 'json', content: 'turn three done' },
+  );
+  const jobId = await createChat(stack, 'Sleep a little', 'Cancel a queued turn');
+  await addTurn(stack, jobId, 'This one will be cancelled');
+  await addTurn(stack, jobId, 'Then this');
+  await cancelTurn(stack, jobId, 2);
+  const history = await finishedChat(stack, jobId);
+  check(JSON.stringify(await turnStates(stack, jobId)) === '["completed","cancelled","completed"]', 'turn 2 cancelled while queued');
+  check(count(activities(history), 'admitTurn') === 2, 'the cancelled turn was never admitted');
+  return [{ name: 'chat-cancel-queued-turn', history }];
+}
+
+async function chatCancelRunningTurn(stack: AgentStack): Promise<RecordedRun[]> {
+  stack.upstream.enqueue({ kind: 'tool_call', name: 'bash', arguments: { command: 'sleep 300' } });
+  const jobId = await createChat(stack, 'Run something long', 'Cancel the running turn');
+  await waitFor(async () => (await turnStates(stack, jobId))[0] === 'running', 'turn 1 running', 60_000);
+  await waitFor(() => stack.upstream.requests.some((r) => JSON.stringify(r.body).includes('Run something long')), 'the model was asked', 60_000);
+  await cancelTurn(stack, jobId, 1);
+  const history = await finishedChat(stack, jobId);
+  check(JSON.stringify(await turnStates(stack, jobId)) === '["cancelled"]', 'the running turn cancelled');
+  check((history.events ?? []).some((e) => e.activityTaskCancelRequestedEventAttributes), 'the host activity was cancelled');
+  return [{ name: 'chat-cancel-running-turn', history }];
+}
+
+/** One more turn than a run takes: the first run continues as new, the second runs the last turn. */
+async function chatContinueAsNew(stack: AgentStack): Promise<RecordedRun[]> {
+  const jobId = await createChat(stack, 'Turn 1', 'Continue as new');
+  for (let seq = 2; seq <= TURNS_PER_RUN + 1; seq += 1) await addTurn(stack, jobId, `Turn ${seq}`);
+  const continued = await finishedChat(stack, jobId);
+  const firstRunId = continued.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+  check(Boolean(firstRunId), 'the last run continues an earlier one');
+  const first = await stack.env.client.workflow.getHandle(chatWorkflowId(jobId), firstRunId ?? undefined).fetchHistory();
+  check(JSON.stringify(await turnStates(stack, jobId)) === JSON.stringify(Array(TURNS_PER_RUN + 1).fill('completed')), 'every turn completed');
+  check(count(activities(first), 'runAgentTurn') === TURNS_PER_RUN && lastEventHas(first, 'workflowExecutionContinuedAsNewEventAttributes'), 'the first run continued as new after its turns');
+  check(count(activities(continued), 'runAgentTurn') === 1 && lastEventHas(continued, 'workflowExecutionCompletedEventAttributes'), 'the second run ran the last turn');
+  return [{ name: 'chat-continue-as-new', history: first }, { name: 'chat-continued-run', history: continued }];
+}
+
+/** A chat titled from its prompt: its title workflow generates the title with the model. */
+async function titleGenerated(stack: AgentStack): Promise<RecordedRun[]> {
+  stack.upstream.setDefault({ kind: 'json', content: 'Fix the flaky login test' });
+  try {
+    const jobId = await createChat(stack, 'please look into the login test, it fails sometimes', undefined);
+    const handle = await waitFor(async () => {
+      const h = stack.env.client.workflow.getHandle(titleWorkflowId(jobId));
+      return (await h.describe().then(() => true, () => false)) ? h : undefined;
+    }, 'the title workflow', 30_000);
+    const outcome = (await handle.result()) as { kind: string };
+    check(outcome.kind === 'generated', `title generated (got ${JSON.stringify(outcome)})`);
+    await finishedChat(stack, jobId);
+    return [{ name: 'title-generated', history: await handle.fetchHistory() }];
+  } finally {
+    stack.upstream.setDefault(undefined);
+  }
+}
+
+/** A turn grant issued at the gateway, renewed by the workflow, then revoked on `release`; and one whose host goes stale. */
+async function grants(stack: AgentStack): Promise<RecordedRun[]> {
+  const client = new GatewayGrantClient({ gatewayUrl: stack.gateway.url, dispatchToken: DISPATCH_TOKEN });
+  const owner = await stack.t.db('users').whereRaw('lower(email) like ?', ['owner-%']).first<{ id: string }>('id');
+  const run = async (hostId: string, end: (handle: WorkflowHandle<typeof grantWorkflow>) => Promise<void>, expected: GrantWorkflowResult): Promise<History> => {
+    const r = await insertResidency(stack.t.db, { ownerId: Number(owner.id), model: AGENT_MODEL, hostId });
+    const grant = await client.issue({ userId: Number(owner.id), model: AGENT_MODEL, kind: 'turn', jobId: r.jobId, attemptId: r.attemptId, hostId, groupId: r.groupId, generation: r.generation, ttlSeconds: 30 });
+    const handle = await stack.env.client.workflow.start(grantWorkflow, {
+      taskQueue: stack.controlQueue, workflowId: grantWorkflowId(grant.grantId),
+      args: [{ grantId: grant.grantId, attemptId: r.attemptId, hostId, groupId: r.groupId, generation: r.generation, renewEverySeconds: 1 }],
+    });
+    await waitFor(async () => (await handle.fetchHistory()).events?.some((e) => e.activityTaskCompletedEventAttributes), 'a renewal', 30_000);
+    await end(handle);
+    const result = await handle.result();
+    check(result === expected, `grant ended ${expected} (got ${result})`);
+    return handle.fetchHistory();
+  };
+  const liveHost = `replay-grant-${stack.hostId}`;
+  const staleHost = `replay-stale-${stack.hostId}`;
+  // These hosts have no runner: stale, placement never picks them for a later chat's turn.
+  const goStale = (hostId: string) => stack.t.db('agent_hosts').where({ host_id: hostId }).update({ last_heartbeat_at: stack.t.db.raw("now() - interval '5 minutes'") });
+  try {
+    const released = await run(liveHost, (handle) => handle.signal(releaseGrantSignal), 'released');
+    const lost = await run(staleHost, async () => {
+      await goStale(staleHost);
+    }, 'residency_lost');
+    check(count(activities(released), 'revokeGrant') === 1, 'the released grant was revoked');
+    return [{ name: 'grant-renew-and-release', history: released }, { name: 'grant-residency-lost', history: lost }];
+  } finally {
+    await goStale(liveHost);
+    await goStale(staleHost);
+  }
+}
+
+/** Archives the retained sandbox of a finished chat: within the limit (stored), and above it (too_large). */
+async function workspaceArchives(stack: AgentStack): Promise<RecordedRun[]> {
+  const jobId = await createChat(stack, 'Make a workspace', 'Workspace archive');
+  await finishedChat(stack, jobId);
+  const sandbox = await stack.t.db('agent_jobs as j').join('agent_sandboxes as s', 's.group_id', 'j.group_id')
+    .where({ 'j.job_id': jobId }).first<{ host_id: string; container_name: string }>('s.host_id', 's.container_name');
+  const archive = async (requestId: string, maxBytes: number) => {
+    const workflowId = workspaceArchiveWorkflowId(jobId, requestId);
+    const result = await stack.env.client.workflow.execute(workspaceArchive, {
+      taskQueue: stack.controlQueue, workflowId,
+      args: [{ jobId, hostId: sandbox.host_id, containerName: sandbox.container_name, key: `workspace-archives/${jobId}/${requestId}.tar.gz`, maxBytes }],
+    });
+    return { status: result.status, history: await stack.env.client.workflow.getHandle(workflowId).fetchHistory() };
+  };
+  const stored = await archive('replay-stored', 64 * 1024 * 1024);
+  const tooLarge = await archive('replay-too-large', 1);
+  check(stored.status === 'stored' && tooLarge.status === 'too_large', `archives stored and too_large (got ${stored.status}, ${tooLarge.status})`);
+  return [{ name: 'workspace-archive-stored', history: stored.history }, { name: 'workspace-archive-too-large', history: tooLarge.history }];
+}
+
+/** The self-check on the stack's host, and on a host whose sandbox image is missing (fails, not retried). */
+async function hostSelfChecks(stack: AgentStack): Promise<RecordedRun[]> {
+  const okId = `host-self-check:${stack.hostId}`;
+  const ok = await stack.env.client.workflow.execute(hostSelfCheck, { taskQueue: stack.controlQueue, workflowId: okId, args: [{ hostId: stack.hostId }] });
+  check(ok.ok, `self-check ok (stderr: ${ok.stderr})`);
+
+  const brokenHost = `replay-no-image-${stack.hostId}`;
+  const brokenId = `host-self-check:${brokenHost}`;
+  const worker = await Worker.create({
+    connection: stack.env.nativeConnection, namespace: stack.env.namespace ?? 'default', taskQueue: hostTaskQueue(brokenHost),
+    activities: createHostActivities({ docker: docker(), hostId: brokenHost, image: 'agent-sandbox:does-not-exist' }),
+  });
+  const failure = await worker.runUntil(stack.env.client.workflow.execute(hostSelfCheck, { taskQueue: stack.controlQueue, workflowId: brokenId, args: [{ hostId: brokenHost }] })
+    .then(() => undefined, (err: unknown) => err));
+  check(failure instanceof WorkflowFailedError, 'the self-check without an image failed');
+  return [
+    { name: 'host-self-check-ok', history: await stack.env.client.workflow.getHandle(okId).fetchHistory() },
+    { name: 'host-self-check-image-missing', history: await stack.env.client.workflow.getHandle(brokenId).fetchHistory() },
+  ];
+}
+
+/** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
+export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
+  chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
+  titleGenerated, workspaceArchives, hostSelfChecks, grants,
+];

@@ -1,0 +1,43 @@
+/**
+ * `npm run record:histories`: runs every case of history-cases.ts to completion on the real
+ * stack (PostgreSQL, Temporal dev server, Docker, gateway + fake upstream, API, in-process
+ * control worker and host runner), then replaces `test/fixtures/workflow-histories/*.json`
+ * with their histories. The only writer of that folder (docs/workflow-replay.md). Uses the
+ * Temporal server at `TEMPORAL_ADDRESS` when set (the dev stack's 127.0.0.1:7233), otherwise
+ * starts a local dev server as the tests do. Nothing is written unless every case succeeded.
+ */
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { startAgentStack } from './agent-stack';
+import { removeContainers } from './docker';
+import { HISTORY_CASES, RECORDING_ENV, type RecordedRun } from './history-cases';
+import { teardownTemporal } from './temporal';
+import { HISTORY_DIR, historyFileText, workflowTypeOf } from './workflow-histories';
+
+async function main(): Promise<void> {
+  const stack = await startAgentStack({ env: RECORDING_ENV });
+  const runs: RecordedRun[] = [];
+  try {
+    stack.upstream.setDefault(undefined);
+    for (const record of HISTORY_CASES) {
+      const recorded = await record(stack);
+      for (const run of recorded) console.log(`recorded ${run.name} (${workflowTypeOf(run.history)}, ${run.history.events?.length ?? 0} events)`);
+      runs.push(...recorded);
+    }
+  } finally {
+    await stack.close();
+    await teardownTemporal();
+    await removeContainers().catch(() => 0);
+  }
+  const names = runs.map((r) => r.name);
+  if (new Set(names).size !== names.length) throw new Error(`two cases share a name: ${names.join(', ')}`);
+  mkdirSync(HISTORY_DIR, { recursive: true });
+  for (const file of readdirSync(HISTORY_DIR).filter((f) => f.endsWith('.json'))) rmSync(join(HISTORY_DIR, file));
+  for (const run of runs) writeFileSync(join(HISTORY_DIR, `${run.name}.json`), historyFileText(run.history));
+  console.log(`wrote ${runs.length} histories to ${relative(process.cwd(), HISTORY_DIR)}`);
+}
+
+main().then(() => process.exit(0), (err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
