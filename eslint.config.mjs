@@ -11,6 +11,26 @@ const ioModules = [
   '@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing',
 ];
 
+/**
+ * One `no-restricted-imports` block per layer: `forbid` names top-level folders it may not import
+ * (type-only imports included); with `workflowNames`, workflows/ is reachable only through its
+ * definitions modules (a workflow implementation may still be named by `import type`, to start it
+ * type-checked).
+ */
+function layers(spec) {
+  return Object.entries(spec).map(([files, { forbid, workflowNames, why }]) => {
+    const patterns = [{ regex: `^(\\.\\./)+(${forbid.join('|')})(/|$)`, message: `Layering: ${why} (docs/architecture.md).` }];
+    if (workflowNames) {
+      patterns.push({
+        regex: '^(\\.\\./)+workflows(/(?!definitions(/|$)).*)?$',
+        message: 'Layering: take workflow names from workflows/definitions/*; a workflow implementation only as `import type` (docs/architecture.md).',
+        allowTypeImports: true,
+      });
+    }
+    return { files: [files], rules: { 'no-restricted-imports': ['error', { patterns }] } };
+  });
+}
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.data/**', '.tools/**', 'eslint.config.mjs'] },
   js.configs.recommended,
@@ -36,7 +56,7 @@ export default tseslint.config(
           name, message: 'Workflows must be deterministic: do I/O in an activity.', allowTypeImports: true,
         })),
         patterns: [
-          { group: ['**/lib/*', '**/gateway/**', '**/api/**', '**/workers/**'], message: 'Workflows may not import I/O code.', allowTypeImports: true },
+          { group: ['**/lib/*', '**/gateway/**', '**/api/**', '**/agent/**', '**/workers/**'], message: 'Workflows may not import I/O code.', allowTypeImports: true },
           { group: ['**/activities', '**/activities/**'], message: 'Import activity types only (import type).', allowTypeImports: true },
         ],
       }],
@@ -47,27 +67,16 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // Shared code stays below the processes: lib/ (identity included) imports nothing above it.
-    files: ['lib/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [{
-          group: ['**/gateway/**', '**/api/**', '**/agent/**', '**/activities/**', '**/workers/**', '**/workflows/**'],
-          message: 'lib/ is shared by every process: move what it needs into lib/ instead.',
-        }],
-      }],
-    },
-  },
-  {
-    // The control plane shares identity through lib/identity, never by importing the gateway.
-    files: ['api/**/*.ts', 'agent/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [{ group: ['**/gateway/**'], message: 'Import shared code from lib/ (identity: lib/identity), not from gateway/.' }],
-      }],
-    },
-  },
+  // Layering (docs/architecture.md): each folder imports only along the allowed arrows. One
+  // no-restricted-imports block per folder (a later block for the same files would replace it).
+  ...layers({
+    'lib/**/*.ts': { forbid: ['gateway', 'agent', 'api', 'activities', 'workflows', 'workers', 'ops', 'migrations', 'bench', 'test'], why: 'lib/ is shared by every process and imports nothing above it: move what it needs into lib/' },
+    'migrations/**/*.ts': { forbid: ['gateway', 'agent', 'api', 'activities', 'workflows', 'workers', 'ops', 'bench', 'test'], why: 'migrations/ depends on lib/ only' },
+    'gateway/**/*.ts': { forbid: ['agent', 'api', 'activities', 'workflows', 'workers', 'ops', 'migrations', 'bench', 'test'], why: 'the gateway depends on lib/ only (shared identity: lib/identity; contracts: lib/contracts)' },
+    'agent/**/*.ts': { forbid: ['gateway', 'api', 'activities', 'workers', 'ops', 'bench', 'test'], workflowNames: true, why: 'the agent domain depends on lib/ and workflow definitions only' },
+    'api/**/*.ts': { forbid: ['gateway', 'activities', 'workers', 'ops', 'bench', 'test'], workflowNames: true, why: 'api/ is HTTP over the agent domain: import agent/, lib/ and workflow definitions' },
+    'activities/**/*.ts': { forbid: ['gateway', 'api', 'workers', 'ops', 'bench', 'test'], workflowNames: true, why: 'activities are adapters over the agent domain: import agent/, lib/ and workflow definitions' },
+  }),
   {
     // Test files and dev scripts may print.
     files: ['test/**/*.ts', 'ops/**/*.ts', 'bench/**/*.ts'],
