@@ -11,10 +11,15 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { History } from './workflow-histories';
 import { createHostActivities } from '../../activities/host-activities';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
-import { grantWorkflow, releaseGrantSignal, type GrantWorkflowResult } from '../../workflows/grant';
-import { hostSelfCheck } from '../../workflows/host-self-check';
-import { chatWorkflowId, grantWorkflowId, hostTaskQueue, titleWorkflowId, workspaceArchiveWorkflowId } from '../../workflows/names';
-import { workspaceArchive } from '../../workflows/workspace-archive';
+import { chatWorkflowId } from '../../workflows/definitions/chat';
+import { GRANT_WORKFLOW_TYPE, grantWorkflowId, releaseGrantSignal, type GrantWorkflowResult } from '../../workflows/definitions/grant';
+import { HOST_SELF_CHECK_WORKFLOW_TYPE } from '../../workflows/definitions/host-self-check';
+import { hostTaskQueue } from '../../workflows/definitions/task-queues';
+import { titleWorkflowId } from '../../workflows/definitions/title';
+import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE, workspaceArchiveWorkflowId } from '../../workflows/definitions/workspace-archive';
+import type { grantWorkflow } from '../../workflows/grant';
+import type { hostSelfCheck } from '../../workflows/host-self-check';
+import type { workspaceArchive } from '../../workflows/workspace-archive';
 import { AGENT_MODEL, DISPATCH_TOKEN, ownerCall, type AgentStack } from './agent-stack';
 import { insertResidency } from './agent-grants';
 import { docker } from './docker';
@@ -160,7 +165,7 @@ async function grants(stack: AgentStack): Promise<RecordedRun[]> {
   const run = async (hostId: string, end: (handle: WorkflowHandle<typeof grantWorkflow>) => Promise<void>, expected: GrantWorkflowResult): Promise<History> => {
     const r = await insertResidency(stack.t.db, { ownerId: Number(owner.id), model: AGENT_MODEL, hostId });
     const grant = await client.issue({ userId: Number(owner.id), model: AGENT_MODEL, kind: 'turn', jobId: r.jobId, attemptId: r.attemptId, hostId, groupId: r.groupId, generation: r.generation, ttlSeconds: 30 });
-    const handle = await stack.env.client.workflow.start(grantWorkflow, {
+    const handle = await stack.env.client.workflow.start<typeof grantWorkflow>(GRANT_WORKFLOW_TYPE, {
       taskQueue: stack.controlQueue, workflowId: grantWorkflowId(grant.grantId),
       args: [{ grantId: grant.grantId, attemptId: r.attemptId, hostId, groupId: r.groupId, generation: r.generation, renewEverySeconds: 1 }],
     });
@@ -195,7 +200,7 @@ async function workspaceArchives(stack: AgentStack): Promise<RecordedRun[]> {
     .where({ 'j.job_id': jobId }).first<{ host_id: string; container_name: string }>('s.host_id', 's.container_name');
   const archive = async (requestId: string, maxBytes: number) => {
     const workflowId = workspaceArchiveWorkflowId(jobId, requestId);
-    const result = await stack.env.client.workflow.execute(workspaceArchive, {
+    const result = await stack.env.client.workflow.execute<typeof workspaceArchive>(WORKSPACE_ARCHIVE_WORKFLOW_TYPE, {
       taskQueue: stack.controlQueue, workflowId,
       args: [{ jobId, hostId: sandbox.host_id, containerName: sandbox.container_name, key: `workspace-archives/${jobId}/${requestId}.tar.gz`, maxBytes }],
     });
@@ -210,7 +215,7 @@ async function workspaceArchives(stack: AgentStack): Promise<RecordedRun[]> {
 /** The self-check on the stack's host, and on a host whose sandbox image is missing (fails, not retried). */
 async function hostSelfChecks(stack: AgentStack): Promise<RecordedRun[]> {
   const okId = `host-self-check:${stack.hostId}`;
-  const ok = await stack.env.client.workflow.execute(hostSelfCheck, { taskQueue: stack.controlQueue, workflowId: okId, args: [{ hostId: stack.hostId }] });
+  const ok = await stack.env.client.workflow.execute<typeof hostSelfCheck>(HOST_SELF_CHECK_WORKFLOW_TYPE, { taskQueue: stack.controlQueue, workflowId: okId, args: [{ hostId: stack.hostId }] });
   check(ok.ok, `self-check ok (stderr: ${ok.stderr})`);
 
   const brokenHost = `replay-no-image-${stack.hostId}`;
@@ -219,7 +224,7 @@ async function hostSelfChecks(stack: AgentStack): Promise<RecordedRun[]> {
     connection: stack.env.nativeConnection, namespace: stack.env.namespace ?? 'default', taskQueue: hostTaskQueue(brokenHost),
     activities: createHostActivities({ docker: docker(), hostId: brokenHost, image: 'agent-sandbox:does-not-exist' }),
   });
-  const failure = await worker.runUntil(stack.env.client.workflow.execute(hostSelfCheck, { taskQueue: stack.controlQueue, workflowId: brokenId, args: [{ hostId: brokenHost }] })
+  const failure = await worker.runUntil(stack.env.client.workflow.execute<typeof hostSelfCheck>(HOST_SELF_CHECK_WORKFLOW_TYPE, { taskQueue: stack.controlQueue, workflowId: brokenId, args: [{ hostId: brokenHost }] })
     .then(() => undefined, (err: unknown) => err));
   check(failure instanceof WorkflowFailedError, 'the self-check without an image failed');
   return [
