@@ -11,56 +11,18 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RowTexts } from '../../gateway/request-log/batch';
-import type { LogEntry } from '../../gateway/request-log/entry';
 import { Journal, JOURNAL_FILE } from '../../gateway/request-log/journal';
 import type { ApiLogRow } from '../../gateway/request-log/row';
 import { Spool } from '../../gateway/request-log/spool';
-import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
+import { RequestLogWriter } from '../../gateway/request-log/writer';
 import { captureLogs } from '../support/logs';
+import { entry as makeEntry, FakeSink } from '../support/request-log-fakes';
+import { waitFor } from '../support/wait';
 
-/** Stores rows by `log_id`; can hang (a slow database) or fail (a database down). */
-class FakeSink implements LogSink {
-  readonly stored = new Map<string, ApiLogRow>();
-  mode: 'ok' | 'hang' | 'fail' = 'ok';
-  private hung: Array<() => void> = [];
-  write(batch: RowTexts): Promise<void> {
-    const rows = batch.texts.map((t) => JSON.parse(t) as ApiLogRow);
-    const store = () => {
-      for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
-    };
-    if (this.mode === 'fail') return Promise.reject(new Error('connection refused'));
-    if (this.mode === 'hang') return new Promise((resolve) => this.hung.push(() => { store(); resolve(); }));
-    store();
-    return Promise.resolve();
-  }
-  purge(): Promise<void> {
-    return Promise.resolve();
-  }
-  release(): void {
-    this.mode = 'ok';
-    for (const done of this.hung.splice(0)) done();
-  }
-}
-
-function entry(n: number): LogEntry {
-  return {
-    at: Date.now(), requestId: `j${String(n).padStart(4, '0')}`, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 1,
-    firstTokenMs: undefined, errorCode: undefined, caller: undefined, model: 'm', stream: false, routing: undefined, usage: undefined,
-    pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: 'hi', userAgent: undefined,
-    sessionId: undefined, synthetic: false, rejection: undefined,
-  };
-}
+const entry = (n: number) => makeEntry(n, 'j');
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i += 1) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 describe('request log: journal', () => {
   let dir: string;
@@ -106,7 +68,7 @@ describe('request log: journal', () => {
     w.push(entry(7));
     w.push(entry(8));
     w.push(entry(9));
-    await until(() => sink.stored.size === 10, 'all rows stored');
+    await waitFor(() => sink.stored.size === 10, 'all rows stored');
     const stored = new Map([...sink.stored.values()].map((r) => [r.request_id, r.log_id]));
     for (const row of journaled) assert.equal(stored.get(row.request_id), row.log_id, `${row.request_id} is stored under its journaled log_id`);
   });
@@ -115,8 +77,8 @@ describe('request log: journal', () => {
     const { writer: w } = make({ batchSize: 4 });
     w.start();
     for (let i = 0; i < 8; i += 1) w.push(entry(i));
-    await until(() => sink.stored.size === 8, 'rows stored');
-    await until(() => journalFiles().every((f) => statSync(join(dir, f)).size === 0), 'the journal emptied');
+    await waitFor(() => sink.stored.size === 8, 'rows stored');
+    await waitFor(() => journalFiles().every((f) => statSync(join(dir, f)).size === 0), 'the journal emptied');
     await w.stop();
     writer = undefined;
     assert.deepEqual(journalFiles(), [], 'no journal left after a clean stop');
@@ -127,7 +89,7 @@ describe('request log: journal', () => {
     const { writer: w, spool } = make({ batchSize: 4 });
     w.start();
     for (let i = 0; i < 8; i += 1) w.push(entry(i));
-    await until(() => w.counters.spilled === 8, 'rows spooled');
+    await waitFor(() => w.counters.spilled === 8, 'rows spooled');
     assert.ok(journalFiles().every((f) => statSync(join(dir, f)).size === 0), 'the journal holds nothing the spool holds');
     assert.ok(spool.pending);
   });
@@ -144,8 +106,8 @@ describe('request log: journal', () => {
     assert.equal(journalLines().length, 40);
     sink.release();
     for (let i = 40; i < 50; i += 1) w.push(entry(i));
-    await until(() => sink.stored.size === 50, 'rows stored');
-    await until(() => journalFiles().every((f) => statSync(join(dir, f)).size === 0) && journalFiles().length <= 1, 'settled files deleted');
+    await waitFor(() => sink.stored.size === 50, 'rows stored');
+    await waitFor(() => journalFiles().every((f) => statSync(join(dir, f)).size === 0) && journalFiles().length <= 1, 'settled files deleted');
   });
 
   it('replays the journal of a dead process once, skipping rows it had already stored', async () => {
@@ -154,7 +116,7 @@ describe('request log: journal', () => {
     const { writer: first } = make({ batchSize: 4, flushIntervalMs: 60_000 });
     first.start();
     for (let i = 0; i < 6; i += 1) first.push(entry(i));
-    await until(() => sink.stored.size === 4, 'four rows stored');
+    await waitFor(() => sink.stored.size === 4, 'four rows stored');
     writer = undefined; // never stopped: killed
     const dead = spawnSync(process.execPath, ['-e', '0']).pid;
     const [file] = journalFiles();
@@ -172,7 +134,7 @@ describe('request log: journal', () => {
     await spool.open();
     assert.ok(!existsSync(join(dir, deadFile)), 'adopted as a spool segment');
     second.start();
-    await until(() => sink.stored.size === 6, 'the two unstored rows replayed');
+    await waitFor(() => sink.stored.size === 6, 'the two unstored rows replayed');
     assert.deepEqual([...sink.stored.values()].map((r) => r.request_id).sort(), Array.from({ length: 6 }, (_, i) => entry(i).requestId));
     assert.equal(second.counters.replayed, 6, 'all six sent; the four already stored are skipped by their log_id');
   });

@@ -8,62 +8,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LogEntry } from '../../gateway/request-log/entry';
-import { batchJsonBytes, type RowTexts } from '../../gateway/request-log/batch';
 import { toApiLogRow, type ApiLogRow } from '../../gateway/request-log/row';
 import { QUARANTINE_FILE, Spool } from '../../gateway/request-log/spool';
-import { RequestLogWriter, RowsRefusedError, type LogSink } from '../../gateway/request-log/writer';
+import { RequestLogWriter } from '../../gateway/request-log/writer';
 import { captureLogs } from '../support/logs';
-
-/**
- * A sink that stores rows by `log_id` (as the database does), can fail or hang on demand, and
- * refuses a whole statement holding a row `refuses` picks (as PostgreSQL refuses a statement
- * for one row's data); after `failAfter` more statements it fails as a database gone down.
- */
-class FakeSink implements LogSink {
-  readonly stored = new Map<string, ApiLogRow>();
-  readonly batches: number[] = [];
-  mode: 'ok' | 'fail' | 'hang' = 'ok';
-  refuses: (row: ApiLogRow) => boolean = () => false;
-  failAfter = Infinity;
-  private hung: Array<() => void> = [];
-  /** Batches whose statement JSON did not match their rows. */
-  jsonMismatches = 0;
-  write(batch: RowTexts): Promise<void> {
-    const rows = batch.texts.map((text) => JSON.parse(text) as ApiLogRow);
-    this.batches.push(rows.length);
-    if (!batchJsonBytes(batch).equals(Buffer.from(JSON.stringify(rows)))) this.jsonMismatches += 1;
-    const store = () => {
-      for (const row of rows) if (!this.stored.has(row.log_id)) this.stored.set(row.log_id, row);
-    };
-    if (this.failAfter-- <= 0) this.mode = 'fail';
-    if (this.mode === 'fail') return Promise.reject(new Error('connection refused'));
-    if (rows.some(this.refuses)) return Promise.reject(new RowsRefusedError('22P05', 'unsupported Unicode escape sequence'));
-    if (this.mode === 'hang') return new Promise((resolve) => this.hung.push(() => { store(); resolve(); }));
-    store();
-    return Promise.resolve();
-  }
-  purge(): Promise<void> {
-    return Promise.resolve();
-  }
-  /** Lets hung writes complete (as a resumed server would). */
-  release(): void {
-    this.mode = 'ok';
-    for (const done of this.hung.splice(0)) done();
-  }
-  requestIds(): string[] {
-    return [...this.stored.values()].map((r) => r.request_id).sort();
-  }
-}
-
-function entry(n: number): LogEntry {
-  return {
-    at: Date.now(), requestId: `r${String(n).padStart(4, '0')}`, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 1,
-    firstTokenMs: undefined, errorCode: undefined, caller: undefined, model: 'm', stream: false, routing: undefined, usage: undefined,
-    pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: 'hi', userAgent: undefined,
-    sessionId: undefined, synthetic: false, rejection: undefined,
-  };
-}
+import { entry, FakeSink } from '../support/request-log-fakes';
+import { waitFor } from '../support/wait';
 
 const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => entry(from + i).requestId);
 
@@ -76,13 +26,6 @@ async function pushPaced(w: RequestLogWriter, from: number, to: number, onPush: 
   }
 }
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i += 1) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 describe('request log: batching writer', () => {
   let dir: string;
@@ -113,7 +56,7 @@ describe('request log: batching writer', () => {
     const w = make({ batchSize: 4 });
     w.start();
     for (let i = 0; i < 10; i += 1) w.push(entry(i));
-    await until(() => sink.stored.size === 10, 'all rows');
+    await waitFor(() => sink.stored.size === 10, 'all rows');
     assert.ok(sink.batches.every((n) => n <= 4));
     assert.ok(sink.batches.some((n) => n > 1), 'rows are grouped');
     assert.deepEqual(sink.requestIds(), ids(0, 10));
@@ -130,13 +73,13 @@ describe('request log: batching writer', () => {
       maxQueued = Math.max(maxQueued, w.queued);
     });
     assert.ok(maxQueued <= 20 * 5, `memory stays bounded (${maxQueued})`);
-    await until(() => w.counters.spilled >= 280, 'overflow in the spool');
+    await waitFor(() => w.counters.spilled >= 280, 'overflow in the spool');
     assert.ok(w.counters.overflows > 0);
     assert.ok(readdirSync(dir).length > 0, 'segments on disk');
     assert.equal(sink.stored.size, 0);
     sink.mode = 'ok';
-    await until(() => sink.stored.size === 300, 'every row stored after the database is back');
-    await until(() => readdirSync(dir).length === 0, 'spool emptied');
+    await waitFor(() => sink.stored.size === 300, 'every row stored after the database is back');
+    await waitFor(() => readdirSync(dir).length === 0, 'spool emptied');
     assert.deepEqual(sink.requestIds(), ids(0, 300));
     assert.equal(w.counters.dropped, 0);
     assert.equal(sink.jsonMismatches, 0, 'replayed batches are serialized as their rows too');
@@ -148,12 +91,12 @@ describe('request log: batching writer', () => {
     const w = make({ maxQueue: 10, batchSize: 5 });
     w.start();
     await pushPaced(w, 0, 60);
-    await until(() => w.counters.failedWrites >= 1 && w.counters.spilled >= 50, 'the timed-out batch and the overflow spooled');
+    await waitFor(() => w.counters.failedWrites >= 1 && w.counters.spilled >= 50, 'the timed-out batch and the overflow spooled');
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(sink.batches.length, 1, 'one write in flight at most');
     sink.release();
-    await until(() => sink.stored.size === 60, 'all rows stored');
-    await until(() => readdirSync(dir).length === 0, 'spool emptied');
+    await waitFor(() => sink.stored.size === 60, 'all rows stored');
+    await waitFor(() => readdirSync(dir).length === 0, 'spool emptied');
     assert.deepEqual(sink.requestIds(), ids(0, 60));
   });
 
@@ -164,15 +107,15 @@ describe('request log: batching writer', () => {
     const w = make({ batchSize: 4, flushIntervalMs: 60_000 });
     w.start();
     for (let i = 0; i < 4; i += 1) w.push(entry(i));
-    await until(() => sink.batches.length === 1, 'the full batch written');
+    await waitFor(() => sink.batches.length === 1, 'the full batch written');
     for (let i = 4; i < 7; i += 1) w.push(entry(i));
     sink.release();
-    await until(() => sink.stored.size === 4, 'the first batch stored');
+    await waitFor(() => sink.stored.size === 4, 'the first batch stored');
     for (let i = 0; i < 10; i += 1) await new Promise((r) => setImmediate(r));
     assert.deepEqual(sink.batches, [4], 'no write of the 3 rows before the interval');
     assert.equal(w.queued, 3);
     w.push(entry(7));
-    await until(() => sink.stored.size === 8, 'the batch filled by the 4th row written');
+    await waitFor(() => sink.stored.size === 8, 'the batch filled by the 4th row written');
     assert.deepEqual(sink.batches, [4, 4]);
     assert.deepEqual(sink.requestIds(), ids(0, 8));
   });
@@ -196,7 +139,7 @@ describe('request log: batching writer', () => {
     const second = make();
     await (second as unknown as { options: { spool: Spool } }).options.spool.open();
     second.start();
-    await until(() => sink.stored.size === 7, 'spooled rows replayed by the next writer');
+    await waitFor(() => sink.stored.size === 7, 'spooled rows replayed by the next writer');
     assert.equal(second.counters.replayed, 7);
   });
 
@@ -217,7 +160,7 @@ describe('request log: batching writer', () => {
     const w = make({ batchSize: 64, maxQueue: 100 });
     w.start();
     for (let i = 0; i < 64; i += 1) w.push(entry(i));
-    await until(() => sink.stored.size === 63 && w.counters.quarantined === 1, 'the other rows stored, the row quarantined');
+    await waitFor(() => sink.stored.size === 63 && w.counters.quarantined === 1, 'the other rows stored, the row quarantined');
     assert.deepEqual(sink.requestIds(), ids(0, 64).filter((id) => id !== entry(37).requestId));
     assert.equal(w.counters.written, 63);
     // 64 → 32 → 16 → 8 → 4 → 2 → 1: a refusal per level, each good half written at once; cleaning
@@ -233,8 +176,8 @@ describe('request log: batching writer', () => {
     const w = make({ batchSize: 50 });
     w.start();
     for (let i = 0; i < 50; i += 1) w.push(i === 3 || i === 40 ? { ...entry(i), latencyMs: 3e9 } : entry(i));
-    await until(() => w.counters.quarantined === 2, 'two rows quarantined');
-    await until(() => sink.stored.size === 48, 'the other rows stored');
+    await waitFor(() => w.counters.quarantined === 2, 'two rows quarantined');
+    await waitFor(() => sink.stored.size === 48, 'the other rows stored');
     const lines = readFileSync(join(dir, QUARANTINE_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { sqlstate: string; error: string; row: ApiLogRow });
     assert.deepEqual(lines.map((l) => l.row.request_id).sort(), [entry(3).requestId, entry(40).requestId]);
     assert.ok(lines.every((l) => l.sqlstate === '22P05' && l.error.length > 0 && l.row.latency_ms === 3e9));
@@ -243,7 +186,7 @@ describe('request log: batching writer', () => {
     assert.ok(warned.every((l) => l.level === 'warn' && l.sqlstate === '22P05'), 'at warn, with the reason');
     const statements = sink.batches.length;
     for (let i = 50; i < 60; i += 1) w.push(entry(i));
-    await until(() => sink.stored.size === 58, 'later rows stored');
+    await waitFor(() => sink.stored.size === 58, 'later rows stored');
     assert.equal(sink.batches.length, statements + 1, 'the quarantined rows are not tried again');
     assert.equal(w.counters.failedWrites, 0);
   });
@@ -254,13 +197,13 @@ describe('request log: batching writer', () => {
     const w = make({ batchSize: 16, maxQueue: 100 });
     w.start();
     for (let i = 0; i < 16; i += 1) w.push(entry(i));
-    await until(() => w.counters.failedWrites >= 1 && w.counters.spilled > 0, 'the rest spooled');
+    await waitFor(() => w.counters.failedWrites >= 1 && w.counters.spilled > 0, 'the rest spooled');
     const spilled = w.counters.spilled;
     assert.ok(spilled < 16 && spilled > 0, `only rows not yet stored went to the spool (${spilled})`);
     sink.refuses = () => false;
     sink.failAfter = Infinity;
     sink.mode = 'ok';
-    await until(() => sink.stored.size === 16, 'every row stored once the database is back');
+    await waitFor(() => sink.stored.size === 16, 'every row stored once the database is back');
     assert.deepEqual(sink.requestIds(), ids(0, 16));
   });
 
@@ -276,7 +219,7 @@ describe('request log: batching writer', () => {
     const w = make({ batchSize: 10 });
     await (w as unknown as { options: { spool: Spool } }).options.spool.open();
     w.start();
-    await until(() => sink.stored.size === 7 && readdirSync(dir).every((f) => !f.endsWith('.jsonl') || f === QUARANTINE_FILE), 'both segments replayed and deleted');
+    await waitFor(() => sink.stored.size === 7 && readdirSync(dir).every((f) => !f.endsWith('.jsonl') || f === QUARANTINE_FILE), 'both segments replayed and deleted');
     assert.deepEqual(sink.requestIds(), ids(0, 7));
     assert.equal([...sink.stored.values()].find((r) => r.request_id === entry(6).requestId)?.model, 'x\ufffdy', 'the NUL row is stored cleaned');
     assert.equal(w.counters.cleaned, 1);
