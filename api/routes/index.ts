@@ -10,6 +10,7 @@ import { jobsRouter } from './jobs';
 import { ownerVariablesRouter } from './owner-variables';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
+import { adminAuditLogRouter } from './admin-audit-log';
 import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
 import { workspaceArchiveRouter } from './workspace-archive';
@@ -23,6 +24,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     ownerVariablesRouter(deps),
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
+    adminAuditLogRouter(deps),
     hostGrantRouter(deps),
     promptRewriteRouter(deps),
     agentEventsRouter(deps),

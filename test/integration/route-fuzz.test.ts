@@ -51,6 +51,14 @@ const SAMPLES: Record<string, unknown> = {
   'POST /v1/completions': { model: 'fuzz-model', prompt: 'hi' },
 };
 
+/** Valid queries of routes that read query parameters; each value is replaced in turn by a bad one. */
+const QUERY_SAMPLES: Record<string, Record<string, string>> = {
+  'GET /admin/agent/audit-log': { category: 'hosts', before: '5', limit: '10' },
+};
+
+/** Bad query values, already percent-encoded (NUL, a lone surrogate's bytes, out-of-range and odd numbers). */
+const BAD_QUERY_VALUES = ['%00', '%ED%A0%80', '-1e309', '9'.repeat(400), '%5B%5D', '', '0x10', '%205', '1.5'];
+
 /** `sample` with each string value, then each key, replaced by `bad` (one at a time). */
 function* spoiled(sample: unknown, bad: string): Generator<unknown> {
   if (typeof sample === 'string') {
@@ -132,6 +140,15 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
         }
         await check(route, 'NUL query', { method, path: `${plain}?q=${encodeURIComponent(NUL)}&limit=%00&cursor=%ED%A0%80&state=%ED%A0%80%00` });
         await check(route, 'wrong-typed query', { method, path: `${plain}?limit=-1e309&days=abc&before=[]&after=${'9'.repeat(400)}` });
+        const query = QUERY_SAMPLES[`${method} ${route.path}`];
+        if (query !== undefined) {
+          for (const name of Object.keys(query)) {
+            for (const bad of BAD_QUERY_VALUES) {
+              const spoilt = Object.entries(query).map(([k, v]) => `${k}=${k === name ? bad : v}`).join('&');
+              await check(route, `query ${name}=${bad.slice(0, 20)}`, { method, path: `${plain}?${spoilt}` });
+            }
+          }
+        }
         if (method === 'GET' || method === 'DELETE') continue;
         for (const body of ['{"a":', '[', 'nul\u0000', '"str"', '123', 'null', '[]', '{}', '{"__proto__":{"x":1}}']) {
           await check(route, `body ${JSON.stringify(body)}`, { method, path: plain, body });
@@ -155,7 +172,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
       for (const method of ['TRACE', 'PROPFIND', 'PATCH', 'OPTIONS']) await check(route, 'odd method', { method, path: plain });
     }
     assert.deepEqual(failures, []);
-    const covered = Object.keys(SAMPLES).filter((key) => routes.some((r) => r.methods.some((m) => `${m} ${r.path}` === key)));
+    const covered = [...Object.keys(SAMPLES), ...Object.keys(QUERY_SAMPLES)].filter((key) => routes.some((r) => r.methods.some((m) => `${m} ${r.path}` === key)));
     return { sent, covered };
   };
 
@@ -169,7 +186,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 4, 'every API sample names a served route');
+    assert.equal(covered.length, 5, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });
