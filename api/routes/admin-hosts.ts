@@ -3,12 +3,14 @@
  * `GET /admin/agent/runner-hosts` lists hosts with their slot state;
  * `PUT /admin/agent/runner-hosts/:host/slots` `{slots: 2..128 | null}` saves a host's slots;
  * `DELETE /admin/agent/runner-hosts/:host` removes a host that holds nothing (else 409).
+ * Changes and refused removals are audited (agent/audit, docs/agent-audit.md).
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
+import { operatorAudit } from '../auth/audit-actor';
 import { getHost, listHosts, removeHost, saveHostSlots } from '../../agent/hosts/host-admin';
 import type { HostViewContext } from '../../agent/hosts/host-view';
 import type { ApiDeps } from '../app';
@@ -30,7 +32,7 @@ export function adminHostsRouter(deps: ApiDeps): Router<AgentState> {
   router.put('/admin/agent/runner-hosts/:host/slots', operator, async (ctx) => {
     const hostId = ctx.params.host ?? '';
     const { slots } = validateBody(slotsBodySchema, await readJsonBody(ctx.req, 16 * 1024));
-    const { previous } = await saveHostSlots(deps.db, hostId, slots);
+    const { previous } = await saveHostSlots(deps.db, hostId, slots, operatorAudit(ctx));
     const view = await getHost(deps.db, hostId, context);
     ctx.state.log.info({
       event: 'agent_host_slots_changed', host_id: hostId, slots_previous: previous, slots_saved: slots,
@@ -41,7 +43,7 @@ export function adminHostsRouter(deps: ApiDeps): Router<AgentState> {
 
   router.delete('/admin/agent/runner-hosts/:host', operator, async (ctx) => {
     const hostId = ctx.params.host ?? '';
-    const { tombstone } = await removeHost(deps.db, hostId);
+    const { tombstone } = await removeHost(deps.db, hostId, operatorAudit(ctx));
     ctx.state.log.info({ event: 'agent_host_removed', host_id: hostId, tombstone, operator: ctx.state.operator }, 'host removed');
     ctx.body = { host_id: hostId, removed: true };
   });

@@ -1,6 +1,7 @@
 /**
  * Operator routes for execution hosts over the real API and PostgreSQL: listing with slot display
- * states, saving slots (lowering at once, raising on the runner's confirmation), guarded removal.
+ * states, saving slots (lowering at once, raising on the runner's confirmation), guarded removal,
+ * and the audit row each change writes in its own transaction (docs/agent-audit.md).
  */
 import assert from 'node:assert/strict';
 import { createApiApp } from '../../api/app';
@@ -215,5 +216,68 @@ describe('admin: runner hosts (slots, display states, guarded removal)', () => {
     assert.equal(await t.db('agent_hosts').where({ host_id: 'idle-host' }).first(), undefined, 'the row is gone');
     assert.equal((await beat('idle-host', idle, 3, '2')).status, 401);
     assert.ok(logs.lines.some((l) => l.event === 'agent_host_removed' && l.host_id === 'idle-host'));
+  });
+
+  interface AuditRowOf { actor_type: string; actor_user_id: string | null; actor_ip: string | null; source: string; category: string; action: string; target_type: string; target_id: string; outcome: string; reason: string | null; details: Record<string, unknown> }
+  const auditOf = (hostId: string) => t.db('agent_audit_log').where({ target_type: 'host', target_id: hostId }).orderBy('id') as Promise<AuditRowOf[]>;
+
+  it('audits a slots change: exactly one row with the operator by user id, the address, the host and the outcome', async () => {
+    await onlineHost('audit-slots-host', 3);
+    const operatorId = Number((await t.db('users').whereRaw('lower(email) = ?', ['operator@example.test']).first<{ id: string }>()).id);
+    assert.equal((await putSlots('audit-slots-host', 5, operatorToken)).status, 200);
+    const rows = await auditOf('audit-slots-host');
+    assert.equal(rows.length, 1);
+    const [row] = rows;
+    assert.deepEqual(
+      [row!.category, row!.action, row!.source, row!.actor_type, Number(row!.actor_user_id), row!.outcome],
+      ['hosts', 'agent.host.slots_changed', 'admin', 'user', operatorId, 'succeeded'],
+    );
+    assert.match(row!.actor_ip ?? '', /127\.0\.0\.1/);
+    assert.deepEqual(row!.details, { slots_previous: null, slots_saved: 5 });
+    assert.equal((await putSlots('audit-slots-host', null)).status, 200);
+    const again = await auditOf('audit-slots-host');
+    assert.equal(again.length, 2, 'one row per change');
+    assert.deepEqual([again[1]!.actor_type, again[1]!.actor_user_id, again[1]!.details], ['admin_token', null, { slots_previous: 5, slots_saved: null }]);
+    assert.equal((await putSlots('audit-slots-host', 1)).status, 400);
+    assert.equal((await putSlots('audit-slots-host', 4, plainToken)).status, 403);
+    assert.equal((await auditOf('audit-slots-host')).length, 2, 'refused requests change nothing and write nothing');
+    assert.equal((await putSlots('audit-no-such-host', 4)).status, 404);
+    assert.equal((await auditOf('audit-no-such-host')).length, 0);
+  });
+
+  it('audits a removal (exactly one succeeded row) and a refused removal (one refused row with the reason)', async () => {
+    await onlineHost('audit-remove-host', 3);
+    const ids = await insertJobWithTurn(t.db, ownerId, 'audit-remove-host');
+    assert.equal((await call('DELETE', '/admin/agent/runner-hosts/audit-remove-host')).status, 409);
+    const refused = await auditOf('audit-remove-host');
+    assert.equal(refused.length, 1);
+    assert.deepEqual([refused[0]!.action, refused[0]!.actor_type, refused[0]!.outcome], ['agent.host.removed', 'admin_token', 'refused']);
+    assert.match(refused[0]!.reason ?? '', /placed on it/);
+    await t.db('agent_jobs').where({ job_id: ids.jobId }).update({ deleted_at: t.db.fn.now() });
+    assert.equal((await call('DELETE', '/admin/agent/runner-hosts/audit-remove-host')).status, 200);
+    const rows = await auditOf('audit-remove-host');
+    assert.equal(rows.length, 2);
+    assert.deepEqual(
+      [rows[1]!.category, rows[1]!.action, rows[1]!.source, rows[1]!.actor_type, rows[1]!.outcome, rows[1]!.reason, rows[1]!.details],
+      ['hosts', 'agent.host.removed', 'admin', 'admin_token', 'succeeded', null, { tombstone: true }],
+    );
+    assert.equal((await call('DELETE', '/admin/agent/runner-hosts/audit-remove-host')).status, 404);
+    assert.equal((await auditOf('audit-remove-host')).length, 2, 'an unknown host writes nothing');
+  });
+
+  it('makes a change and its audit row commit together: when the audit insert fails, the slots are not saved', async () => {
+    await onlineHost('audit-fail-host', 3);
+    await t.db.raw(`
+      create function refuse_host_audit() returns trigger language plpgsql as $$ begin raise exception 'audit store refuses'; end $$;
+      create trigger refuse_host_audit before insert on agent_audit_log for each row when (new.target_id = 'audit-fail-host') execute function refuse_host_audit();
+    `);
+    try {
+      assert.equal((await putSlots('audit-fail-host', 6)).status, 500);
+      assert.equal((await call('DELETE', '/admin/agent/runner-hosts/audit-fail-host')).status, 500);
+    } finally {
+      await t.db.raw('drop trigger refuse_host_audit on agent_audit_log; drop function refuse_host_audit()');
+    }
+    const row = await t.db('agent_hosts').where({ host_id: 'audit-fail-host' }).first<{ slots_saved: number | null; removed_at: Date | null }>();
+    assert.deepEqual([row?.slots_saved, row?.removed_at], [null, null], 'neither change happened without its audit row');
   });
 });
