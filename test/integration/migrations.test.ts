@@ -44,6 +44,14 @@ describe('migrations (PostgreSQL)', () => {
     assert.deepEqual(row?.value, { a: 1 });
   });
 
+  it('refuses to revert the audit log while it holds rows', async () => {
+    t = await freshDatabase();
+    await t.db('agent_audit_log').insert({ category: 'hosts', action: 'agent.host.removed', source: 'admin', actor_type: 'admin_token', outcome: 'succeeded' });
+    await assert.rejects(migrateDown(t.db), /20261125010000_agent_audit_log: table agent_audit_log holds rows/);
+    assert.deepEqual(await tables(t), ALL_TABLES, 'nothing was dropped');
+    assert.equal((await t.db('agent_audit_log')).length, 1);
+  });
+
   it('enforces the host slot range in the schema', async () => {
     t = await freshDatabase();
     await assert.rejects(
