@@ -10,7 +10,9 @@ import type { ObjectStore } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
 import { ensureSandboxContainer, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
+import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
+import type { ContainerObservation, ContainerRemoval } from '../workflows/definitions/sandbox-group';
 import type { WorkspaceArchiveResult } from '../workflows/definitions/workspace-archive';
 import { BaseRevisionNotFoundError, UnsupportedRepoError } from './docker/workspace-clone';
 import { initWorkspace } from './docker/workspace-init';
@@ -118,6 +120,21 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       }));
     },
 
+    /** How the group's exact container is now (running, stopped, dead, missing, or another incarnation). */
+    async observeSandboxContainer(input: ExactContainer): Promise<ContainerObservation> {
+      return observeSandboxContainer(deps.docker, input);
+    },
+
+    /** Stop idle (spec 3.4): stops the exact container, keeping it and its workspace, then observes it. */
+    async stopSandboxContainer(input: ExactContainer): Promise<ContainerObservation> {
+      return heartbeating(() => perGroup(groupOf(input), () => stopExactContainer(deps.docker, input)));
+    },
+
+    /** Delete (spec 3.4): removes the exact container only when stopped or dead; never stops one. */
+    async removeStoppedSandboxContainer(input: ExactContainer): Promise<ContainerRemoval> {
+      return heartbeating(() => perGroup(groupOf(input), () => removeExactStoppedContainer(deps.docker, input)));
+    },
+
     /** Archives a sandbox's whole `/workspace` (gzipped tar) into the object store under `key`. */
     async buildWorkspaceArchive(input: WorkspaceArchiveRequest): Promise<WorkspaceArchiveResult> {
       const store = deps.objectStore;
@@ -125,6 +142,11 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       return heartbeating(() => archiveWorkspace(deps.docker, store, input));
     },
   };
+}
+
+/** The group of a container name `sbx-<groupId>` (the serializer key `prepareSandbox` uses). */
+function groupOf(input: ExactContainer): string {
+  return input.containerName.replace(/^sbx-/, '');
 }
 
 async function credentialFor(deps: SandboxActivityDeps, repo: string): Promise<{ cloneCredential?: string }> {

@@ -12,6 +12,7 @@ import * as agentJobs from './20261121050000_agent_jobs';
 import * as agentHostRemoved from './20261121071500_agent_host_removed';
 import * as agentTitleGrants from './20261121080000_agent_title_grants';
 import * as agentAuditLog from './20261125010000_agent_audit_log';
+import * as agentSandboxLifecycle from './20261125020000_agent_sandbox_lifecycle';
 
 export interface Migration {
   name: string;
@@ -31,4 +32,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261121071500_agent_host_removed', ...agentHostRemoved },
   { name: '20261121080000_agent_title_grants', ...agentTitleGrants },
   { name: '20261125010000_agent_audit_log', ...agentAuditLog },
+  { name: '20261125020000_agent_sandbox_lifecycle', ...agentSandboxLifecycle },
 ];

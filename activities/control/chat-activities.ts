@@ -48,7 +48,8 @@ export function createChatActivities(deps: ChatActivityDeps) {
     async recordSandbox(input: { jobId: string; groupId: string; containerId: string; baseSha: string }): Promise<void> {
       await db.transaction(async (trx) => {
         await trx('agent_sandboxes').where({ group_id: input.groupId })
-          .update({ container_id: input.containerId, state: 'running', updated_at: trx.fn.now(), last_activity_at: trx.fn.now() });
+          // New work on the group makes it visible in the inventory again (spec 3.4: resume, new work).
+          .update({ container_id: input.containerId, state: 'running', hidden_at: null, hidden_reason: null, updated_at: trx.fn.now(), last_activity_at: trx.fn.now() });
         await trx('agent_jobs').where({ job_id: input.jobId }).whereNull('base_sha').update({ base_sha: input.baseSha, updated_at: trx.fn.now() });
       });
     },

@@ -8,6 +8,7 @@ import type { Settings } from '../../lib/settings';
 import { createGrantActivities } from '../grants/grant-activities';
 import type { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { createChatActivities } from './chat-activities';
+import { createSandboxGroupActivities } from './sandbox-group-activities';
 import { createTitleActivities, type TitleLimits } from './title-activities';
 
 export interface ControlActivityDeps {
@@ -24,6 +25,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
   const log = deps.log ?? createLogger({ name: 'control-activities', level: deps.settings.LOG_LEVEL });
   return {
     ...createChatActivities({ db: deps.db, settings: deps.settings }),
+    ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };

@@ -7,6 +7,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import { placeTurn, type PlacementWait } from '../hosts/placement';
+import { PENDING_STATES } from '../sandboxes/sandbox-actions';
 import { newId } from './job-store';
 import { claimNextTurn, startAttempt, type ClaimedJob, type TurnState } from './turn-transitions';
 
@@ -32,7 +33,7 @@ export type Admission =
   /** The turn is no longer queued (cancelled meanwhile) or not the chat's next: nothing to run. */
   | { kind: 'skipped'; state: TurnState | 'not_next' }
   /** No slot now: try again later. */
-  | { kind: 'wait'; reason: PlacementWait }
+  | { kind: 'wait'; reason: PlacementWait | 'sandbox_pending' }
   | { kind: 'job_missing' }
   /** The chat's sandbox group record is gone: it cannot run here again. */
   | { kind: 'sandbox_missing'; message: string };
@@ -46,12 +47,19 @@ export interface AdmissionLimits {
 
 type Group = { groupId: string; generation: number; uid: number };
 
-/** The chat's sandbox group on `hostId`, created (generation 1, first member) for a chat not yet placed. */
-async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: string): Promise<Group | { missing: string }> {
+/**
+ * The chat's sandbox group on `hostId`, created (generation 1, first member) for a chat not yet placed.
+ * A group with an operator action pending (stop, delete) makes the turn wait; a deleted one is missing.
+ */
+async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: string): Promise<Group | { missing: string } | { pending: string }> {
   if (job.group_id) {
-    const group = await trx('agent_sandboxes').where({ group_id: job.group_id }).first<{ generation: number }>('generation');
+    // Locked like an operator action locks it (agent/sandboxes/sandbox-actions.ts): a stop or delete
+    // claimed first is seen here as pending, and an attempt started first is seen there as busy.
+    const group = await trx('agent_sandboxes').where({ group_id: job.group_id }).forUpdate().first<{ generation: number; state: string }>('generation', 'state');
     const member = await trx('agent_sandbox_members').where({ job_id: job.job_id }).first<{ uid: number }>('uid');
     if (!group || !member) return { missing: `sandbox group ${job.group_id} of ${job.job_id} is missing` };
+    if (group.state === 'deleted') return { missing: `The sandbox of this chat was deleted by an operator; its workspace is gone` };
+    if ((PENDING_STATES as readonly string[]).includes(group.state)) return { pending: group.state };
     return { groupId: job.group_id, generation: group.generation, uid: member.uid };
   }
   const groupId = newId('grp');
@@ -71,6 +79,7 @@ export async function admitTurn(db: Db, input: { jobId: string; seq: number }, l
     if ('wait' in placed) return { kind: 'wait' as const, reason: placed.wait };
     const group = await ensureGroup(trx, job, placed.hostId);
     if ('missing' in group) return { kind: 'sandbox_missing' as const, message: group.missing };
+    if ('pending' in group) return { kind: 'wait' as const, reason: 'sandbox_pending' as const };
     const attemptId = newId('att');
     // The turn row is locked by the claim, so it is still queued here.
     if (!(await startAttempt(trx, { jobId: input.jobId, turnId: turn.turn_id, seq: turn.seq, attemptId, hostId: placed.hostId, generation: group.generation }))) {

@@ -1,0 +1,101 @@
+/**
+ * The sandbox group workflow's public surface (`sandbox:<groupId>`, spec 3.4, docs/sandboxes.md
+ * "Lifecycle"): workflow type and id, input, the operator actions (one Update each, with a
+ * validator), their requests and answers, and the failure types the API maps to 409 / 503.
+ */
+import { defineUpdate } from '@temporalio/workflow';
+
+/** Workflow type name registered by the control worker (the export name in `workflows/index.ts`). */
+export const SANDBOX_GROUP_WORKFLOW_TYPE = 'sandboxGroupWorkflow';
+
+/** Workflow id of a sandbox group: every operator action on the group runs there, one at a time. */
+export function sandboxGroupWorkflowId(groupId: string): string {
+  return `sandbox:${groupId}`;
+}
+
+export interface SandboxGroupInput {
+  groupId: string;
+  /** The group's host: its Docker work runs on `host:<hostId>`. */
+  hostId: string;
+  /** Owner of the group's first chat (search attribute `AgentOwner`). */
+  ownerId: number;
+  /** The workflow ends after this long without an action; the next action starts a new run. */
+  idleSeconds: number;
+}
+
+/** Lifecycle states of `agent_sandboxes.state` (the search attribute `AgentState` shows them). */
+export type SandboxState =
+  | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed' | 'cold' | 'restoring'
+  | 'dead' | 'stop_pending' | 'deleting' | 'deleted';
+
+/** Operator actions of spec 3.4 implemented here (archive and restore are the object store's work). */
+export type SandboxAction = 'stop' | 'delete' | 'force_delete' | 'remove_from_inventory' | 'restore_to_inventory';
+
+/** What the operator reviewed: the action is refused unless the group still matches it. */
+export interface SandboxActionRequest {
+  action: SandboxAction;
+  generation: number;
+  /** The reviewed container id (stop, delete, force delete). */
+  containerId?: string;
+  /** The reviewed last activity, ISO 8601 (stop). */
+  lastActivityAt?: string;
+  /** Who asked (operator principal), for the audit log. */
+  actor: string;
+}
+
+/** An accepted action: the state the group is in now (a pending state when the host still has work). */
+export interface SandboxActionAccepted {
+  groupId: string;
+  action: SandboxAction;
+  state: SandboxState;
+  hidden: boolean;
+}
+
+export const stopIdleUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('stopIdle');
+export const deleteWithoutArchiveUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('deleteWithoutArchive');
+export const verifyStoppedAndForceDeleteUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('verifyStoppedAndForceDelete');
+export const removeFromInventoryUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('removeFromInventory');
+export const restoreToInventoryUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('restoreToInventory');
+
+/** The update of each action. */
+export const SANDBOX_ACTION_UPDATES = {
+  stop: stopIdleUpdate,
+  delete: deleteWithoutArchiveUpdate,
+  force_delete: verifyStoppedAndForceDeleteUpdate,
+  remove_from_inventory: removeFromInventoryUpdate,
+  restore_to_inventory: restoreToInventoryUpdate,
+} as const;
+
+/** Failure types of a refused or failed action (the API: refused → 409 with the message, failed → 503). */
+export const SandboxActionFailure = {
+  /** The action's condition does not hold, or another action is in progress: the message says which. */
+  refused: 'SandboxActionRefused',
+  /** The Update's validator refused it (another action in progress, a request for another action). */
+  conflict: 'SandboxActionConflict',
+  /** The action could not be carried out now (PostgreSQL or the host did not answer). */
+  failed: 'SandboxActionFailed',
+} as const;
+
+/** How the host found the group's container (by name, compared with the expected id and generation). */
+export type ContainerObservation =
+  | { condition: 'running' | 'stopped' | 'dead'; containerId: string; generation: string | undefined }
+  | { condition: 'missing' }
+  | { condition: 'mismatch'; containerId: string; generation: string | undefined };
+
+/** Result of removing a container that must not be running. */
+export type ContainerRemoval = { removed: true } | { removed: false; observation: ContainerObservation };
+
+/** Whether an observation shows exactly the recorded container (id and generation), stopped or dead. */
+export function confirmsStopped(observation: ContainerObservation, containerId: string, generation: number): boolean {
+  return (observation.condition === 'stopped' || observation.condition === 'dead')
+    && observation.containerId === containerId && observation.generation === String(generation);
+}
+
+/** Words for what the host saw, for refusals and failures. */
+export function describeObservation(observation: ContainerObservation): string {
+  switch (observation.condition) {
+    case 'missing': return 'the host has no container for this sandbox';
+    case 'mismatch': return `the host's container is ${observation.containerId} at generation ${observation.generation ?? 'unknown'}, not the recorded one`;
+    default: return `the host sees the container ${observation.condition}`;
+  }
+}
