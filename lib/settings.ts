@@ -226,6 +226,8 @@ export const settingsShape = {
   AGENT_CHAT_TURNS_PER_RUN: z.coerce.number().int().min(1).max(1000).default(50),
   /** An idle chat workflow ends after this many seconds without turns (the next turn starts it again). Default 3600. */
   AGENT_CHAT_IDLE_SECONDS: z.coerce.number().int().min(1).default(3600),
+  /** A sandbox group workflow ends after this many seconds without an operator action (the next action starts it again). Default 300. */
+  AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: z.coerce.number().int().min(1).default(300),
   /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
   /** Base URL of the gateway that agent drivers call with their inference grant. Default `http://127.0.0.1:8080`. */

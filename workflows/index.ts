@@ -4,3 +4,4 @@ export { chatWorkflow } from './chat';
 export { grantWorkflow } from './grant';
 export { titleWorkflow } from './title';
 export { workspaceArchive } from './workspace-archive';
+export { sandboxGroupWorkflow } from './sandbox-group';

@@ -11,6 +11,7 @@ import { ownerVariablesRouter } from './owner-variables';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
+import { adminSandboxesRouter } from './admin-sandboxes';
 import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
 import { workspaceArchiveRouter } from './workspace-archive';
@@ -25,6 +26,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
     adminAuditLogRouter(deps),
+    adminSandboxesRouter(deps),
     hostGrantRouter(deps),
     promptRewriteRouter(deps),
     agentEventsRouter(deps),

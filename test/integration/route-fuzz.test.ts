@@ -38,6 +38,7 @@ const SAMPLES: Record<string, unknown> = {
   'POST /v1/agent/jobs': { prompt: 'hi', model: 'fuzz-model', repo: null, title: 'a title', env: { A_VAR: 'value' } },
   'POST /v1/agent/jobs/:jobId/turns': { prompt: 'again' },
   'PUT /v1/agent/variables/:name': { value: 'secret value' },
+  'POST /admin/agent/sandboxes/:groupId/stop': { container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' },
   'POST /v1/agent/hosts/:hostId/heartbeat': { slots_total: 2, runtime: 'docker', runner_version: '1.0', capabilities: ['gpu'] },
   'POST /auth/signup': { email: 'someone@example.com', password: 'a long enough password' },
   'POST /auth/login': { email: 'fuzzer@example.com', password: 'wrong password' },
@@ -54,6 +55,7 @@ const SAMPLES: Record<string, unknown> = {
 /** Valid queries of routes that read query parameters; each value is replaced in turn by a bad one. */
 const QUERY_SAMPLES: Record<string, Record<string, string>> = {
   'GET /admin/agent/audit-log': { category: 'hosts', before: '5', limit: '10' },
+  'GET /admin/agent/sandboxes': { state: 'all' },
 };
 
 /** Bad query values, already percent-encoded (NUL, a lone surrogate's bytes, out-of-range and odd numbers). */
@@ -186,7 +188,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 5, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 7, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });

@@ -14,12 +14,14 @@ import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { chatWorkflowId } from '../../workflows/definitions/chat';
 import { GRANT_WORKFLOW_TYPE, grantWorkflowId, releaseGrantSignal, type GrantWorkflowResult } from '../../workflows/definitions/grant';
 import { HOST_SELF_CHECK_WORKFLOW_TYPE } from '../../workflows/definitions/host-self-check';
+import { sandboxGroupWorkflowId } from '../../workflows/definitions/sandbox-group';
 import { hostTaskQueue } from '../../workflows/definitions/task-queues';
 import { titleWorkflowId } from '../../workflows/definitions/title';
 import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE, workspaceArchiveWorkflowId } from '../../workflows/definitions/workspace-archive';
 import type { grantWorkflow } from '../../workflows/grant';
 import type { hostSelfCheck } from '../../workflows/host-self-check';
 import type { workspaceArchive } from '../../workflows/workspace-archive';
+import { ADMIN_TOKEN } from './admin';
 import { AGENT_MODEL, DISPATCH_TOKEN, ownerCall, type AgentStack } from './agent-stack';
 import { insertResidency } from './agent-grants';
 import { docker } from './docker';
@@ -37,6 +39,7 @@ export const RECORDING_ENV: Record<string, string> = {
   AGENT_CHAT_TURNS_PER_RUN: '3',
   AGENT_GRANT_RENEW_SECONDS: '2',
   AGENT_TITLE_GENERATION_ENABLED: 'true',
+  AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: '3',
 };
 const TURNS_PER_RUN = 3;
 
@@ -233,8 +236,42 @@ async function hostSelfChecks(stack: AgentStack): Promise<RecordedRun[]> {
   ];
 }
 
+/**
+ * One run of a sandbox group's workflow through the API's operator routes: force delete refused
+ * (the host sees the container running; the claim is released), stop idle confirmed by the host,
+ * then delete without archive; the workflow ends idle.
+ */
+async function sandboxGroupLifecycle(stack: AgentStack): Promise<RecordedRun[]> {
+  const jobId = await createChat(stack, 'Make a sandbox', 'Sandbox lifecycle');
+  await finishedChat(stack, jobId);
+  const group = await stack.t.db('agent_jobs as j').join('agent_sandboxes as s', 's.group_id', 'j.group_id').where({ 'j.job_id': jobId })
+    .first<{ group_id: string; container_id: string; generation: number }>('s.group_id', 's.container_id', 's.generation');
+  const entry = async () => ((await (await fetch(`${stack.api.url}/admin/agent/sandboxes?state=all`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
+    sandboxes: Array<{ group_id: string; state: string; last_activity_at: string }>;
+  }).sandboxes.find((s) => s.group_id === group.group_id);
+  const act = async (action: string, body: Record<string, unknown>, expected: number) => {
+    const res = await fetch(`${stack.api.url}/admin/agent/sandboxes/${group.group_id}/${action}`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    check(res.status === expected, `${action} answered ${expected} (got ${res.status}: ${await res.text()})`);
+  };
+  const reviewed = { container_id: group.container_id, generation: group.generation };
+  await act('force-delete', reviewed, 409);
+  await act('stop', { ...reviewed, last_activity_at: (await entry())?.last_activity_at }, 202);
+  await waitFor(async () => (await entry())?.state === 'stopped', 'the stop confirmed', 60_000);
+  await act('delete', reviewed, 202);
+  const handle = stack.env.client.workflow.getHandle(sandboxGroupWorkflowId(group.group_id));
+  await handle.result();
+  check((await entry())?.state === 'deleted', 'the group is deleted');
+  const history = await handle.fetchHistory();
+  const scheduled = activities(history);
+  check(count(scheduled, 'claimSandboxAction') === 3 && count(scheduled, 'releaseSandboxAction') === 1, 'three claims, one released');
+  check(count(scheduled, 'stopSandboxContainer') === 1 && count(scheduled, 'removeStoppedSandboxContainer') === 1, 'one stop, one removal, in one run');
+  return [{ name: 'sandbox-group-stop-and-delete', history }];
+}
+
 /** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
 export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
   chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
-  titleGenerated, workspaceArchives, hostSelfChecks, grants,
+  titleGenerated, workspaceArchives, sandboxGroupLifecycle, hostSelfChecks, grants,
 ];

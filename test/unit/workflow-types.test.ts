@@ -14,6 +14,7 @@ import { HOST_SELF_CHECK_WORKFLOW_TYPE } from '../../workflows/definitions/host-
 import { TITLE_WORKFLOW_TYPE } from '../../workflows/definitions/title';
 import { WORKFLOW_TYPES, type WorkflowType } from '../../workflows/definitions/workflow-types';
 import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE } from '../../workflows/definitions/workspace-archive';
+import { SANDBOX_GROUP_WORKFLOW_TYPE } from '../../workflows/definitions/sandbox-group';
 
 type Exported = keyof typeof workflows;
 
@@ -27,6 +28,7 @@ const CONSTANTS: { readonly [Name in Exported]: Name } = {
   hostSelfCheck: HOST_SELF_CHECK_WORKFLOW_TYPE,
   titleWorkflow: TITLE_WORKFLOW_TYPE,
   workspaceArchive: WORKSPACE_ARCHIVE_WORKFLOW_TYPE,
+  sandboxGroupWorkflow: SANDBOX_GROUP_WORKFLOW_TYPE,
 };
 /** `WORKFLOW_TYPES` names exactly the exports, both ways. */
 const sameNames: [Exported] extends [WorkflowType] ? ([WorkflowType] extends [Exported] ? true : false) : false = true;
