@@ -9,7 +9,10 @@ import assert from 'node:assert/strict';
 import { ADMIN_TOKEN } from '../support/admin';
 import { AGENT_MODEL, docker, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
 import { insertHost, insertJobWithTurn, insertOwner } from '../support/agent-rows';
+import { testLabels } from '../support/docker';
 import { waitFor } from '../support/wait';
+import { searchAttributes } from '../../workflows/definitions/search-attributes';
+import { sandboxGroupWorkflowId } from '../../workflows/definitions/sandbox-group';
 
 interface Reply { status: number; body: Record<string, unknown> & { error?: { message: string; param?: string | null } } }
 
@@ -107,6 +110,10 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     assert.ok(state, 'the container is kept');
     assert.equal(state.Running, false);
     assert.equal((await row(g.groupId))?.pending_action, null);
+    // Visible in the Temporal UI: the group's workflow with its host and lifecycle state.
+    const handle = stack.env.client.workflow.getHandle(sandboxGroupWorkflowId(g.groupId));
+    await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(searchAttributes.state) === 'stopped', 'AgentState stopped', 10_000);
+    assert.equal((await handle.describe()).typedSearchAttributes.get(searchAttributes.host), stack.hostId);
 
     // A new turn on the chat resumes the same container with its workspace.
     const turn = await ownerCall(stack, 'POST', `/v1/agent/jobs/${g.jobId}/turns`, { prompt: 'Again' });
@@ -131,6 +138,32 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     assert.match(refused.body.error?.message ?? '', /turn is running/);
     assert.equal((await row(g.groupId))?.state, 'running');
     await waitFor(async () => (await turnStates(g.jobId))[1] === 'completed', 'turn 2 completed', 90_000);
+  });
+
+  it('stop idle: a host that finds another incarnation of the group does not confirm; the group returns to running', async () => {
+    const g = await idleGroup();
+    await stack.stopHost();
+    let restarted = false;
+    try {
+      const accepted = await admin('POST', `/admin/agent/sandboxes/${g.groupId}/stop`, stopBody(g));
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      // Meanwhile the container is replaced by another generation under the same name.
+      await docker().getContainer(g.containerId).remove({ force: true });
+      const other = await docker().createContainer({
+        name: `sbx-${g.groupId}`, Image: 'agent-sandbox:base', Cmd: ['sleep', 'infinity'],
+        Labels: testLabels({ 'agent.group': g.groupId, 'agent.generation': String(g.generation + 1), 'agent.host': stack.hostId }),
+        HostConfig: { NetworkMode: 'none', Init: true },
+      });
+      await other.start();
+      assert.equal((await row(g.groupId))?.state, 'stop_pending');
+      await stack.startHost();
+      restarted = true;
+      await waitFor(async () => (await row(g.groupId))?.pending_action === null, 'the stop ended', 60_000);
+      assert.equal((await row(g.groupId))?.state, 'running', 'not stopped without a confirmation of the exact container');
+      assert.equal((await other.inspect()).State.Running, true, 'the other incarnation is untouched');
+    } finally {
+      if (!restarted) await stack.startHost();
+    }
   });
 
   it('new turns wait while a stop is pending', async () => {
