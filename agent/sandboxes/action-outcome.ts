@@ -4,9 +4,13 @@
  * Called once per outcome: `refused` (condition failed in PostgreSQL, or the host did not confirm
  * before acceptance; the API calls it too for a refusal by the workflow's Update validator),
  * `completed` (the action's effect is recorded) and `failed` (accepted, then the host did not
- * confirm; the group is back in its previous state). The audit log is wired here when it lands.
+ * confirm; the group is back in its previous state). Except for the validator's refusal (no
+ * transaction: the API passes its pool), it runs inside the transaction that makes the change, so
+ * the audit row (agent/audit/audit-log.ts `recordAudit`, category `sandboxes`, actions
+ * `agent.sandbox.stop_idle`, `.delete`, `.force_delete`, `.remove_stale` / `.remove_inventory`,
+ * `.restore_inventory`) commits with it. Wiring it is left to the audit log's owner.
  */
-import type { Db } from '../../lib/db';
+import type { Knex } from 'knex';
 import type { SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
 
 export interface SandboxActionOutcome {
@@ -20,7 +24,7 @@ export interface SandboxActionOutcome {
 }
 
 /** Records an action's outcome (today: nothing; the audit log writes its row here). */
-export async function noteSandboxActionOutcome(_db: Db, _outcome: SandboxActionOutcome): Promise<void> {
+export async function noteSandboxActionOutcome(_db: Knex | Knex.Transaction, _outcome: SandboxActionOutcome): Promise<void> {
   // Audit log (agent/audit/): insert { actor: request.actor, target: groupId, action, reason, outcome } here.
   await Promise.resolve();
 }

@@ -91,23 +91,30 @@ function busyReason(active: { running: number; queued: number }, countQueued: bo
  */
 export async function claimSandboxAction(db: Db, input: { groupId: string; request: SandboxActionRequest; staleSeconds: number }): Promise<Claim> {
   const { request } = input;
-  const claim = await db.transaction(async (trx): Promise<Claim> => {
-    const row = await lockGroup(trx, input.groupId, input.staleSeconds);
-    if (!row) return { kind: 'refused', reason: `Sandbox group ${input.groupId} does not exist` };
-    if (row.pending_action !== null) return { kind: 'refused', reason: `Another action (${row.pending_action}) is in progress on this sandbox` };
-    const mismatch = reviewMismatch(row, request);
-    if (mismatch) return { kind: 'refused', reason: mismatch };
-    switch (request.action) {
-      case 'stop': return claimHostWork(trx, row, 'stop', ['running'], 'stop_pending', busyReason(await activity(trx, row.group_id), false));
-      case 'delete': return claimHostWork(trx, row, 'delete', ['stopped', 'dead'], 'deleting', busyReason(await activity(trx, row.group_id), true));
-      case 'force_delete': return claimHostWork(trx, row, 'force_delete', ['running'], 'deleting', busyReason(await activity(trx, row.group_id), true));
-      case 'remove_from_inventory': return hide(trx, row);
-      case 'restore_to_inventory': return unhide(trx, row);
-    }
+  return db.transaction(async (trx) => {
+    const claim = await decideClaim(trx, input);
+    // The outcome commits with the change (or the refusal) it describes.
+    if (claim.kind === 'refused') await noteSandboxActionOutcome(trx, { groupId: input.groupId, request, outcome: 'refused', reason: claim.reason });
+    if (claim.kind === 'done') await noteSandboxActionOutcome(trx, { groupId: input.groupId, request, outcome: 'completed', state: claim.state });
+    return claim;
   });
-  if (claim.kind === 'refused') await noteSandboxActionOutcome(db, { groupId: input.groupId, request, outcome: 'refused', reason: claim.reason });
-  if (claim.kind === 'done') await noteSandboxActionOutcome(db, { groupId: input.groupId, request, outcome: 'completed', state: claim.state });
-  return claim;
+}
+
+/** The claim's decision on the locked group row (and its pending state when it holds). */
+async function decideClaim(trx: Knex.Transaction, input: { groupId: string; request: SandboxActionRequest; staleSeconds: number }): Promise<Claim> {
+  const { request } = input;
+  const row = await lockGroup(trx, input.groupId, input.staleSeconds);
+  if (!row) return { kind: 'refused', reason: `Sandbox group ${input.groupId} does not exist` };
+  if (row.pending_action !== null) return { kind: 'refused', reason: `Another action (${row.pending_action}) is in progress on this sandbox` };
+  const mismatch = reviewMismatch(row, request);
+  if (mismatch) return { kind: 'refused', reason: mismatch };
+  switch (request.action) {
+    case 'stop': return claimHostWork(trx, row, 'stop', ['running'], 'stop_pending', busyReason(await activity(trx, row.group_id), false));
+    case 'delete': return claimHostWork(trx, row, 'delete', ['stopped', 'dead'], 'deleting', busyReason(await activity(trx, row.group_id), true));
+    case 'force_delete': return claimHostWork(trx, row, 'force_delete', ['running'], 'deleting', busyReason(await activity(trx, row.group_id), true));
+    case 'remove_from_inventory': return hide(trx, row);
+    case 'restore_to_inventory': return unhide(trx, row);
+  }
 }
 
 const STATE_WORDS: Partial<Record<SandboxAction, string>> = {
@@ -155,9 +162,9 @@ export async function releaseSandboxAction(db: Db, input: { groupId: string; req
     if (!row) return undefined;
     await trx('agent_sandboxes').where({ group_id: input.groupId })
       .update({ state: row.pending_from_state, pending_action: null, pending_from_state: null, updated_at: trx.fn.now() });
+    await noteSandboxActionOutcome(trx, { groupId: input.groupId, request: input.request, outcome: 'refused', state: row.pending_from_state, reason: input.reason });
     return row.pending_from_state;
   });
-  await noteSandboxActionOutcome(db, { groupId: input.groupId, request: input.request, outcome: 'refused', reason: input.reason });
   return state;
 }
 
@@ -192,19 +199,19 @@ export async function finishSandboxAction(db: Db, input: FinishInput): Promise<{
     if (input.observation && confirmsStopped(input.observation, row.container_id, row.generation)) {
       const state: SandboxState = input.observation.condition === 'dead' ? 'dead' : 'stopped';
       await done(state);
+      await noteSandboxActionOutcome(trx, { groupId: input.groupId, request: input.request, outcome: 'completed', state });
       return { state, outcome: 'completed' as const };
     }
     if (input.removal?.removed === true) {
       await done('deleted', { native_resume_lost_at: trx.fn.now() });
+      await noteSandboxActionOutcome(trx, { groupId: input.groupId, request: input.request, outcome: 'completed', state: 'deleted' });
       return { state: 'deleted' as const, outcome: 'completed' as const };
     }
     const seen = input.observation ?? (input.removal?.removed === false ? input.removal.observation : undefined);
     const reason = input.error ?? (seen ? `The host did not confirm: ${describeObservation(seen)}` : 'The host did not confirm');
     await done(row.pending_from_state);
+    await noteSandboxActionOutcome(trx, { groupId: input.groupId, request: input.request, outcome: 'failed', state: row.pending_from_state, reason });
     return { state: row.pending_from_state, outcome: 'failed' as const, reason };
   });
-  if (!result.already) {
-    await noteSandboxActionOutcome(db, { groupId: input.groupId, request: input.request, outcome: result.outcome, state: result.state, ...(result.reason ? { reason: result.reason } : {}) });
-  }
   return { state: result.state, outcome: result.outcome, ...(result.reason ? { reason: result.reason } : {}) };
 }
