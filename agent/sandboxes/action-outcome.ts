@@ -8,10 +8,11 @@
  * transaction: the API passes its pool), it runs inside the transaction that makes the change, so
  * the audit row (agent/audit/audit-log.ts `recordAudit`, category `sandboxes`, actions
  * `agent.sandbox.stop_idle`, `.delete`, `.force_delete`, `.remove_stale` / `.remove_inventory`,
- * `.restore_inventory`) commits with it. Wiring it is left to the audit log's owner.
+ * `.restore_inventory`) commits with it.
  */
 import type { Knex } from 'knex';
-import type { SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
+import type { SandboxAction, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
+import { recordAudit, type AuditActor, type AuditOutcome } from '../audit/audit-log';
 
 export interface SandboxActionOutcome {
   groupId: string;
@@ -23,8 +24,37 @@ export interface SandboxActionOutcome {
   reason?: string;
 }
 
-/** Records an action's outcome (today: nothing; the audit log writes its row here). */
-export async function noteSandboxActionOutcome(_db: Knex | Knex.Transaction, _outcome: SandboxActionOutcome): Promise<void> {
-  // Audit log (agent/audit/): insert { actor: request.actor, target: groupId, action, reason, outcome } here.
-  await Promise.resolve();
+const AUDIT_ACTION: Record<SandboxAction, `agent.sandbox.${string}`> = {
+  stop: 'agent.sandbox.stop_idle',
+  delete: 'agent.sandbox.delete',
+  force_delete: 'agent.sandbox.force_delete',
+  remove_from_inventory: 'agent.sandbox.remove_inventory',
+  restore_to_inventory: 'agent.sandbox.restore_inventory',
+};
+
+const AUDIT_OUTCOME: Record<SandboxActionOutcome['outcome'], AuditOutcome> = { refused: 'refused', completed: 'succeeded', failed: 'failed' };
+
+/** The audit actor of a request's `actor` (`user:<id>` or `admin-token`, as the API writes it). */
+export function sandboxAuditActor(actor: string): AuditActor {
+  const user = /^user:(\d+)$/.exec(actor);
+  return user ? { type: 'user', userId: Number(user[1]) } : { type: 'admin_token' };
+}
+
+/** Records an action's outcome as one audit row (category `sandboxes`), in the caller's transaction. */
+export async function noteSandboxActionOutcome(db: Knex | Knex.Transaction, outcome: SandboxActionOutcome): Promise<void> {
+  const { request } = outcome;
+  await recordAudit(db, {
+    actor: sandboxAuditActor(request.actor),
+    actorIp: request.actorIp ?? null,
+    category: 'sandboxes',
+    action: AUDIT_ACTION[request.action],
+    target: { type: 'sandbox', id: outcome.groupId },
+    reason: outcome.reason ?? null,
+    outcome: AUDIT_OUTCOME[outcome.outcome],
+    details: {
+      generation: request.generation,
+      ...(request.containerId !== undefined ? { container_id: request.containerId } : {}),
+      ...(outcome.state !== undefined ? { state: outcome.state } : {}),
+    },
+  });
 }

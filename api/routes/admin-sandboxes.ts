@@ -58,6 +58,7 @@ export function adminSandboxesRouter(deps: ApiDeps): Router<AgentState> {
       const body = validateBody(schema, await readJsonBody(ctx.req, BODY_LIMIT));
       const request: SandboxActionRequest = {
         action, generation: body.generation, actor: actorOf(ctx.state.operator),
+        ...(ctx.req.socket.remoteAddress !== undefined ? { actorIp: ctx.req.socket.remoteAddress } : {}),
         ...(body.container_id !== undefined ? { containerId: body.container_id } : {}),
         ...(body.last_activity_at !== undefined ? { lastActivityAt: body.last_activity_at } : {}),
       };

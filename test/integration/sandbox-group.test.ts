@@ -110,6 +110,15 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     assert.ok(state, 'the container is kept');
     assert.equal(state.Running, false);
     assert.equal((await row(g.groupId))?.pending_action, null);
+    // Every outcome wrote one audit row (the three refusals, then the stop), oldest first.
+    const audit = await stack.t.db('agent_audit_log').where({ target_type: 'sandbox', target_id: g.groupId }).orderBy('id')
+      .select<Array<{ action: string; outcome: string; actor_type: string; category: string; reason: string | null; details: { state?: string } }>>('action', 'outcome', 'actor_type', 'category', 'reason', 'details');
+    assert.deepEqual(audit.map((a) => [a.category, a.action, a.outcome, a.actor_type]), [
+      ...Array.from({ length: 3 }, () => ['sandboxes', 'agent.sandbox.stop_idle', 'refused', 'admin_token']),
+      ['sandboxes', 'agent.sandbox.stop_idle', 'succeeded', 'admin_token'],
+    ]);
+    assert.match(audit[0]!.reason ?? '', /generation/);
+    assert.equal(audit[3]!.details.state, 'stopped');
     // Visible in the Temporal UI: the group's workflow with its host and lifecycle state.
     const handle = stack.env.client.workflow.getHandle(sandboxGroupWorkflowId(g.groupId));
     await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(searchAttributes.state) === 'stopped', 'AgentState stopped', 10_000);

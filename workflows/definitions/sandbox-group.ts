@@ -41,6 +41,8 @@ export interface SandboxActionRequest {
   lastActivityAt?: string;
   /** Who asked (operator principal), for the audit log. */
   actor: string;
+  /** The operator's address as the API saw it, for the audit log. */
+  actorIp?: string;
 }
 
 /** An accepted action: the state the group is in now (a pending state when the host still has work). */
