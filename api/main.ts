@@ -10,7 +10,7 @@ import { createShutdown } from '../lib/shutdown';
 import { createTemporalClient, temporalReachable } from '../lib/temporal';
 import { accessTokensFrom } from '../lib/identity/access-tokens';
 import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
-import { createObjectStore } from '../lib/object-store';
+import { openObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
 import { createEventNotifier } from '../agent/events/event-notifier';
 
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     ? new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN })
     : undefined;
   const events = createEventNotifier({ connection: { connectionString: settings.DATABASE_URL }, log });
-  const objectStore = createObjectStore(settings);
+  const objectStore = await openObjectStore(settings);
   const app = createApiApp({
     log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore,
     ...(grants ? { grants } : {}),

@@ -270,6 +270,14 @@ export const settingsShape = {
   S3_ACCESS_KEY_ID: optionalString(),
   /** S3 secret access key. A secret. */
   S3_SECRET_ACCESS_KEY: optionalString(),
+  /**
+   * Address the bucket by path (`<endpoint>/<bucket>/<key>`) instead of by host name
+   * (`<bucket>.<endpoint>`). Default true: self-hosted servers (SeaweedFS, MinIO) have no DNS name
+   * per bucket; set false for AWS S3's virtual-hosted style.
+   */
+  S3_FORCE_PATH_STYLE: flag(true),
+  /** Create `S3_BUCKET` at startup when it is missing (dev stacks). Default false: production buckets are provisioned, not guessed. */
+  S3_CREATE_BUCKET: flag(false),
 } as const;
 
 const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {

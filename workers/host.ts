@@ -12,7 +12,7 @@ import { createShutdown } from '../lib/shutdown';
 import { connectWorker, installTemporalRuntime, stopWorker } from '../lib/temporal';
 import { createHostActivities } from '../activities/host-activities';
 import { HostApiClient } from '../activities/agent/host-api-client';
-import { createObjectStore } from '../lib/object-store';
+import { openObjectStore } from '../lib/object-store';
 import { hostTaskQueue } from '../workflows/definitions/task-queues';
 import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
       hostId,
       image: settings.AGENT_SANDBOX_IMAGE,
       limits: { memoryBytes: settings.AGENT_SANDBOX_MEMORY_BYTES, nanoCpus: Math.round(settings.AGENT_SANDBOX_CPUS * 1e9) },
-      objectStore: createObjectStore(settings),
+      objectStore: await openObjectStore(settings),
       turns: {
         api: new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL }),
         apiUrl: settings.AGENT_API_URL, credential: settings.AGENT_HOST_CREDENTIAL, gatewayUrl: settings.AGENT_GATEWAY_URL, settings,

@@ -1,15 +1,39 @@
 /**
- * The embedded filesystem object store: whole objects by key, visible only once complete and
- * verified (length and SHA-256), safe keys only; the factory refuses the unimplemented S3 backend.
+ * The embedded filesystem object store: the shared conformance suite (the same cases as the S3
+ * store), then what only a directory has: no partial files left behind, safe keys only, and the
+ * factory building each backend from settings.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
-import { createObjectStore, FsObjectStore, ObjectNotFoundError, ObjectVerificationError } from '../../lib/object-store';
+import { writeFile } from 'node:fs/promises';
+import { createObjectStore, FsObjectStore, ObjectNotFoundError, ObjectVerificationError, S3ObjectStore } from '../../lib/object-store';
+import { loadSettings } from '../../lib/settings';
+import { objectStoreConformance } from '../support/object-store-conformance';
+
+objectStoreConformance({
+  name: 'fs',
+  create() {
+    const root = mkdtempSync(join(tmpdir(), 'fs-conformance-'));
+    const store = new FsObjectStore(root);
+    return Promise.resolve({
+      store,
+      uploadDeps: { fsStore: store },
+      // Same length, other bytes, written in place behind the store's back.
+      corrupt: async (key) => {
+        const path = join(root, ...key.split('/'));
+        const bytes = readFileSync(path);
+        bytes[0] = (bytes[0] ?? 0) ^ 0xff;
+        await writeFile(path, bytes);
+      },
+      close: () => Promise.resolve(rmSync(root, { recursive: true, force: true })),
+    });
+  },
+});
 
 function allFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
@@ -67,8 +91,10 @@ describe('filesystem object store', () => {
     }
   });
 
-  it('the factory builds the fs store and refuses s3 as not implemented yet', () => {
-    assert.ok(createObjectStore({ OBJECT_STORE_BACKEND: 'fs', OBJECT_STORE_FS_ROOT: root }) instanceof FsObjectStore);
-    assert.throws(() => createObjectStore({ OBJECT_STORE_BACKEND: 's3', OBJECT_STORE_FS_ROOT: root }), /not implemented yet/);
+  it('the factory builds the store the settings name; s3 needs both keys or neither', () => {
+    assert.ok(createObjectStore(loadSettings({ OBJECT_STORE_FS_ROOT: root })) instanceof FsObjectStore);
+    const s3 = { OBJECT_STORE_BACKEND: 's3', S3_ENDPOINT: 'http://127.0.0.1:1', S3_BUCKET: 'b' };
+    assert.ok(createObjectStore(loadSettings({ ...s3, S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 'b' })) instanceof S3ObjectStore);
+    assert.throws(() => createObjectStore(loadSettings({ ...s3, S3_ACCESS_KEY_ID: 'a' })), /both S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY/);
   });
 });
