@@ -34,9 +34,13 @@ export interface S3StoreOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string };
   /** Address buckets by path (`<endpoint>/<bucket>/<key>`) rather than by host name. */
   forcePathStyle: boolean;
+  /** Attempts per request, retries included (the SDK's default: 3). */
+  maxAttempts?: number;
   /** Directory for spooling puts whose length or SHA-256 is not known up front. Default: the OS temp dir. */
   spoolDir?: string;
 }
+
+const silentLogger = { trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /** Headers a presigned PUT signs and the uploader must send exactly. */
 const SIGNED_UPLOAD_HEADERS = ['content-length', 'if-none-match', 'x-amz-checksum-sha256', 'x-amz-sdk-checksum-algorithm'];
@@ -54,10 +58,14 @@ export class S3ObjectStore implements ObjectStore {
       forcePathStyle: options.forcePathStyle,
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
       ...(options.credentials ? { credentials: options.credentials } : {}),
+      ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
       // Checksums are ours to choose: only the SHA-256 we pass, never an SDK-added CRC32 (which a
       // presigned URL would then require of the uploader).
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      // Failures reach the caller as errors; without a logger the SDK also prints a refused
+      // streaming PUT (a 412 or BadDigest we expect) to the console.
+      logger: silentLogger,
     });
   }
 

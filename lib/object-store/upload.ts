@@ -63,13 +63,26 @@ async function putStream(url: string, headers: Record<string, string>, body: Rea
     },
   });
   return new Promise<IncomingMessage>((resolve, reject) => {
-    const req = send(target, { method: 'PUT', headers }, resolve);
-    req.on('error', reject);
-    pipeline(body, meter, req).catch((err: unknown) => {
+    let answered = false;
+    let firstError: Error | undefined;
+    // A server may answer (412, 400) and close before the whole body is sent: a response that
+    // arrives just after the broken pipe is the outcome. Otherwise the body's own error (a length
+    // mismatch) wins over the socket error it causes.
+    const fail = (err: unknown): void => {
       const error = err instanceof Error ? err : new Error(String(err));
-      req.destroy(error);
-      reject(error);
+      if (!firstError || (error instanceof ObjectVerificationError && !(firstError instanceof ObjectVerificationError))) firstError = error;
+      setTimeout(() => {
+        if (answered) return;
+        req.destroy();
+        reject(firstError ?? error);
+      }, 200);
+    };
+    const req = send(target, { method: 'PUT', headers }, (response) => {
+      answered = true;
+      resolve(response);
     });
+    req.on('error', fail);
+    pipeline(body, meter, req).catch(fail);
   });
 }
 

@@ -1,0 +1,336 @@
+/**
+ * SeaweedFS, the real S3-compatible server of the tests and of `npm start` with
+ * `OBJECT_STORE_BACKEND=s3` (docs/object-store.md "The dev server").
+ *
+ * - `ensureSeaweedfsBinary`: builds `weed` from the Go module proxy's
+ *   `github.com/seaweedfs/seaweedfs@<version>` (its go.mod has replace directives, so `go install
+ *   module@version` refuses it: the module is downloaded, copied to a writable directory and built
+ *   there). Cached as `.tools/seaweedfs/<version>/weed`, keyed by version; concurrent builds (two
+ *   clones sharing `.tools`) are serialized by a lock directory. About 4.5 minutes on 2 cores.
+ * - `startSeaweedfs`: one `weed server -s3` process (master, volume, filer, S3) on 127.0.0.1 with
+ *   the given ports, data directory and one S3 identity (`-s3.config`), so requests are signed
+ *   for real. `weed` does not stop promptly on SIGTERM: `stop` waits a deadline, then SIGKILLs.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
+import { BootstrapError, DATA, LOGS, RUN, TOOLS, run, runLogged, say, tcpOpen } from './sh';
+
+export const SEAWEEDFS_MODULE = 'github.com/seaweedfs/seaweedfs';
+/** Pinned pseudo-version (SeaweedFS 4.53's S3 layer: `If-None-Match: *` → 412, `BadDigest`, checksum on HEAD). */
+export const SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6';
+
+/** Where the cached binary of a version lives. */
+export function seaweedfsBinary(version: string = SEAWEEDFS_VERSION): string {
+  return join(TOOLS, 'seaweedfs', version, 'weed');
+}
+
+/** A `go` of at least 1.21 (which fetches the toolchain go.mod asks for from the module proxy). */
+function findGo(): string | undefined {
+  for (const candidate of ['go', '/usr/local/go/bin/go', '/usr/lib/go/bin/go']) {
+    const version = run(candidate, ['version']);
+    const minor = /go1\.(\d+)/.exec(version.stdout)?.[1];
+    if (version.status === 0 && minor !== undefined && Number(minor) >= 21) return candidate;
+  }
+  return undefined;
+}
+
+function binaryWorks(binary: string): boolean {
+  return existsSync(binary) && run(binary, ['version']).status === 0;
+}
+
+/** Takes `<dir>.lock` (a directory: atomic to create); a lock whose owner died is taken over. */
+async function withBuildLock<T>(dir: string, fn: () => T): Promise<T> {
+  const lock = `${dir}.lock`;
+  const deadline = Date.now() + 20 * 60_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(readFileSafe(join(lock, 'pid')));
+      const ageMs = Date.now() - statSafeMtime(lock);
+      if ((owner && !alive(owner)) || (!owner && ageMs > 60_000)) {
+        rmSync(lock, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new BootstrapError('seaweedfs', `build lock ${lock} held by pid ${owner} for 20 minutes`);
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function readFileSafe(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function statSafeMtime(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return Date.now();
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Builds and caches `weed` unless the cached binary of this version runs. Idempotent. */
+export async function ensureSeaweedfsBinary(version: string = SEAWEEDFS_VERSION): Promise<string> {
+  const binary = seaweedfsBinary(version);
+  if (binaryWorks(binary)) return binary;
+  const dir = join(TOOLS, 'seaweedfs', version);
+  mkdirSync(dir, { recursive: true });
+  mkdirSync(LOGS, { recursive: true });
+  await withBuildLock(dir, () => {
+    if (binaryWorks(binary)) return; // another build finished while we waited
+    const go = findGo();
+    if (!go) {
+      throw new BootstrapError('seaweedfs', 'building the S3 test server (SeaweedFS) needs Go >= 1.21 on PATH or in /usr/local/go/bin; install it (https://go.dev/dl/), then run the bootstrap again');
+    }
+    const started = Date.now();
+    say(`building SeaweedFS ${version} (weed, the S3 server of the tests) from the Go module proxy; about 4.5 minutes on 2 cores`);
+    const downloaded = run(go, ['mod', 'download', '-json', `${SEAWEEDFS_MODULE}@${version}`], { cwd: tmpdir() });
+    const moduleDir = downloaded.status === 0 ? (JSON.parse(downloaded.stdout) as { Dir?: string }).Dir : undefined;
+    if (!moduleDir) throw new BootstrapError('seaweedfs', `go mod download ${SEAWEEDFS_MODULE}@${version} failed: ${downloaded.stderr.trim() || downloaded.stdout.trim()}`);
+    // The module cache is read-only, and the build writes beside the sources: build in a copy.
+    const work = mkdtempSync(join(tmpdir(), 'seaweedfs-build-'));
+    const partial = `${binary}.partial-${process.pid}`;
+    try {
+      runLogged('seaweedfs', 'cp', ['-r', `${moduleDir}/.`, work], 'seaweedfs-build.log');
+      runLogged('seaweedfs', 'chmod', ['-R', 'u+w', work], 'seaweedfs-build.log');
+      runLogged('seaweedfs', 'sh', ['-c', `cd "${work}" && exec "${go}" build -o "${partial}" ./weed`], 'seaweedfs-build.log');
+      renameSync(partial, binary);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+      rmSync(partial, { force: true });
+    }
+    if (!binaryWorks(binary)) throw new BootstrapError('seaweedfs', `${binary} does not run after the build`, join(LOGS, 'seaweedfs-build.log'));
+    say(`built ${binary} in ${Math.round((Date.now() - started) / 1000)} s`);
+  });
+  return binary;
+}
+
+export interface SeaweedfsPorts {
+  master: number;
+  volume: number;
+  filer: number;
+  s3: number;
+}
+
+/** Ports of the dev server; each service's gRPC port is its HTTP port + 10000 (weed's rule). */
+export function devSeaweedfsPorts(s3Port: number): SeaweedfsPorts {
+  return { s3: s3Port, master: 9333, volume: 9334, filer: 8888 };
+}
+
+export interface S3Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface StartSeaweedfsOptions {
+  binary: string;
+  /** Volumes, filer metadata and the identities file go here. */
+  dataDir: string;
+  ports: SeaweedfsPorts;
+  credentials: S3Credentials;
+  /** Log file (appended); default `<dataDir>/weed.log`. */
+  logFile?: string;
+  /** Outlive this process (the dev stack); tests keep it attached. */
+  detached?: boolean;
+  /** How long to wait for S3 to answer a signed request. Default 60 s. */
+  readyTimeoutMs?: number;
+}
+
+export interface SeaweedfsServer {
+  endpoint: string;
+  pid: number;
+  logFile: string;
+  /** SIGTERM, then SIGKILL after `deadlineMs` (default 5 s). */
+  stop(deadlineMs?: number): Promise<void>;
+}
+
+/** The `-s3.config` identities: one identity with every action, so each request is signed and checked. */
+export function identitiesJson(credentials: S3Credentials): string {
+  return JSON.stringify({
+    identities: [{
+      name: 'object-store',
+      credentials: [{ accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey }],
+      actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'],
+    }],
+  }, null, 2);
+}
+
+export function weedServerArgs(options: Pick<StartSeaweedfsOptions, 'dataDir' | 'ports'>, configFile: string): string[] {
+  const { ports } = options;
+  return [
+    'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${join(options.dataDir, 'volumes')}`,
+    `-master.port=${ports.master}`, `-master.port.grpc=${ports.master + 10000}`, '-master.telemetry=false', '-master.volumeSizeLimitMB=1024',
+    `-volume.port=${ports.volume}`, `-volume.port.grpc=${ports.volume + 10000}`, '-volume.preStopSeconds=0', '-volume.max=64',
+    '-filer', `-filer.port=${ports.filer}`, `-filer.port.grpc=${ports.filer + 10000}`,
+    '-s3', `-s3.port=${ports.s3}`, `-s3.port.grpc=${ports.s3 + 10000}`, '-s3.port.iceberg=0', '-s3.port.lance=0', '-s3.iam=false',
+    `-s3.config=${configFile}`,
+  ];
+}
+
+/** Starts `weed server -s3` and waits until S3 answers a signed ListBuckets. */
+export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<SeaweedfsServer> {
+  if (!existsSync(options.binary)) {
+    throw new BootstrapError('seaweedfs', `${options.binary} is missing: the bootstrap (ops/dev/bootstrap.sh) builds it`);
+  }
+  mkdirSync(join(options.dataDir, 'volumes'), { recursive: true });
+  const configFile = join(options.dataDir, 's3-identities.json');
+  writeFileSync(configFile, identitiesJson(options.credentials), { mode: 0o600 });
+  const logFile = options.logFile ?? join(options.dataDir, 'weed.log');
+  const fd = openSync(logFile, 'a');
+  const child = spawn(options.binary, weedServerArgs(options, configFile), {
+    detached: options.detached ?? false, stdio: ['ignore', fd, fd],
+    // One new volume per bucket (collection) instead of 7: tests make many small buckets.
+    env: { ...process.env, WEED_MASTER_VOLUME_GROWTH_COPY_1: '1' },
+  });
+  closeSync(fd);
+  if (child.pid === undefined) throw new BootstrapError('seaweedfs', `could not start ${options.binary}`, logFile);
+  if (options.detached) child.unref();
+  const endpoint = `http://127.0.0.1:${options.ports.s3}`;
+  const server: SeaweedfsServer = { endpoint, pid: child.pid, logFile, stop: (deadlineMs) => stopProcess(child.pid ?? 0, deadlineMs, child) };
+  try {
+    await waitReady(endpoint, options.credentials, options.readyTimeoutMs ?? 60_000, child);
+  } catch (err) {
+    await server.stop();
+    throw new BootstrapError('seaweedfs', (err as Error).message, logFile);
+  }
+  return server;
+}
+
+async function waitReady(endpoint: string, credentials: S3Credentials, timeoutMs: number, child: ChildProcess): Promise<void> {
+  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  try {
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`weed exited (${child.exitCode ?? child.signalCode}) before S3 answered`);
+      if (await tcpOpen('127.0.0.1', Number(new URL(endpoint).port))) {
+        try {
+          await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(3000) });
+          return;
+        } catch (err) {
+          last = (err as Error).message;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  } finally {
+    client.destroy();
+  }
+  throw new Error(`S3 on ${endpoint} not ready after ${Math.round(timeoutMs / 1000)} s${last ? ` (last error: ${last})` : ''}`);
+}
+
+/** SIGTERM, wait up to `deadlineMs`, then SIGKILL (weed lingers on SIGTERM). Resolves once the process is gone. */
+export async function stopProcess(pid: number, deadlineMs = 5000, child?: ChildProcess): Promise<void> {
+  const gone = (): boolean => (child ? child.exitCode !== null || child.signalCode !== null : !alive(pid));
+  if (!pid || gone()) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + deadlineMs;
+  while (!gone() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (gone()) return;
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  const killDeadline = Date.now() + 5000;
+  while (!gone() && Date.now() < killDeadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** S3 port of the dev server (`SEAWEEDFS_S3_PORT`, default 8333); its master, volume and filer use 9333, 9334, 8888 (+10000 for gRPC). */
+export function devS3Port(env: NodeJS.ProcessEnv = process.env): number {
+  const port = Number(env.SEAWEEDFS_S3_PORT ?? 8333);
+  if (!Number.isInteger(port) || port < 1 || port > 55_535) throw new BootstrapError('seaweedfs', `SEAWEEDFS_S3_PORT=${env.SEAWEEDFS_S3_PORT} is not a port (1-55535: its gRPC port is +10000)`);
+  return port;
+}
+
+/** The dev server's identity, generated once and kept in `.data/secrets/` (mode 0600). */
+function devCredentials(): S3Credentials {
+  const dir = join(DATA, 'secrets');
+  const path = join(dir, 'seaweedfs-s3.json');
+  if (!existsSync(path)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const credentials = { accessKeyId: `dev${randomBytes(8).toString('hex')}`, secretAccessKey: randomBytes(30).toString('base64url') };
+    writeFileSync(path, JSON.stringify(credentials), { mode: 0o600 });
+  }
+  return JSON.parse(readFileSync(path, 'utf8')) as S3Credentials;
+}
+
+/**
+ * `npm start` with `OBJECT_STORE_BACKEND=s3` and no `S3_ENDPOINT`: the dev SeaweedFS (started
+ * detached unless its port answers; data in `.data/seaweedfs`, log `.data/logs/seaweedfs.log`,
+ * stopped by `npm run stack:stop`) and the settings that point the stack at it.
+ */
+export async function ensureDevSeaweedfs(env: NodeJS.ProcessEnv = process.env): Promise<Record<string, string>> {
+  const port = devS3Port(env);
+  const credentials = devCredentials();
+  const endpoint = `http://127.0.0.1:${port}`;
+  if (await tcpOpen('127.0.0.1', port)) {
+    const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
+    try {
+      await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(5000) });
+    } catch (err) {
+      throw new BootstrapError('seaweedfs', `port ${port} answers but is not this stack's S3 server (${(err as Error).message}); free it or set SEAWEEDFS_S3_PORT`);
+    } finally {
+      client.destroy();
+    }
+  } else {
+    const binary = await ensureSeaweedfsBinary();
+    say(`starting SeaweedFS (S3 ${endpoint}, data in .data/seaweedfs)`);
+    const server = await startSeaweedfs({
+      binary, dataDir: join(DATA, 'seaweedfs'), ports: devSeaweedfsPorts(port), credentials,
+      logFile: join(LOGS, 'seaweedfs.log'), detached: true,
+    });
+    mkdirSync(RUN, { recursive: true });
+    writeFileSync(join(RUN, 'seaweedfs.pid'), String(server.pid));
+  }
+  return {
+    S3_ENDPOINT: endpoint,
+    S3_BUCKET: env.S3_BUCKET ?? 'sandbox-archives',
+    S3_ACCESS_KEY_ID: credentials.accessKeyId,
+    S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    S3_FORCE_PATH_STYLE: 'true',
+    S3_CREATE_BUCKET: 'true',
+  };
+}
+
+/** `npm run stack:stop`: stops the dev server it started (SIGTERM, SIGKILL after 10 s). */
+export async function stopDevSeaweedfs(): Promise<void> {
+  const file = join(RUN, 'seaweedfs.pid');
+  if (!existsSync(file)) return;
+  const pid = Number(readFileSync(file, 'utf8'));
+  if (alive(pid)) {
+    await stopProcess(pid, 10_000);
+    say(`stopped seaweedfs (pid ${pid})`);
+  }
+  rmSync(file, { force: true });
+}

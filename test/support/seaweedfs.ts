@@ -1,0 +1,89 @@
+/**
+ * A real S3 server for tests: one `weed server -s3` per test run (SeaweedFS), started from the
+ * binary the bootstrap caches (`.tools/seaweedfs/<version>/weed`) on free loopback ports with a
+ * temporary data directory and a random identity, and stopped by the root hook. No binary is a
+ * failure that names the bootstrap, never a skip. Each test file uses its own bucket.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { S3ObjectStore } from '../../lib/object-store';
+import { atRunEnd } from './root-hooks';
+import { seaweedfsBinary, startSeaweedfs, type S3Credentials, type SeaweedfsPorts, type SeaweedfsServer } from '../../ops/dev/seaweedfs';
+
+export interface TestS3 {
+  server: SeaweedfsServer;
+  endpoint: string;
+  credentials: S3Credentials;
+  dataDir: string;
+}
+
+let s3Promise: Promise<TestS3> | undefined;
+
+/** True when `port` can be bound on 127.0.0.1 right now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose gRPC companion (port + 10000, weed's rule) is free too. */
+async function freePortPair(taken: Set<number>): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 25_000);
+    if (taken.has(port) || taken.has(port + 10_000)) continue;
+    if (await bindable(port) && await bindable(port + 10_000)) {
+      taken.add(port);
+      taken.add(port + 10_000);
+      return port;
+    }
+  }
+  throw new Error('no free loopback port pair for SeaweedFS');
+}
+
+async function freePorts(): Promise<SeaweedfsPorts> {
+  const taken = new Set<number>();
+  return { master: await freePortPair(taken), volume: await freePortPair(taken), filer: await freePortPair(taken), s3: await freePortPair(taken) };
+}
+
+/** The run's S3 server (started on first use). */
+export function testS3(): Promise<TestS3> {
+  s3Promise ??= (async () => {
+    const binary = seaweedfsBinary();
+    if (!existsSync(binary)) {
+      throw new Error(`SeaweedFS binary ${binary} is missing: run the bootstrap (bash ops/dev/bootstrap.sh, part of npm test), which builds and caches it`);
+    }
+    const dataDir = mkdtempSync(join(tmpdir(), 'seaweedfs-test-'));
+    atRunEnd(teardownS3);
+    const credentials = { accessKeyId: `test${randomBytes(8).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
+    const server = await startSeaweedfs({ binary, dataDir, ports: await freePorts(), credentials });
+    return { server, endpoint: server.endpoint, credentials, dataDir };
+  })();
+  return s3Promise;
+}
+
+/** A new bucket on the run's server and an `S3ObjectStore` on it. */
+export async function testS3Store(prefix = 'test'): Promise<{ store: S3ObjectStore; bucket: string; s3: TestS3; client: S3Client }> {
+  const s3 = await testS3();
+  const bucket = `${prefix}-${randomBytes(6).toString('hex')}`;
+  const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3.credentials });
+  await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  const store = new S3ObjectStore({ endpoint: s3.endpoint, region: 'us-east-1', bucket, forcePathStyle: true, credentials: s3.credentials });
+  return { store, bucket, s3, client };
+}
+
+/** Stops the run's server (SIGTERM, then SIGKILL after a deadline) and removes its data. */
+export async function teardownS3(): Promise<void> {
+  if (!s3Promise) return;
+  const pending = s3Promise;
+  s3Promise = undefined;
+  const s3 = await pending.catch(() => undefined);
+  if (!s3) return;
+  await s3.server.stop(3000);
+  rmSync(s3.dataDir, { recursive: true, force: true });
+}
