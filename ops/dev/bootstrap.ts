@@ -1,13 +1,14 @@
 /**
  * Brings the development stack's backing services up, installing what is missing:
- * Debian packages, the Temporal CLI, PostgreSQL, dockerd, the Temporal dev server and the
- * sandbox image. Idempotent; every step is skipped when already done.
+ * Debian packages, the Temporal CLI, PostgreSQL, dockerd, the Temporal dev server, the
+ * sandbox image and the S3 test server's binary (SeaweedFS `weed`, built once per version). Idempotent; every step is skipped when already done.
  * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`).
  */
 import { ensureDebPackages } from './packages';
 import { ensureDockerd } from './docker-engine';
 import { ensurePostgres } from './postgres';
 import { ensureSandboxImage } from './sandbox-image';
+import { ensureSeaweedfsBinary } from './seaweedfs';
 import { ensureTemporalCli, ensureTemporalServer } from './temporal-server';
 import { BootstrapError, say } from './sh';
 
@@ -19,6 +20,8 @@ async function main(): Promise<void> {
   await ensureDockerd();
   await ensureTemporalServer();
   ensureSandboxImage();
+  // The tests' S3 server (and npm start's with OBJECT_STORE_BACKEND=s3); started where needed.
+  await ensureSeaweedfsBinary();
   say(`services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (postgres 127.0.0.1:5432, dockerd, temporal 127.0.0.1:7233, UI http://127.0.0.1:8233)`);
 }
 

@@ -1,10 +1,11 @@
 /**
- * `npm run stack:stop`: stops the backing services the bootstrap started (Temporal dev server,
- * dockerd, the project's PostgreSQL cluster). Services it did not start are left alone.
+ * `npm run stack:stop`: stops the backing services the bootstrap and `npm start` started (Temporal
+ * dev server, dockerd, the dev SeaweedFS, the project's PostgreSQL cluster). Services it did not start are left alone.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { stopPostgres } from './postgres';
+import { stopDevSeaweedfs } from './seaweedfs';
 import { RUN, say } from './sh';
 
 function stopByPidFile(service: string): void {
@@ -20,7 +21,12 @@ function stopByPidFile(service: string): void {
   rmSync(file, { force: true });
 }
 
-stopByPidFile('temporal');
-stopByPidFile('dockerd');
-stopPostgres();
-say('backing services stopped');
+async function main(): Promise<void> {
+  stopByPidFile('temporal');
+  stopByPidFile('dockerd');
+  await stopDevSeaweedfs();
+  stopPostgres();
+  say('backing services stopped');
+}
+
+void main();
