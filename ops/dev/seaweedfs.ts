@@ -212,7 +212,11 @@ export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<Se
   if (child.pid === undefined) throw new BootstrapError('seaweedfs', `could not start ${options.binary}`, logFile);
   if (options.detached) child.unref();
   const endpoint = `http://127.0.0.1:${options.ports.s3}`;
-  const server: SeaweedfsServer = { endpoint, pid: child.pid, logFile, stop: (deadlineMs) => stopProcess(child.pid ?? 0, deadlineMs, child) };
+  const stop = async (deadlineMs?: number): Promise<void> => {
+    await stopProcess(child.pid ?? 0, deadlineMs, child);
+    removeGrpcSockets(options.ports);
+  };
+  const server: SeaweedfsServer = { endpoint, pid: child.pid, logFile, stop };
   try {
     await waitReady(endpoint, options.credentials, options.readyTimeoutMs ?? 60_000, child);
   } catch (err) {
@@ -243,6 +247,11 @@ async function waitReady(endpoint: string, credentials: S3Credentials, timeoutMs
     client.destroy();
   }
   throw new Error(`S3 on ${endpoint} not ready after ${Math.round(timeoutMs / 1000)} s${last ? ` (last error: ${last})` : ''}`);
+}
+
+/** weed registers a local socket per gRPC port (`/tmp/seaweedfs-<service>-grpc-<port>.sock`) and a killed weed leaves it behind. */
+function removeGrpcSockets(ports: SeaweedfsPorts): void {
+  for (const [service, port] of Object.entries(ports)) rmSync(join('/tmp', `seaweedfs-${service}-grpc-${port + 10000}.sock`), { force: true });
 }
 
 /** SIGTERM, wait up to `deadlineMs`, then SIGKILL (weed lingers on SIGTERM). Resolves once the process is gone. */
@@ -330,6 +339,7 @@ export async function stopDevSeaweedfs(): Promise<void> {
   const pid = Number(readFileSync(file, 'utf8'));
   if (alive(pid)) {
     await stopProcess(pid, 10_000);
+    removeGrpcSockets(devSeaweedfsPorts(devS3Port()));
     say(`stopped seaweedfs (pid ${pid})`);
   }
   rmSync(file, { force: true });
