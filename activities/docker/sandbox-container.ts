@@ -63,7 +63,8 @@ export function memberPaths(uid: number): { user: string; home: string; sessionD
   return { user, home: `/home/${user}`, sessionDir: `/home/${user}/.agent` };
 }
 
-async function inspectOrUndefined(docker: Docker, name: string): Promise<Docker.ContainerInspectInfo | undefined> {
+/** A container's inspection, or undefined when no container has that name or id. */
+export async function inspectOrUndefined(docker: Docker, name: string): Promise<Docker.ContainerInspectInfo | undefined> {
   try {
     return await docker.getContainer(name).inspect();
   } catch (err) {

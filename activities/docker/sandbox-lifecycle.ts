@@ -7,7 +7,7 @@
  */
 import type Docker from 'dockerode';
 import type { ContainerObservation, ContainerRemoval } from '../../workflows/definitions/sandbox-group';
-import { SANDBOX_LABELS } from './sandbox-container';
+import { inspectOrUndefined, SANDBOX_LABELS } from './sandbox-container';
 
 export interface ExactContainer {
   containerName: string;
@@ -18,14 +18,6 @@ export interface ExactContainer {
 /** Seconds Docker waits after SIGTERM before SIGKILL when stopping a sandbox. */
 const STOP_GRACE_SECONDS = 10;
 
-async function inspect(docker: Docker, name: string): Promise<Docker.ContainerInspectInfo | undefined> {
-  try {
-    return await docker.getContainer(name).inspect();
-  } catch (err) {
-    if ((err as { statusCode?: number }).statusCode === 404) return undefined;
-    throw err;
-  }
-}
 
 function observationOf(info: Docker.ContainerInspectInfo | undefined, target: ExactContainer): ContainerObservation {
   if (!info) return { condition: 'missing' };
@@ -37,7 +29,7 @@ function observationOf(info: Docker.ContainerInspectInfo | undefined, target: Ex
 
 /** How the group's container is now. */
 export async function observeSandboxContainer(docker: Docker, target: ExactContainer): Promise<ContainerObservation> {
-  return observationOf(await inspect(docker, target.containerName), target);
+  return observationOf(await inspectOrUndefined(docker, target.containerName), target);
 }
 
 /** Stops the exact container (when it is that container and running), then observes it. */

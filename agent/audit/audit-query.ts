@@ -46,7 +46,8 @@ export interface AuditLogPage {
   next_before: string | null;
 }
 
-interface AuditRow {
+/** One `agent_audit_log` row as PostgreSQL returns it. */
+export interface AuditRow {
   id: string;
   created_at: Date;
   category: AuditCategory;

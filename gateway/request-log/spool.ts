@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { ApiLogRow } from './row';
 import type { RowTexts } from './batch';
 import { JOURNAL_FILE } from './journal';
+import { processAlive } from '../../lib/process-alive';
 
 export interface SpoolOptions {
   dir: string;
@@ -50,14 +51,6 @@ function nextStamp(): number {
   return lastStamp;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class Spool {
   private readonly segmentBytes: number;
@@ -116,7 +109,7 @@ export class Spool {
 
   /** A segment of a process that is gone, or of an earlier spool of this process. */
   private orphaned(pid: number, stamp: number): boolean {
-    return pid === process.pid ? stamp !== this.stamp : !alive(pid);
+    return pid === process.pid ? stamp !== this.stamp : !processAlive(pid);
   }
 
   /**

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { BootstrapError, DATA, LOGS, RUN, TOOLS, run, runLogged, say, tcpOpen } from './sh';
+import { processAlive } from '../../lib/process-alive';
 
 export const SEAWEEDFS_MODULE = 'github.com/seaweedfs/seaweedfs';
 /** Pinned pseudo-version (SeaweedFS 4.53's S3 layer: `If-None-Match: *` → 412, `BadDigest`, checksum on HEAD). */
@@ -55,7 +56,7 @@ async function withBuildLock<T>(dir: string, fn: () => T): Promise<T> {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const owner = Number(readFileSafe(join(lock, 'pid')));
       const ageMs = Date.now() - statSafeMtime(lock);
-      if ((owner && !alive(owner)) || (!owner && ageMs > 60_000)) {
+      if ((owner && !processAlive(owner)) || (!owner && ageMs > 60_000)) {
         rmSync(lock, { recursive: true, force: true });
         continue;
       }
@@ -86,14 +87,6 @@ function statSafeMtime(path: string): number {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Builds and caches `weed` unless the cached binary of this version runs. Idempotent. */
 export async function ensureSeaweedfsBinary(version: string = SEAWEEDFS_VERSION): Promise<string> {
@@ -256,7 +249,7 @@ function removeGrpcSockets(ports: SeaweedfsPorts): void {
 
 /** SIGTERM, wait up to `deadlineMs`, then SIGKILL (weed lingers on SIGTERM). Resolves once the process is gone. */
 export async function stopProcess(pid: number, deadlineMs = 5000, child?: ChildProcess): Promise<void> {
-  const gone = (): boolean => (child ? child.exitCode !== null || child.signalCode !== null : !alive(pid));
+  const gone = (): boolean => (child ? child.exitCode !== null || child.signalCode !== null : !processAlive(pid));
   if (!pid || gone()) return;
   try {
     process.kill(pid, 'SIGTERM');
@@ -337,7 +330,7 @@ export async function stopDevSeaweedfs(): Promise<void> {
   const file = join(RUN, 'seaweedfs.pid');
   if (!existsSync(file)) return;
   const pid = Number(readFileSync(file, 'utf8'));
-  if (alive(pid)) {
+  if (processAlive(pid)) {
     await stopProcess(pid, 10_000);
     removeGrpcSockets(devSeaweedfsPorts(devS3Port()));
     say(`stopped seaweedfs (pid ${pid})`);

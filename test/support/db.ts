@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createDb, type Db } from '../../lib/db';
 import { migrateLatest } from '../../migrations/runner';
 import { captureLogs } from './logs';
+import { processAlive } from '../../lib/process-alive';
 
 /** knex warnings of test pools are collected, not printed (tests assert on errors directly). */
 const quiet = captureLogs('test-db', 'warn').log;
@@ -31,14 +32,6 @@ function migrationsHash(): string {
 let templatePromise: Promise<string> | undefined;
 let counter = 0;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function prepareTemplate(): Promise<string> {
   const template = `gw_tpl_${migrationsHash()}`;
@@ -54,7 +47,7 @@ async function prepareTemplate(): Promise<string> {
       for (const { datname, born } of rows.rows) {
         const testDb = /^gw_test_(\d+)_\d+$/.exec(datname);
         const staleTemplate = datname.startsWith('gw_tpl_') && datname !== template && !(Number(born) > Date.now() - 86_400_000);
-        if (staleTemplate || (testDb && !alive(Number(testDb[1])))) {
+        if (staleTemplate || (testDb && !processAlive(Number(testDb[1])))) {
           await admin.raw(`drop database if exists ${datname} with (force)`);
         }
       }

@@ -10,23 +10,8 @@ import {
 import { isAppError } from '../../../../lib/errors';
 import { REPLACEMENT } from '../../../../lib/text';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
+import type { AuditRow } from '../../../../agent/audit/audit-query';
 
-interface StoredRow {
-  id: string;
-  created_at: Date;
-  category: string;
-  action: string;
-  source: string;
-  actor_type: string;
-  actor_user_id: string | null;
-  actor_name: string | null;
-  actor_ip: string | null;
-  target_type: string | null;
-  target_id: string | null;
-  reason: string | null;
-  outcome: string;
-  details: Record<string, unknown>;
-}
 
 describe('agent audit log: the writer (PostgreSQL)', () => {
   let t: TestDatabase;
@@ -37,7 +22,7 @@ describe('agent audit log: the writer (PostgreSQL)', () => {
     await t?.drop();
   });
 
-  const rowOf = async (id: string): Promise<StoredRow> => (await t.db('agent_audit_log').where({ id }).first<StoredRow>());
+  const rowOf = async (id: string): Promise<AuditRow> => (await t.db('agent_audit_log').where({ id }).first<AuditRow>());
   const entry = (overrides: Partial<AuditEntry> = {}): AuditEntry => ({
     category: 'hosts', action: 'agent.host.slots_changed', actor: { type: 'user', userId: 7 }, actorIp: '198.51.100.7',
     target: { type: 'host', id: 'host-a' }, outcome: 'succeeded', details: { slots_previous: null, slots_saved: 4 }, ...overrides,
