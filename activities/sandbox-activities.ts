@@ -6,13 +6,16 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
-import type { ObjectStore } from '../lib/object-store';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FsObjectStore, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
 import { ensureSandboxContainer, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
-import type { ContainerObservation, ContainerRemoval } from '../workflows/definitions/sandbox-group';
+import { ArchiveRestoreError, ArchiveSpoolMissingError, discardSpool, restoreArchive, spoolArchive, uploadSpool } from './docker/sandbox-archive';
+import type { ContainerObservation, ContainerRemoval, SandboxArchiveReceipt, SpooledArchive } from '../workflows/definitions/sandbox-group';
 import type { WorkspaceArchiveResult } from '../workflows/definitions/workspace-archive';
 import { BaseRevisionNotFoundError, UnsupportedRepoError } from './docker/workspace-clone';
 import { initWorkspace } from './docker/workspace-init';
@@ -28,6 +31,8 @@ export interface SandboxActivityDeps {
   cloneCredential?: (repo: string) => Promise<string | undefined>;
   /** Extra labels on created containers (tests mark theirs). */
   sandboxLabels?: Record<string, string>;
+  /** Where archives are spooled before upload and after download (default `<tmpdir>/agent-archive-spool`). */
+  archiveSpoolDir?: string;
 }
 
 export interface PrepareSandboxInput {
@@ -39,6 +44,8 @@ export interface PrepareSandboxInput {
   repo: string | null;
   baseRef?: string;
   baseSha?: string;
+  /** A cold group: restore this committed archive into the new generation's container first. */
+  restore?: SandboxArchiveReceipt;
 }
 
 export interface PrepareSandboxResult {
@@ -54,6 +61,7 @@ const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, FailureType]> =
   [BaseRevisionNotFoundError, FailureType.baseRevisionNotFound],
   [SandboxGenerationMismatchError, FailureType.sandboxGenerationMismatch],
   [SandboxMissingError, FailureType.sandboxMissing],
+  [ArchiveRestoreError, FailureType.archiveRestoreFailed],
 ];
 
 /** Failure types of the permanent errors (the workflows' `PERMANENT_SANDBOX_FAILURES` must list each). */
@@ -99,6 +107,7 @@ function keyedSerializer(): <T>(key: string, work: () => Promise<T>) => Promise<
 
 export function createSandboxActivities(deps: SandboxActivityDeps) {
   const perGroup = keyedSerializer();
+  const spoolDir = deps.archiveSpoolDir ?? join(tmpdir(), 'agent-archive-spool');
   return {
     /** Creates or reuses the group's container, adds the member and initializes `/workspace` once. */
     async prepareSandbox(input: PrepareSandboxInput): Promise<PrepareSandboxResult> {
@@ -108,6 +117,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
           hostId: deps.hostId, uid: input.uid, image: deps.image, limits: deps.limits ?? DEFAULT_SANDBOX_LIMITS,
           ...(deps.sandboxLabels ? { extraLabels: deps.sandboxLabels } : {}),
         });
+        if (input.restore) await restoreInto(deps, ensured, input.restore, spoolDir);
         const base = input.repo === null
           ? await initWorkspace(deps.docker, ensured.containerName, { uid: input.uid, repo: null })
           : await initWorkspace(deps.docker, ensured.containerName, {
@@ -135,6 +145,33 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       return heartbeating(() => perGroup(groupOf(input), () => removeExactStoppedContainer(deps.docker, input)));
     },
 
+    /**
+     * Archive, step 1 (spec 3.4): spools the exact stopped or dead container's archive on this host
+     * and answers its length and SHA-256 (for the upload grant); never starts the container.
+     */
+    async spoolSandboxArchive(input: ExactContainer & { groupId: string }): Promise<SpooledArchive
+      | { status: 'not_stopped'; observation: ContainerObservation } | { status: 'too_large'; bytes: number; limit: number }> {
+      return heartbeating(() => perGroup(input.groupId, () => spoolArchive(deps.docker, input, spoolDir)));
+    },
+
+    /** Archive, step 2: uploads the spool with the control plane's grant (`exists`: the store verifies it next). */
+    async uploadSandboxArchive(input: { grant: UploadGrant; path: string }): Promise<UploadOutcome> {
+      return heartbeating(async () => {
+        try {
+          return await uploadSpool(input.grant, input.path, deps.objectStore instanceof FsObjectStore ? { fsStore: deps.objectStore } : {});
+        } catch (err) {
+          if (err instanceof ArchiveSpoolMissingError) throw ApplicationFailure.nonRetryable(err.message, FailureType.archiveSpoolMissing);
+          throw err;
+        }
+      });
+    },
+
+    /** Removes a spool file (after its upload, or when the archive is abandoned). */
+    async discardSandboxArchiveSpool(input: { path: string }): Promise<void> {
+      if (!input.path.startsWith(spoolDir)) throw ApplicationFailure.nonRetryable(`${input.path} is not a spool file of this host`, 'InvalidSpoolPath');
+      await discardSpool(input.path);
+    },
+
     /** Archives a sandbox's whole `/workspace` (gzipped tar) into the object store under `key`. */
     async buildWorkspaceArchive(input: WorkspaceArchiveRequest): Promise<WorkspaceArchiveResult> {
       const store = deps.objectStore;
@@ -142,6 +179,24 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       return heartbeating(() => archiveWorkspace(deps.docker, store, input));
     },
   };
+}
+
+/**
+ * Restores a cold group's archive into the container just ensured for its new generation. A
+ * failed check removes that container (it holds nothing yet) so the next restore starts clean.
+ */
+async function restoreInto(
+  deps: SandboxActivityDeps, ensured: { containerId: string; containerName: string }, receipt: SandboxArchiveReceipt, spoolDir: string,
+): Promise<void> {
+  if (!deps.objectStore) throw ApplicationFailure.nonRetryable('This host runner has no object store configured to restore from', FailureType.objectStoreMissing);
+  try {
+    await restoreArchive(deps.docker, deps.objectStore, ensured.containerName, receipt, spoolDir);
+  } catch (err) {
+    if (err instanceof ArchiveRestoreError) {
+      await deps.docker.getContainer(ensured.containerId).remove({ force: true, v: true }).catch(() => undefined);
+    }
+    throw err;
+  }
 }
 
 /** The group of a container name `sbx-<groupId>` (the serializer key `prepareSandbox` uses). */

@@ -5,6 +5,7 @@
  */
 import { Worker } from '@temporalio/worker';
 import { createDb } from '../lib/db';
+import { openObjectStore } from '../lib/object-store';
 import { createLogger } from '../lib/logger';
 import { Periodic } from '../lib/periodic';
 import { loadSettings } from '../lib/settings';
@@ -26,13 +27,15 @@ async function main(): Promise<void> {
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'control-worker' });
   const grants = new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN });
+  // Sandbox archives (spec 3.4): the configured store (the embedded fs store by default).
+  const objectStore = await openObjectStore(settings);
   const connection = await connectWorker(settings);
   const worker = await Worker.create({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows'),
-    activities: createControlActivities({ db, settings, grants, log }),
+    activities: createControlActivities({ db, settings, grants, log, objectStore }),
   });
   const { client, connection: clientConnection } = createTemporalClient(settings);
   const delivery = new ChatDelivery(client, settings, log);

@@ -175,9 +175,11 @@ async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ re
   const sandbox = await prepare.prepareSandbox({
     jobId: input.jobId, groupId: admitted.groupId, generation: admitted.generation, attemptId: admitted.attemptId,
     uid: admitted.uid, repo: admitted.repo, ...(admitted.baseRef ? { baseRef: admitted.baseRef } : {}),
-    ...(admitted.baseSha ? { baseSha: admitted.baseSha } : {}),
+    ...(admitted.baseSha ? { baseSha: admitted.baseSha } : {}), ...(admitted.restore ? { restore: admitted.restore } : {}),
   });
-  await control.recordSandbox({ jobId: input.jobId, groupId: admitted.groupId, containerId: sandbox.containerId, baseSha: sandbox.baseSha });
+  await control.recordSandbox({
+    jobId: input.jobId, groupId: admitted.groupId, containerId: sandbox.containerId, baseSha: sandbox.baseSha, generation: admitted.generation,
+  });
   return host.runAgentTurn({ attemptId: admitted.attemptId, jobId: input.jobId, turnSeq: admitted.seq });
 }
 

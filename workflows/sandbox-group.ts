@@ -26,6 +26,7 @@ import {
   confirmsStopped, describeObservation, SANDBOX_ACTION_UPDATES, SandboxActionFailure,
   type SandboxAction, type SandboxActionAccepted, type SandboxActionRequest, type SandboxGroupInput, type SandboxState,
 } from './definitions/sandbox-group';
+import { FailureType } from './definitions/failures';
 import { searchAttributes } from './definitions/search-attributes';
 import { hostTaskQueue } from './definitions/task-queues';
 
@@ -40,6 +41,15 @@ const records = proxyActivities<SandboxGroupActivities>({
   startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
+
+/** Object-store calls (grant, verify and commit): a store that stays down fails the action, the container stays. */
+const storeCalls = proxyActivities<SandboxGroupActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
+});
+
+/** Spool or upload rounds of one archive (a lost spool or an expired grant starts a round again). */
+const ARCHIVE_ROUNDS = 3;
 
 type Claim = Awaited<ReturnType<SandboxGroupActivities['claimSandboxAction']>>;
 type ClaimedAction = Extract<Claim, { kind: 'claimed' }>;
@@ -70,21 +80,34 @@ function messageOf(err: unknown): string {
 export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<void> {
   let inProgress: SandboxAction | undefined;
   const work: Work[] = [];
-  // Observing before acceptance: the operator waits, so a host that does not pick it up soon is offline.
-  const observe = proxyActivities<SandboxActivities>({
-    taskQueue: hostTaskQueue(input.hostId),
-    scheduleToStartTimeout: '30 seconds',
-    startToCloseTimeout: '30 seconds',
-    retry: { maximumAttempts: 2, initialInterval: '1 second' },
-  });
-  // The accepted action's host work: a host restarting meanwhile picks it up later.
-  const hostWork = proxyActivities<SandboxActivities>({
-    taskQueue: hostTaskQueue(input.hostId),
-    scheduleToStartTimeout: '5 minutes',
-    startToCloseTimeout: '2 minutes',
-    heartbeatTimeout: '30 seconds',
-    retry: { maximumAttempts: 5, initialInterval: '1 second', maximumInterval: '10 seconds' },
-  });
+  /** Activities on the group's host: its queue is the claim's host (a restored group may have moved). */
+  function onHost(hostId: string) {
+    return {
+      // Observing before acceptance: the operator waits, so a host that does not pick it up soon is offline.
+      observe: proxyActivities<SandboxActivities>({
+        taskQueue: hostTaskQueue(hostId),
+        scheduleToStartTimeout: '30 seconds',
+        startToCloseTimeout: '30 seconds',
+        retry: { maximumAttempts: 2, initialInterval: '1 second' },
+      }),
+      // The accepted action's host work: a host restarting meanwhile picks it up later.
+      hostWork: proxyActivities<SandboxActivities>({
+        taskQueue: hostTaskQueue(hostId),
+        scheduleToStartTimeout: '5 minutes',
+        startToCloseTimeout: '2 minutes',
+        heartbeatTimeout: '30 seconds',
+        retry: { maximumAttempts: 5, initialInterval: '1 second', maximumInterval: '10 seconds' },
+      }),
+      // Archive transfers: up to 5 GiB each way, heartbeating; a host restarting meanwhile picks them up later.
+      transfer: proxyActivities<SandboxActivities>({
+        taskQueue: hostTaskQueue(hostId),
+        scheduleToStartTimeout: '5 minutes',
+        startToCloseTimeout: '30 minutes',
+        heartbeatTimeout: '30 seconds',
+        retry: { maximumAttempts: 3, initialInterval: '2 seconds', maximumInterval: '30 seconds', nonRetryableErrorTypes: [FailureType.archiveSpoolMissing] },
+      }),
+    };
+  }
   const showState = (state: SandboxState) => upsertSearchAttributes([{ key: searchAttributes.state, value: state }]);
 
   upsertSearchAttributes([
@@ -119,7 +142,7 @@ export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<vo
     let reason: string | undefined;
     let unanswered = false;
     try {
-      const seen = await observe.observeSandboxContainer(target);
+      const seen = await onHost(claim.hostId ?? input.hostId).observe.observeSandboxContainer(target);
       if (!confirmsStopped(seen, claim.containerId, claim.generation)) {
         reason = `The host did not confirm the container stopped or dead: ${describeObservation(seen)}`;
       }
@@ -157,16 +180,60 @@ export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<vo
   }
 
   async function carryOut({ request, claim }: Work): Promise<void> {
+    const { hostWork } = onHost(claim.hostId ?? input.hostId);
     const target = { containerName: claim.containerName, containerId: claim.containerId, generation: claim.generation };
     let finish: FinishInput;
     try {
-      finish = request.action === 'stop'
-        ? { groupId: input.groupId, request, observation: await hostWork.stopSandboxContainer(target) }
-        : { groupId: input.groupId, request, removal: await hostWork.removeStoppedSandboxContainer(target) };
+      if (request.action === 'stop') {
+        finish = { groupId: input.groupId, request, observation: await hostWork.stopSandboxContainer(target) };
+      } else if (request.action === 'archive_delete') {
+        // The container goes only once the archive's receipt is committed; any failure keeps it.
+        const archived = await archive(claim);
+        finish = archived.ok
+          ? { groupId: input.groupId, request, removal: await hostWork.removeStoppedSandboxContainer(target) }
+          : { groupId: input.groupId, request, error: archived.error };
+      } else {
+        finish = { groupId: input.groupId, request, removal: await hostWork.removeStoppedSandboxContainer(target) };
+      }
     } catch (err) {
       finish = { groupId: input.groupId, request, error: `The host did not carry out the action: ${messageOf(err)}` };
     }
     const result = await records.finishSandboxAction(finish);
     showState(result.state);
+  }
+
+  /**
+   * Archive to object storage (spec 3.4): the host spools the stopped container's archive and
+   * reports its length and SHA-256, the control plane grants exactly that upload (presigned single
+   * PUT, 15 minutes, `If-None-Match: *`), the host uploads it, and the receipt is committed only
+   * after the store verified the object. A lost spool or a failed upload (an expired grant) starts
+   * another round; after `ARCHIVE_ROUNDS` the action fails and the container is kept.
+   */
+  async function archive(claim: ClaimedAction): Promise<{ ok: true } | { ok: false; error: string }> {
+    const { hostWork, transfer } = onHost(claim.hostId ?? input.hostId);
+    const target = { containerName: claim.containerName, containerId: claim.containerId, generation: claim.generation, groupId: input.groupId };
+    let lastError = 'no archive round ran';
+    for (let round = 1; round <= ARCHIVE_ROUNDS; round += 1) {
+      const spooled = await transfer.spoolSandboxArchive(target);
+      if (spooled.status === 'not_stopped') return { ok: false, error: `The host did not confirm the container stopped or dead: ${describeObservation(spooled.observation)}` };
+      if (spooled.status === 'too_large') return { ok: false, error: `The archive is larger than the 5 GiB single-upload limit (over ${spooled.bytes} bytes); the container is kept` };
+      const expected = { groupId: input.groupId, generation: claim.generation, length: spooled.length, sha256: spooled.sha256 };
+      try {
+        const granted = await storeCalls.grantSandboxArchiveUpload(expected);
+        if (granted.kind === 'refused') return { ok: false, error: granted.reason };
+        try {
+          await transfer.uploadSandboxArchive({ grant: granted.grant, path: spooled.path });
+        } catch (err) {
+          lastError = `The archive upload failed: ${messageOf(err)}`;
+          continue;
+        }
+        const committed = await storeCalls.commitSandboxArchive(expected);
+        if (committed.kind === 'refused') return { ok: false, error: committed.reason };
+        return { ok: true };
+      } finally {
+        await hostWork.discardSandboxArchiveSpool({ path: spooled.path }).catch(() => undefined);
+      }
+    }
+    return { ok: false, error: `${lastError}; the container is kept` };
   }
 }

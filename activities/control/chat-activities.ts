@@ -45,9 +45,10 @@ export function createChatActivities(deps: ChatActivityDeps) {
     },
 
     /** Records the container and (first time) the workspace base the host reported. */
-    async recordSandbox(input: { jobId: string; groupId: string; containerId: string; baseSha: string }): Promise<void> {
+    async recordSandbox(input: { jobId: string; groupId: string; containerId: string; baseSha: string; generation?: number }): Promise<void> {
       await db.transaction(async (trx) => {
-        await trx('agent_sandboxes').where({ group_id: input.groupId })
+        // Only for the generation the attempt prepared (a restore bumps it; histories from before pass none).
+        await trx('agent_sandboxes').where({ group_id: input.groupId }).modify((q) => { if (input.generation !== undefined) void q.where({ generation: input.generation }); })
           // New work on the group makes it visible in the inventory again (spec 3.4: resume, new work).
           .update({ container_id: input.containerId, state: 'running', hidden_at: null, hidden_reason: null, updated_at: trx.fn.now(), last_activity_at: trx.fn.now() });
         await trx('agent_jobs').where({ job_id: input.jobId }).whereNull('base_sha').update({ base_sha: input.baseSha, updated_at: trx.fn.now() });
@@ -56,7 +57,15 @@ export function createChatActivities(deps: ChatActivityDeps) {
 
     /** Ends an attempt and its turn with `outcome` (a no-op when already recorded). */
     async finishTurn(input: { attemptId: string; outcome: TurnOutcome }): Promise<void> {
-      await db.transaction((trx) => finishAttempt(trx, input));
+      await db.transaction(async (trx) => {
+        await finishAttempt(trx, input);
+        // An attempt that restored a cold group but never recorded its container leaves it cold again.
+        await trx('agent_sandboxes')
+          .where({ state: 'restoring' })
+          .whereIn(['group_id', 'generation'], trx('agent_attempts as a').join('agent_sandbox_members as m', 'm.job_id', 'a.job_id')
+            .where('a.attempt_id', input.attemptId).select('m.group_id', 'a.generation'))
+          .update({ state: 'cold', updated_at: trx.fn.now() });
+      });
     },
 
     /** Fails a turn whose running attempt no workflow is watching any more. */

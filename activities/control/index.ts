@@ -4,6 +4,7 @@
  */
 import type { Db } from '../../lib/db';
 import { createLogger, type Logger } from '../../lib/logger';
+import type { ObjectStore } from '../../lib/object-store';
 import type { Settings } from '../../lib/settings';
 import { createGrantActivities } from '../grants/grant-activities';
 import type { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
@@ -19,13 +20,15 @@ export interface ControlActivityDeps {
   log?: Logger;
   /** Title-generation limits (tests shorten them); default spec 8's. */
   titleLimits?: Partial<TitleLimits>;
+  /** Where sandbox archives go (spec 3.4); without one, archive actions are refused. */
+  objectStore?: ObjectStore;
 }
 
 export function createControlActivities(deps: ControlActivityDeps) {
   const log = deps.log ?? createLogger({ name: 'control-activities', level: deps.settings.LOG_LEVEL });
   return {
     ...createChatActivities({ db: deps.db, settings: deps.settings }),
-    ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings }),
+    ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };

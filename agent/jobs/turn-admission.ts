@@ -8,6 +8,8 @@ import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import { placeTurn, type PlacementWait } from '../hosts/placement';
 import { PENDING_STATES } from '../sandboxes/sandbox-actions';
+import { latestReceipt } from '../sandboxes/sandbox-archives';
+import type { SandboxArchiveReceipt } from '../../workflows/definitions/sandbox-group';
 import { newId } from './job-store';
 import { claimNextTurn, startAttempt, type ClaimedJob, type TurnState } from './turn-transitions';
 
@@ -26,6 +28,8 @@ export type AdmittedTurn = {
   repo: string | null;
   baseRef: string | null;
   baseSha: string | null;
+  /** The group was cold: the host restores this archive into the new generation's container first. */
+  restore?: SandboxArchiveReceipt;
 };
 
 export type Admission =
@@ -45,7 +49,7 @@ export interface AdmissionLimits {
   defaultSlots: number;
 }
 
-type Group = { groupId: string; generation: number; uid: number };
+type Group = { groupId: string; generation: number; uid: number; restore?: SandboxArchiveReceipt };
 
 /**
  * The chat's sandbox group on `hostId`, created (generation 1, first member) for a chat not yet placed.
@@ -59,7 +63,9 @@ async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: strin
     const member = await trx('agent_sandbox_members').where({ job_id: job.job_id }).first<{ uid: number }>('uid');
     if (!group || !member) return { missing: `sandbox group ${job.group_id} of ${job.job_id} is missing` };
     if (group.state === 'deleted') return { missing: `The sandbox of this chat was deleted by an operator; its workspace is gone` };
-    if ((PENDING_STATES as readonly string[]).includes(group.state)) return { pending: group.state };
+    if (group.state === 'cold') return restoreGroup(trx, job.group_id, group.generation, member.uid, hostId);
+    // Another member's turn is restoring the archive: this one waits for the container.
+    if (group.state === 'restoring' || (PENDING_STATES as readonly string[]).includes(group.state)) return { pending: group.state };
     return { groupId: job.group_id, generation: group.generation, uid: member.uid };
   }
   const groupId = newId('grp');
@@ -69,13 +75,37 @@ async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: strin
   return { groupId, generation: 1, uid: FIRST_MEMBER_UID };
 }
 
+/**
+ * A cold group comes back (spec 3.4 "cold and restoring"): a new generation on the host the turn
+ * was placed on, `restoring` until the host has restored and verified the archive and recorded
+ * the new container (chat-activities `recordSandbox`), back to `cold` when the attempt fails.
+ */
+async function restoreGroup(trx: Knex.Transaction, groupId: string, generation: number, uid: number, hostId: string): Promise<Group | { missing: string }> {
+  const receipt = await latestReceipt(trx, groupId);
+  if (!receipt) return { missing: `The archive of this chat's sandbox is missing; its workspace cannot be restored` };
+  const next = generation + 1;
+  await trx('agent_sandboxes').where({ group_id: groupId })
+    .update({ state: 'restoring', generation: next, host_id: hostId, container_id: null, updated_at: trx.fn.now() });
+  await trx('agent_jobs').whereIn('job_id', trx('agent_sandbox_members').select('job_id').where({ group_id: groupId }))
+    .update({ host_id: hostId, updated_at: trx.fn.now() });
+  return { groupId, generation: next, uid, restore: receipt };
+}
+
+/** Whether the chat's group is cold: its turn may go to any host (the archive is restored there). */
+async function isCold(trx: Knex.Transaction, groupId: string | null): Promise<boolean> {
+  if (!groupId) return false;
+  const row = await trx('agent_sandboxes').where({ group_id: groupId }).first<{ state: string } | undefined>('state');
+  return row?.state === 'cold';
+}
+
 /** Admits turn `seq` of chat `jobId` when it is next, queued and a slot is free. */
 export async function admitTurn(db: Db, input: { jobId: string; seq: number }, limits: AdmissionLimits): Promise<Admission> {
   return db.transaction(async (trx) => {
     const claim = await claimNextTurn(trx, input);
     if (claim.kind !== 'claimable') return claim;
     const { job, turn } = claim;
-    const placed = await placeTurn(trx, { jobHostId: job.host_id, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots });
+    const jobHostId = await isCold(trx, job.group_id) ? null : job.host_id;
+    const placed = await placeTurn(trx, { jobHostId, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots });
     if ('wait' in placed) return { kind: 'wait' as const, reason: placed.wait };
     const group = await ensureGroup(trx, job, placed.hostId);
     if ('missing' in group) return { kind: 'sandbox_missing' as const, message: group.missing };
@@ -90,6 +120,7 @@ export async function admitTurn(db: Db, input: { jobId: string; seq: number }, l
       kind: 'admitted' as const, seq: turn.seq, turnId: turn.turn_id, attemptId, hostId: placed.hostId,
       groupId: group.groupId, generation: group.generation, uid: group.uid,
       repo: job.repo, baseRef: job.base_ref, baseSha: job.base_sha,
+      ...(group.restore ? { restore: group.restore } : {}),
     };
   });
 }

@@ -28,6 +28,7 @@ const AUDIT_ACTION: Record<SandboxAction, `agent.sandbox.${string}`> = {
   stop: 'agent.sandbox.stop_idle',
   delete: 'agent.sandbox.delete',
   force_delete: 'agent.sandbox.force_delete',
+  archive_delete: 'agent.sandbox.archive_delete',
   remove_from_inventory: 'agent.sandbox.remove_inventory',
   restore_to_inventory: 'agent.sandbox.restore_inventory',
 };

@@ -13,6 +13,7 @@ import {
   type ContainerObservation, type ContainerRemoval, type SandboxAction, type SandboxActionRequest, type SandboxState,
 } from '../../workflows/definitions/sandbox-group';
 import { noteSandboxActionOutcome } from './action-outcome';
+import { receiptOf } from './sandbox-archives';
 
 interface GroupRow {
   group_id: string;
@@ -32,6 +33,8 @@ interface GroupRow {
 export interface ClaimedAction {
   kind: 'claimed';
   state: SandboxState;
+  /** The group's host now (a restored group may have moved since the workflow started; absent in claims recorded before). */
+  hostId?: string;
   containerName: string;
   containerId: string;
   generation: number;
@@ -44,7 +47,7 @@ export type Claim =
   | { kind: 'refused'; reason: string };
 
 /** Pending states: new turns wait while a group is in one (agent/jobs/turn-admission.ts). */
-export const PENDING_STATES: readonly SandboxState[] = ['stop_pending', 'deleting'];
+export const PENDING_STATES: readonly SandboxState[] = ['stop_pending', 'deleting', 'archiving'];
 
 async function lockGroup(trx: Knex.Transaction, groupId: string, staleSeconds: number): Promise<GroupRow | undefined> {
   return trx('agent_sandboxes as s')
@@ -89,7 +92,15 @@ function busyReason(active: { running: number; queued: number }, countQueued: bo
  * Checks `request`'s condition on the locked group row and, when it holds, moves the group to the
  * action's pending state (stop, delete, force delete) or applies it (inventory actions).
  */
-export async function claimSandboxAction(db: Db, input: { groupId: string; request: SandboxActionRequest; staleSeconds: number }): Promise<Claim> {
+export interface ClaimInput {
+  groupId: string;
+  request: SandboxActionRequest;
+  staleSeconds: number;
+  /** Whether an object store takes archives (the control worker has one). */
+  archivesConfigured: boolean;
+}
+
+export async function claimSandboxAction(db: Db, input: ClaimInput): Promise<Claim> {
   const { request } = input;
   return db.transaction(async (trx) => {
     const claim = await decideClaim(trx, input);
@@ -101,7 +112,7 @@ export async function claimSandboxAction(db: Db, input: { groupId: string; reque
 }
 
 /** The claim's decision on the locked group row (and its pending state when it holds). */
-async function decideClaim(trx: Knex.Transaction, input: { groupId: string; request: SandboxActionRequest; staleSeconds: number }): Promise<Claim> {
+async function decideClaim(trx: Knex.Transaction, input: ClaimInput): Promise<Claim> {
   const { request } = input;
   const row = await lockGroup(trx, input.groupId, input.staleSeconds);
   if (!row) return { kind: 'refused', reason: `Sandbox group ${input.groupId} does not exist` };
@@ -112,13 +123,16 @@ async function decideClaim(trx: Knex.Transaction, input: { groupId: string; requ
     case 'stop': return claimHostWork(trx, row, 'stop', ['running'], 'stop_pending', busyReason(await activity(trx, row.group_id), false));
     case 'delete': return claimHostWork(trx, row, 'delete', ['stopped', 'dead'], 'deleting', busyReason(await activity(trx, row.group_id), true));
     case 'force_delete': return claimHostWork(trx, row, 'force_delete', ['running'], 'deleting', busyReason(await activity(trx, row.group_id), true));
+    case 'archive_delete':
+      if (!input.archivesConfigured) return { kind: 'refused', reason: 'No object store is configured for sandbox archives' };
+      return claimHostWork(trx, row, 'archive_delete', ['stopped', 'dead'], 'archiving', busyReason(await activity(trx, row.group_id), true));
     case 'remove_from_inventory': return hide(trx, row);
     case 'restore_to_inventory': return unhide(trx, row);
   }
 }
 
 const STATE_WORDS: Partial<Record<SandboxAction, string>> = {
-  stop: 'running (idle)', delete: 'stopped or dead', force_delete: 'recorded running',
+  stop: 'running (idle)', delete: 'stopped or dead', force_delete: 'recorded running', archive_delete: 'stopped or dead',
 };
 
 async function claimHostWork(
@@ -129,7 +143,7 @@ async function claimHostWork(
   if (!row.container_id) return { kind: 'refused', reason: 'The sandbox has no recorded container' };
   await trx('agent_sandboxes').where({ group_id: row.group_id })
     .update({ state: to, pending_action: action, pending_from_state: row.state, updated_at: trx.fn.now() });
-  return { kind: 'claimed', state: to, containerName: row.container_name, containerId: row.container_id, generation: row.generation };
+  return { kind: 'claimed', state: to, hostId: row.host_id, containerName: row.container_name, containerId: row.container_id, generation: row.generation };
 }
 
 async function hide(trx: Knex.Transaction, row: GroupRow): Promise<Claim> {
@@ -201,6 +215,13 @@ export async function finishSandboxAction(db: Db, input: FinishInput): Promise<{
       await done(state);
       await noteSandboxActionOutcome(trx, { groupId: input.groupId, request: input.request, outcome: 'completed', state });
       return { state, outcome: 'completed' as const };
+    }
+    if (input.removal?.removed === true && input.request.action === 'archive_delete') {
+      // The archive (with the members' homes) was committed before the removal: native sessions come back with it.
+      if (!(await receiptOf(trx, input.groupId, row.generation))) throw new Error(`Group ${input.groupId} was removed for an archive without a committed receipt`);
+      await done('cold', { container_id: null });
+      await noteSandboxActionOutcome(trx, { groupId: input.groupId, request: input.request, outcome: 'completed', state: 'cold' });
+      return { state: 'cold' as const, outcome: 'completed' as const };
     }
     if (input.removal?.removed === true) {
       await done('deleted', { native_resume_lost_at: trx.fn.now() });

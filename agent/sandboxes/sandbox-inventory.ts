@@ -8,7 +8,7 @@ import type { Db } from '../../lib/db';
 import type { SandboxAction, SandboxState } from '../../workflows/definitions/sandbox-group';
 
 export const INVENTORY_STATES = [
-  'starting', 'running', 'stopping', 'stopped', 'failed', 'cold', 'restoring', 'dead', 'stop_pending', 'deleting', 'deleted',
+  'starting', 'running', 'stopping', 'stopped', 'failed', 'cold', 'restoring', 'dead', 'stop_pending', 'deleting', 'deleted', 'archiving',
 ] as const satisfies readonly SandboxState[];
 
 export interface SandboxEntry {

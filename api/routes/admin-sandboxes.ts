@@ -13,6 +13,7 @@ import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { createRouter } from '../../lib/http/route-access';
 import { INVENTORY_STATES, listSandboxes } from '../../agent/sandboxes/sandbox-inventory';
 import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
+import { PENDING_STATES } from '../../agent/sandboxes/sandbox-actions';
 import type { SandboxAction, SandboxActionRequest } from '../../workflows/definitions/sandbox-group';
 import { requireOperator, type AgentState, type OperatorPrincipal } from '../auth/principals';
 import type { ApiDeps } from '../app';
@@ -23,7 +24,7 @@ const containerId = z.string().regex(/^[0-9a-f]{12,64}$/, 'a Docker container id
 
 /** Stop idle: the reviewed container, generation and last activity. */
 export const stopBodySchema = z.object({ container_id: containerId, generation, last_activity_at: z.iso.datetime({ offset: true }) }).strict();
-/** Delete without archive, verify stopped and force delete: the reviewed container and generation. */
+/** Delete without archive, archive and delete, verify stopped and force delete: the reviewed container and generation. */
 export const deleteBodySchema = z.object({ container_id: containerId, generation }).strict();
 /** Remove from / restore to the inventory: the reviewed generation. */
 export const inventoryBodySchema = z.object({ generation }).strict();
@@ -32,6 +33,7 @@ const ACTIONS: ReadonlyArray<{ path: string; action: SandboxAction; schema: z.Zo
   { path: 'stop', action: 'stop', schema: stopBodySchema },
   { path: 'delete', action: 'delete', schema: deleteBodySchema },
   { path: 'force-delete', action: 'force_delete', schema: deleteBodySchema },
+  { path: 'archive', action: 'archive_delete', schema: deleteBodySchema },
   { path: 'remove-from-inventory', action: 'remove_from_inventory', schema: inventoryBodySchema },
   { path: 'restore-to-inventory', action: 'restore_to_inventory', schema: inventoryBodySchema },
 ];
@@ -65,7 +67,7 @@ export function adminSandboxesRouter(deps: ApiDeps): Router<AgentState> {
       const groupId = ctx.params.groupId ?? '';
       const accepted = await sendSandboxAction({ db: deps.db, temporal: deps.temporal, settings: deps.settings }, groupId, request);
       ctx.state.log.info({ event: 'agent_sandbox_action_accepted', group_id: groupId, action, state: accepted.state, operator: ctx.state.operator }, 'sandbox action accepted');
-      ctx.status = accepted.state === 'stop_pending' || accepted.state === 'deleting' ? 202 : 200;
+      ctx.status = (PENDING_STATES as readonly string[]).includes(accepted.state) ? 202 : 200;
       ctx.body = { group_id: accepted.groupId, action: accepted.action, state: accepted.state, hidden: accepted.hidden };
     });
   }

@@ -39,6 +39,7 @@ const SAMPLES: Record<string, unknown> = {
   'POST /v1/agent/jobs/:jobId/turns': { prompt: 'again' },
   'PUT /v1/agent/variables/:name': { value: 'secret value' },
   'POST /admin/agent/sandboxes/:groupId/stop': { container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' },
+  'POST /admin/agent/sandboxes/:groupId/archive': { container_id: 'abcdef0123456789', generation: 1 },
   'POST /v1/agent/hosts/:hostId/heartbeat': { slots_total: 2, runtime: 'docker', runner_version: '1.0', capabilities: ['gpu'] },
   'POST /auth/signup': { email: 'someone@example.com', password: 'a long enough password' },
   'POST /auth/login': { email: 'fuzzer@example.com', password: 'wrong password' },
@@ -188,7 +189,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 7, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 8, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });

@@ -15,7 +15,7 @@ import { enrollHost } from '../../agent/hosts/host-registry';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FsObjectStore } from '../../lib/object-store';
+import { FsObjectStore, type ObjectStore } from '../../lib/object-store';
 import { loadSettings, type Settings } from '../../lib/settings';
 import { createHeartbeat, type Heartbeat } from '../../workers/host-heartbeat';
 import { hostTaskQueue } from '../../workflows/definitions/task-queues';
@@ -62,6 +62,8 @@ export interface AgentStackOptions {
   workers?: 'in-process' | 'none';
   /** Connections of the one pool the API, workers and gateway share here (default 5). */
   poolMax?: number;
+  /** The object store of the API, the control worker and the host runner (default an fs store in a temporary directory). */
+  objectStore?: ObjectStore;
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -97,7 +99,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   };
   const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...apiEnv });
   const grants = new GatewayGrantClient({ gatewayUrl: gateway.url, dispatchToken: DISPATCH_TOKEN });
-  const objectStore = new FsObjectStore(mkdtempSync(join(tmpdir(), 'agent-store-')));
+  const objectStore = options.objectStore ?? new FsObjectStore(mkdtempSync(join(tmpdir(), 'agent-store-')));
   const api = await startTestApi({ db: t.db, temporal: env.client, env: apiEnv, grants, objectStore });
   const { credential } = await enrollHost(t.db, hostId);
   const heartbeat = createHeartbeat({
@@ -116,7 +118,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: controlQueue,
         workflowBundle: await workflowBundle(),
-        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log }),
+        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log, objectStore }),
       });
       control = { worker, running: worker.run() };
     },

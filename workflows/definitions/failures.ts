@@ -15,6 +15,10 @@ export const FailureType = {
   sandboxGenerationMismatch: 'SandboxGenerationMismatch',
   /** The sandbox container (or its group record) no longer exists. */
   sandboxMissing: 'SandboxMissing',
+  /** A cold group's archive could not be restored as committed (missing, short or corrupted object). */
+  archiveRestoreFailed: 'ArchiveRestoreFailed',
+  /** The spooled archive an upload grant names is gone from the host (spool again). */
+  archiveSpoolMissing: 'ArchiveSpoolMissing',
   /** The host runner has no object store configured. */
   objectStoreMissing: 'ObjectStoreMissing',
   /** The chat's job row is gone. */
@@ -44,5 +48,5 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 /** Failures of sandbox preparation that retrying cannot fix (the host activities' permanent errors). */
 export const PERMANENT_SANDBOX_FAILURES: readonly FailureType[] = [
   FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound,
-  FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing,
+  FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing, FailureType.archiveRestoreFailed,
 ];

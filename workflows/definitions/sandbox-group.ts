@@ -26,10 +26,10 @@ export interface SandboxGroupInput {
 /** Lifecycle states of `agent_sandboxes.state` (the search attribute `AgentState` shows them). */
 export type SandboxState =
   | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed' | 'cold' | 'restoring'
-  | 'dead' | 'stop_pending' | 'deleting' | 'deleted';
+  | 'dead' | 'stop_pending' | 'deleting' | 'deleted' | 'archiving';
 
-/** Operator actions of spec 3.4 implemented here (archive and restore are the object store's work). */
-export type SandboxAction = 'stop' | 'delete' | 'force_delete' | 'remove_from_inventory' | 'restore_to_inventory';
+/** Operator actions of spec 3.4 (restoring a cold group is a turn's work, not an action). */
+export type SandboxAction = 'stop' | 'delete' | 'force_delete' | 'archive_delete' | 'remove_from_inventory' | 'restore_to_inventory';
 
 /** What the operator reviewed: the action is refused unless the group still matches it. */
 export interface SandboxActionRequest {
@@ -56,6 +56,7 @@ export interface SandboxActionAccepted {
 export const stopIdleUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('stopIdle');
 export const deleteWithoutArchiveUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('deleteWithoutArchive');
 export const verifyStoppedAndForceDeleteUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('verifyStoppedAndForceDelete');
+export const archiveAndDeleteUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('archiveAndDelete');
 export const removeFromInventoryUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('removeFromInventory');
 export const restoreToInventoryUpdate = defineUpdate<SandboxActionAccepted, [SandboxActionRequest]>('restoreToInventory');
 
@@ -64,6 +65,7 @@ export const SANDBOX_ACTION_UPDATES = {
   stop: stopIdleUpdate,
   delete: deleteWithoutArchiveUpdate,
   force_delete: verifyStoppedAndForceDeleteUpdate,
+  archive_delete: archiveAndDeleteUpdate,
   remove_from_inventory: removeFromInventoryUpdate,
   restore_to_inventory: restoreToInventoryUpdate,
 } as const;
@@ -100,4 +102,25 @@ export function describeObservation(observation: ContainerObservation): string {
     case 'mismatch': return `the host's container is ${observation.containerId} at generation ${observation.generation ?? 'unknown'}, not the recorded one`;
     default: return `the host sees the container ${observation.condition}`;
   }
+}
+
+/** Object key of a group's archive at one generation: deterministic, so a retried upload can only meet its own object. */
+export function sandboxArchiveKey(groupId: string, generation: number): string {
+  return `sandbox-archives/${groupId}/g${generation}.tar`;
+}
+
+/** A committed archive: the object and the exact length and SHA-256 it was verified to have. */
+export interface SandboxArchiveReceipt {
+  key: string;
+  length: number;
+  sha256: string;
+}
+
+/** An archive spooled on the host, ready for its upload grant. */
+export interface SpooledArchive {
+  status: 'spooled';
+  /** The spool file on the host (the upload reads it; same task queue, same host). */
+  path: string;
+  length: number;
+  sha256: string;
 }

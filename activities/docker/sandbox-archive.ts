@@ -1,0 +1,188 @@
+/**
+ * Archive and restore of a whole sandbox group (spec 3.4 "Archive to object store and delete",
+ * "cold and restoring"; docs/sandboxes.md "Archives"). The archive is one uncompressed tar of the
+ * container's `/workspace`, `/home` (members' homes with their native sessions) and `/etc/agent`
+ * (the workspace base record), entries named from the root, read from the engine of a stopped or
+ * dead container (never started for this).
+ *
+ * Archiving happens in two host steps around the control plane's upload grant:
+ * 1. `spoolArchive` streams the joined tar into a spool file on the host while hashing it, so the
+ *    grant can fix the exact length and SHA-256 before anything is uploaded (a presigned single
+ *    PUT needs both up front) and a retried upload sends the same bytes;
+ * 2. `uploadSpool` performs the grant from that file (`uploadWithGrant`).
+ * Restoring downloads the object into a spool file while hashing it and extracts it into the new
+ * container only when length and SHA-256 equal the committed receipt: what is extracted is
+ * exactly what was read and checked.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type Docker from 'dockerode';
+import {
+  MAX_OBJECT_BYTES, uploadWithGrant, type ObjectStore, type StoredObject, type UploadDeps, type UploadGrant, type UploadOutcome,
+} from '../../lib/object-store';
+import type { ContainerObservation, SandboxArchiveReceipt, SpooledArchive } from '../../workflows/definitions/sandbox-group';
+import { observeSandboxContainer, type ExactContainer } from './sandbox-lifecycle';
+import { joinTars, type TarPart } from './tar-join';
+
+/** What an archive holds, in extraction order: the base record last, so its presence means the rest was extracted. */
+const ARCHIVED_PATHS: ReadonlyArray<{ path: string; rename?: string }> = [
+  { path: '/workspace' },
+  { path: '/home' },
+  { path: '/etc/agent', rename: 'etc/' },
+];
+
+/** Where a restore leaves its mark: written after a complete extraction. */
+export const WORKSPACE_RECORD = '/etc/agent/workspace-base.json';
+
+/** The archive could not be restored as committed (missing, short, corrupted): retrying cannot help. */
+export class ArchiveRestoreError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ArchiveRestoreError';
+  }
+}
+
+/** The spool file of an upload is gone (a host runner restarted with a new spool): spool again. */
+export class ArchiveSpoolMissingError extends Error {
+  constructor(path: string) {
+    super(`The archive spool ${path} is missing or differs from the one granted`);
+    this.name = 'ArchiveSpoolMissingError';
+  }
+}
+
+export function spoolPath(spoolDir: string, groupId: string, generation: number): string {
+  return join(spoolDir, `${groupId}.g${generation}.tar`);
+}
+
+/** A meter that hashes and counts what passes, refusing past `limit` bytes. */
+function hashingMeter(limit: number, onTooLarge: (bytes: number) => Error): { meter: Transform; result: () => StoredObject } {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.length;
+      if (bytes > limit) return callback(onTooLarge(bytes));
+      hash.update(chunk);
+      callback(null, chunk);
+    },
+  });
+  return { meter, result: () => ({ bytes, sha256: hash.digest('hex') }) };
+}
+
+class TooLarge extends Error {
+  constructor(readonly bytes: number) {
+    super(`The archive is larger than ${MAX_OBJECT_BYTES} bytes`);
+  }
+}
+
+/** Writes `source` to `path` through a temporary file (fsynced, then renamed), hashing it. */
+async function writeSpool(source: Readable, path: string, limit: number): Promise<StoredObject> {
+  const temp = `${path}.${process.pid}.${Date.now()}.part`;
+  const { meter, result } = hashingMeter(limit, (bytes) => new TooLarge(bytes));
+  try {
+    await pipeline(source, meter, createWriteStream(temp, { flags: 'wx' }));
+    const handle = await open(temp, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+    return result();
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Spools the archive of the exact stopped or dead container. Answers `not_stopped` (with what the
+ * host sees) for anything else, and `too_large` above the single-upload limit (nothing kept).
+ */
+export async function spoolArchive(
+  docker: Docker, target: ExactContainer & { groupId: string }, spoolDir: string, limit: number = MAX_OBJECT_BYTES,
+): Promise<SpooledArchive | { status: 'not_stopped'; observation: ContainerObservation } | { status: 'too_large'; bytes: number; limit: number }> {
+  const seen = await observeSandboxContainer(docker, target);
+  if (!((seen.condition === 'stopped' || seen.condition === 'dead') && seen.containerId === target.containerId)) {
+    return { status: 'not_stopped', observation: seen };
+  }
+  await mkdir(spoolDir, { recursive: true });
+  const path = spoolPath(spoolDir, target.groupId, target.generation);
+  // By id: the engine reads the stopped container's filesystem; nothing runs in it.
+  const container = docker.getContainer(target.containerId);
+  const parts = ARCHIVED_PATHS.map(({ path: inside, rename: prefix }) => async (): Promise<TarPart> => ({
+    stream: await container.getArchive({ path: inside }) as unknown as Readable,
+    ...(prefix ? { rename: prefix } : {}),
+  }));
+  try {
+    const stored = await writeSpool(Readable.from(joinTars(parts)), path, limit);
+    return { status: 'spooled', path, length: stored.bytes, sha256: stored.sha256 };
+  } catch (err) {
+    if (err instanceof TooLarge) return { status: 'too_large', bytes: err.bytes, limit };
+    throw err;
+  }
+}
+
+/** Uploads a spooled archive with its grant; the spool must still be the granted bytes (length checked here, SHA-256 by the store). */
+export async function uploadSpool(grant: UploadGrant, path: string, deps: UploadDeps = {}): Promise<UploadOutcome> {
+  let size: number;
+  try {
+    size = (await stat(path)).size;
+  } catch {
+    throw new ArchiveSpoolMissingError(path);
+  }
+  if (size !== grant.length) throw new ArchiveSpoolMissingError(path);
+  return uploadWithGrant(grant, createReadStream(path, { highWaterMark: 1024 * 1024 }), deps);
+}
+
+export async function discardSpool(path: string): Promise<void> {
+  await rm(path, { force: true });
+}
+
+/** Whether a restore into this container already completed (its base record is there). */
+async function restoredAlready(docker: Docker, containerName: string): Promise<boolean> {
+  try {
+    await docker.getContainer(containerName).infoArchive({ path: WORKSPACE_RECORD });
+    return true;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false;
+    throw err;
+  }
+}
+
+/**
+ * Restores `receipt` into the running container `containerName`: downloads the object into a
+ * spool file while hashing it, refuses (`ArchiveRestoreError`) unless length and SHA-256 equal the
+ * receipt, then extracts that file at `/`. Idempotent: a container whose base record exists was
+ * restored already (the record is extracted last).
+ */
+export async function restoreArchive(
+  docker: Docker, store: ObjectStore, containerName: string, receipt: SandboxArchiveReceipt, spoolDir: string,
+): Promise<{ restored: boolean }> {
+  if (await restoredAlready(docker, containerName)) return { restored: false };
+  await mkdir(spoolDir, { recursive: true });
+  const path = join(spoolDir, `restore-${containerName}-${Date.now()}.tar`);
+  let body: Readable;
+  try {
+    body = await store.get(receipt.key);
+  } catch (err) {
+    if ((err as Error).name === 'ObjectNotFound') throw new ArchiveRestoreError(`The archive ${receipt.key} is missing from the object store`);
+    throw err;
+  }
+  try {
+    const read = await writeSpool(body, path, receipt.length).catch((err: unknown) => {
+      if (err instanceof TooLarge) throw new ArchiveRestoreError(`The archive ${receipt.key} is longer than its receipt's ${receipt.length} bytes`);
+      throw err;
+    });
+    if (read.bytes !== receipt.length) throw new ArchiveRestoreError(`The archive ${receipt.key} is ${read.bytes} bytes, not the receipt's ${receipt.length}`);
+    if (read.sha256 !== receipt.sha256) throw new ArchiveRestoreError(`The archive ${receipt.key} does not have the receipt's SHA-256`);
+    await docker.getContainer(containerName).putArchive(createReadStream(path, { highWaterMark: 1024 * 1024 }), { path: '/' });
+    return { restored: true };
+  } finally {
+    await rm(path, { force: true });
+  }
+}
