@@ -114,10 +114,17 @@ export async function spoolArchive(
   const path = spoolPath(spoolDir, target.groupId, target.generation);
   // By id: the engine reads the stopped container's filesystem; nothing runs in it.
   const container = docker.getContainer(target.containerId);
-  const parts = ARCHIVED_PATHS.map(({ path: inside, rename: prefix }) => async (): Promise<TarPart> => ({
-    stream: await container.getArchive({ path: inside }) as unknown as Readable,
-    ...(prefix ? { rename: prefix } : {}),
-  }));
+  // A path the container does not have (no base record: an initialization that never finished) is left out.
+  const parts = ARCHIVED_PATHS.map(({ path: inside, rename: prefix }) => async (): Promise<TarPart | undefined> => {
+    let stream: Readable;
+    try {
+      stream = await container.getArchive({ path: inside }) as unknown as Readable;
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return undefined;
+      throw err;
+    }
+    return { stream, ...(prefix ? { rename: prefix } : {}) };
+  });
   try {
     const stored = await writeSpool(Readable.from(joinTars(parts)), path, limit);
     return { status: 'spooled', path, length: stored.bytes, sha256: stored.sha256 };

@@ -98,10 +98,11 @@ async function* entriesOf(part: TarPart): AsyncGenerator<Buffer> {
   if (remaining > 0 || header.length > 0) throw new Error('Tar stream ended inside an entry');
 }
 
-/** The parts' entries in order, then one end-of-archive marker. */
-export async function* joinTars(parts: ReadonlyArray<() => Promise<TarPart>>): AsyncGenerator<Buffer> {
+/** The parts' entries in order, then one end-of-archive marker. A part that opens to `undefined` is left out. */
+export async function* joinTars(parts: ReadonlyArray<() => Promise<TarPart | undefined>>): AsyncGenerator<Buffer> {
   for (const open of parts) {
     const part = await open();
+    if (!part) continue;
     try {
       yield* entriesOf(part);
     } finally {

@@ -1,0 +1,188 @@
+/**
+ * `npm run bench:sandbox-archive`: archive and restore of a 200 MiB workspace (spec 3.4), as a
+ * ratio to this machine's `tar | sha256sum` floor measured in the same run (issue 17 target:
+ * archive ≥ 0.5× the floor's MiB/s). Reports, never asserts, and appends a section to
+ * bench/RESULTS.md.
+ *
+ * - Workspace: 200 files of 1 MiB from /dev/urandom in a stopped `agent-sandbox:base` container
+ *   (labelled `agent.bench=sandbox-archive`, removed at the end), the same bytes extracted to a host
+ *   directory for the floor.
+ * - Floor: `tar -cf - -C <dir> workspace | sha256sum` on that host directory (page cache warm).
+ * - Archive: the host runner's path without Temporal or PostgreSQL: spool the joined engine tar
+ *   while hashing it, grant a presigned single PUT on a real SeaweedFS server on loopback, upload,
+ *   verify (the store's full-object checksum). Restore: download while hashing into a spool, check,
+ *   and extract into a fresh container with `putArchive`.
+ * - Rounds alternate floor, archive, restore (3 rounds); medians are reported.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import Docker from 'dockerode';
+import { S3ObjectStore } from '../../lib/object-store';
+import { restoreArchive, spoolArchive, uploadSpool } from '../../activities/docker/sandbox-archive';
+import { seaweedfsBinary, startSeaweedfs } from '../../ops/dev/seaweedfs';
+
+const MIB = 1024 * 1024;
+const FILES = 200;
+const ROUNDS = 3;
+const IMAGE = 'agent-sandbox:base';
+const LABEL = { 'agent.bench': 'sandbox-archive' };
+
+const docker = new Docker({ socketPath: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock' });
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+async function freePort(taken: Set<number>): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 25_000);
+    if (taken.has(port) || taken.has(port + 10_000)) continue;
+    if (await bindable(port) && await bindable(port + 10_000)) {
+      taken.add(port);
+      taken.add(port + 10_000);
+      return port;
+    }
+  }
+}
+
+async function exec(container: Docker.Container, cmd: string[]): Promise<void> {
+  const run = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+  const stream = await run.start({});
+  await new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('error', reject);
+    stream.resume();
+  });
+  const info = await run.inspect();
+  if (info.ExitCode !== 0) throw new Error(`${cmd.join(' ')} exited ${info.ExitCode}`);
+}
+
+async function newContainer(generation: number): Promise<Docker.Container> {
+  const container = await docker.createContainer({
+    Image: IMAGE, Cmd: ['sleep', 'infinity'], Labels: { ...LABEL, 'agent.generation': String(generation) },
+    HostConfig: { NetworkMode: 'none', Init: true },
+  });
+  await container.start();
+  return container;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<{ seconds: number; value: T }> {
+  const started = performance.now();
+  const value = await work();
+  return { seconds: (performance.now() - started) / 1000, value };
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-archive-'));
+  const hostCopy = join(dataDir, 'copy');
+  const spoolDir = join(dataDir, 'spool');
+  const taken = new Set<number>();
+  const credentials = { accessKeyId: `bench${randomBytes(6).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
+  const server = await startSeaweedfs({
+    binary: seaweedfsBinary(), dataDir: join(dataDir, 'weed'), credentials,
+    ports: { master: await freePort(taken), volume: await freePort(taken), filer: await freePort(taken), s3: await freePort(taken) },
+  });
+  const containers: Docker.Container[] = [];
+  try {
+    const bucket = 'bench-archives';
+    const client = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, credentials });
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    const store = new S3ObjectStore({ endpoint: server.endpoint, region: 'us-east-1', bucket, forcePathStyle: true, credentials });
+
+    const source = await newContainer(1);
+    containers.push(source);
+    await exec(source, ['sh', '-c', `mkdir -p /workspace/data && for i in $(seq 1 ${FILES}); do head -c ${MIB} /dev/urandom > /workspace/data/f$i; done`]);
+    await source.stop({ t: 1 });
+    const info = await source.inspect();
+    execFileSync('mkdir', ['-p', hostCopy]);
+    // The same bytes on the host for the floor (docker cp keeps the tree as the engine archives it).
+    execFileSync('docker', ['cp', `${info.Id}:/workspace`, hostCopy]);
+    const workspaceBytes = Number(execFileSync('du', ['-sb', join(hostCopy, 'workspace')]).toString().split(/\s/)[0]);
+
+    const floor: number[] = [];
+    const archive: number[] = [];
+    const restore: number[] = [];
+    let archiveBytes = 0;
+    const phases: string[] = [];
+    let roundStart = 0;
+    const started = () => roundStart;
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      const f = await timed(async () => {
+        const out = spawnSync('bash', ['-c', `set -o pipefail; tar -cf - -C ${hostCopy} workspace | sha256sum`]);
+        if (out.status !== 0) throw new Error(`floor failed: ${out.stderr.toString()}`);
+      });
+      floor.push(f.seconds);
+
+      roundStart = performance.now();
+      const target = { containerName: info.Name.replace(/^\//, ''), containerId: info.Id, generation: 1, groupId: `bench-${round}` };
+      const a = await timed(async () => {
+        const spooled = await spoolArchive(docker, target, spoolDir);
+        if (spooled.status !== 'spooled') throw new Error(`spool: ${spooled.status}`);
+        const spoolDone = performance.now();
+        const key = `sandbox-archives/${target.groupId}/g1.tar`;
+        const grant = await store.grantUpload(key, { length: spooled.length, sha256: spooled.sha256 });
+        await uploadSpool(grant, spooled.path);
+        const uploadDone = performance.now();
+        const verified = await store.verify(key, { length: spooled.length, sha256: spooled.sha256 });
+        phases.push(`spool ${((spoolDone - started()) / 1000).toFixed(2)} s, upload ${((uploadDone - spoolDone) / 1000).toFixed(2)} s, verify ${((performance.now() - uploadDone) / 1000).toFixed(2)} s`);
+        if (verified.status !== 'verified') throw new Error(`verify: ${verified.status}`);
+        rmSync(spooled.path, { force: true });
+        return { key, length: spooled.length, sha256: spooled.sha256 };
+      });
+      archive.push(a.seconds);
+      archiveBytes = a.value.length;
+
+      const fresh = await newContainer(2);
+      containers.push(fresh);
+      const freshName = (await fresh.inspect()).Name.replace(/^\//, '');
+      const r = await timed(() => restoreArchive(docker, store, freshName, a.value, spoolDir));
+      if (!r.value.restored) throw new Error('nothing restored');
+      restore.push(r.seconds);
+      await fresh.remove({ force: true });
+      console.log(`round ${round}: floor ${f.seconds.toFixed(2)} s, archive ${a.seconds.toFixed(2)} s (${phases.at(-1)}), restore ${r.seconds.toFixed(2)} s`);
+    }
+    const mibs = (seconds: number) => workspaceBytes / MIB / seconds;
+    const floorRate = mibs(median(floor));
+    const archiveRate = mibs(median(archive));
+    const restoreRate = mibs(median(restore));
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD']).toString().trim();
+    const lines = [
+      `## ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC — sandbox archive and restore (\`npm run bench:sandbox-archive\`)`,
+      '',
+      `- Machine: nproc ${cpus().length}, CPU ${cpus()[0]?.model.trim() ?? 'unknown'}; Node ${process.version}; commit ${commit}`,
+      `- Workspace ${(workspaceBytes / MIB).toFixed(1)} MiB (${FILES} files of 1 MiB, random bytes) in a stopped container; archive ${(archiveBytes / MIB).toFixed(1)} MiB (uncompressed tar of /workspace, /home, /etc/agent); SeaweedFS on loopback; ${ROUNDS} alternating rounds, medians.`,
+      '',
+      '| Path | median s | MiB/s | ratio to floor | target |',
+      '|------|----------|-------|----------------|--------|',
+      `| floor: tar \\| sha256sum | ${median(floor).toFixed(2)} | ${floorRate.toFixed(0)} | 1.00 | — |`,
+      `| archive: spool+hash, presigned PUT, verify | ${median(archive).toFixed(2)} | ${archiveRate.toFixed(0)} | ${(archiveRate / floorRate).toFixed(2)} | ≥ 0.5 ${archiveRate / floorRate >= 0.5 ? 'PASS' : 'MISS'} |`,
+      `| restore: download+hash, putArchive | ${median(restore).toFixed(2)} | ${restoreRate.toFixed(0)} | ${(restoreRate / floorRate).toFixed(2)} | reported |`,
+      '',
+    ];
+    console.log(lines.join('\n'));
+    appendFileSync(join(__dirname, '..', 'RESULTS.md'), `\n${lines.join('\n')}`);
+  } finally {
+    await Promise.all(containers.map((c) => c.remove({ force: true }).catch(() => undefined)));
+    await server.stop(5000);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
