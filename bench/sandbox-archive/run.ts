@@ -121,9 +121,10 @@ async function main(): Promise<void> {
     let roundStart = 0;
     const started = () => roundStart;
     for (let round = 1; round <= ROUNDS; round += 1) {
-      const f = await timed(async () => {
+      const f = await timed(() => {
         const out = spawnSync('bash', ['-c', `set -o pipefail; tar -cf - -C ${hostCopy} workspace | sha256sum`]);
         if (out.status !== 0) throw new Error(`floor failed: ${out.stderr.toString()}`);
+        return Promise.resolve();
       });
       floor.push(f.seconds);
 
