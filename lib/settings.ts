@@ -230,6 +230,12 @@ export const settingsShape = {
   AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: z.coerce.number().int().min(1).default(300),
   /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
+  /** Seconds between a host runner's inventory reports (its managed containers with a resource reading; spec 8: 30). */
+  AGENT_INVENTORY_REFRESH_SECONDS: z.coerce.number().positive().max(3600).default(30),
+  /** A host runner measures its containers' disk use (the writable layer's size, a walk of the layer) at most this often, seconds. Default 300. */
+  AGENT_INVENTORY_DISK_SECONDS: z.coerce.number().min(0).default(300),
+  /** Seconds an orphan sandbox container (labelled for a host, matching no live group) is kept after it is first reported, before the API orders its removal; covers a container whose creation is not recorded yet. Default 600. */
+  AGENT_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(600),
   /** Base URL of the gateway that agent drivers call with their inference grant. Default `http://127.0.0.1:8080`. */
   AGENT_GATEWAY_URL: z.string().url().default('http://127.0.0.1:8080'),
   /** Token the control plane presents to the gateway to issue, renew and revoke grants (>= 32 bytes). A secret. */

@@ -1,7 +1,8 @@
 /**
  * The host runner: one per execution host. Polls task queue `host:<hostId>` with activities that
- * use the local Docker engine, and heartbeats `slots_total`, runtime and attestations to the API
- * with its enrollment-issued credential. Entry of `npm run worker:host`.
+ * use the local Docker engine, heartbeats `slots_total`, runtime and attestations to the API
+ * with its enrollment-issued credential, and reports its containers every 30 s (host-inventory.ts).
+ * Entry of `npm run worker:host`.
  */
 import { hostname } from 'node:os';
 import Docker from 'dockerode';
@@ -15,6 +16,7 @@ import { HostApiClient } from '../activities/agent/host-api-client';
 import { openObjectStore } from '../lib/object-store';
 import { hostTaskQueue } from '../workflows/definitions/task-queues';
 import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
+import { createInventoryReporter } from './host-inventory';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -52,8 +54,14 @@ async function main(): Promise<void> {
     defaultSlots: settings.AGENT_HOST_SLOTS, runtime: `docker-${engine.Version}`, log,
   });
   heartbeat.start(settings.AGENT_HOST_HEARTBEAT_SECONDS * 1000);
+  const inventory = createInventoryReporter({
+    apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL, docker, log,
+    diskEveryMs: settings.AGENT_INVENTORY_DISK_SECONDS * 1000,
+  });
+  inventory.start(settings.AGENT_INVENTORY_REFRESH_SECONDS * 1000);
   const running = worker.run();
   shutdown.add({ name: 'heartbeat', run: () => Promise.resolve(heartbeat.stop()) });
+  shutdown.add({ name: 'inventory', run: () => Promise.resolve(inventory.stop()) });
   shutdown.add({ name: 'temporal worker', run: () => stopWorker(worker, running) });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   log.info({ hostId, taskQueue, docker: engine.Version }, 'host runner polling');

@@ -7,6 +7,9 @@
 import type { Db } from '../../lib/db';
 import type { SandboxAction, SandboxState } from '../../workflows/definitions/sandbox-group';
 
+/** A reading older than this is stale (spec 8: 90 s; the host reports every 30 s). */
+export const OBSERVATION_STALE_SECONDS = 90;
+
 export const INVENTORY_STATES = [
   'starting', 'running', 'stopping', 'stopped', 'failed', 'cold', 'restoring', 'dead', 'stop_pending', 'deleting', 'deleted', 'archiving',
 ] as const satisfies readonly SandboxState[];
@@ -29,12 +32,23 @@ export interface SandboxEntry {
   running_turns: number;
   queued_turns: number;
   members: Array<{ job_id: string; owner_id: number }>;
+  /** The latest report of the recorded container (docs/sandboxes.md "Reconciler"); null: never reported. */
+  observed_at: string | null;
+  /** Its Docker state then (`running`, `exited`, …). */
+  observed_state: string | null;
+  observed_cpu_percent: number | null;
+  observed_memory_bytes: number | null;
+  observed_disk_bytes: number | null;
+  /** No reading, or the latest is older than {@link OBSERVATION_STALE_SECONDS}. */
+  observation_stale: boolean;
 }
 
 interface Row {
   group_id: string; host_id: string; host_stale: boolean; container_name: string; container_id: string | null; generation: number;
   state: SandboxState; pending_action: SandboxAction | null; hidden_at: Date | null; hidden_reason: 'host_stale' | 'stopped' | null;
   native_resume_lost_at: Date | null; last_activity_at: Date; created_at: Date; updated_at: Date;
+  observed_at: Date | null; observed_state: string | null; observed_cpu_percent: number | null;
+  observed_memory_bytes: string | null; observed_disk_bytes: string | null; observation_stale: boolean;
 }
 
 /** `state`: one state (hidden groups left out), or `all` (every state, hidden ones included). */
@@ -43,7 +57,9 @@ export async function listSandboxes(db: Db, input: { state: SandboxState | 'all'
     .select<Row[]>(
       's.group_id', 's.host_id', 's.container_name', 's.container_id', 's.generation', 's.state', 's.pending_action', 's.hidden_at',
       's.hidden_reason', 's.native_resume_lost_at', 's.last_activity_at', 's.created_at', 's.updated_at',
+      's.observed_at', 's.observed_state', 's.observed_cpu_percent', 's.observed_memory_bytes', 's.observed_disk_bytes',
       db.raw(`(h.last_heartbeat_at is null or h.last_heartbeat_at <= now() - make_interval(secs => ?)) as host_stale`, [input.staleSeconds]),
+      db.raw(`(s.observed_at is null or s.observed_at <= now() - make_interval(secs => ?)) as observation_stale`, [OBSERVATION_STALE_SECONDS]),
     )
     .orderBy('s.created_at').orderBy('s.group_id');
   if (input.state !== 'all') query.where('s.state', input.state).whereNull('s.hidden_at');
@@ -64,6 +80,10 @@ export async function listSandboxes(db: Db, input: { state: SandboxState | 'all'
     created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString(),
     running_turns: turnCount(r.group_id, 'running'), queued_turns: turnCount(r.group_id, 'queued'),
     members: members.filter((m) => m.group_id === r.group_id).map((m) => ({ job_id: m.job_id, owner_id: Number(m.owner_id) })),
+    observed_at: r.observed_at?.toISOString() ?? null, observed_state: r.observed_state, observed_cpu_percent: r.observed_cpu_percent,
+    observed_memory_bytes: r.observed_memory_bytes === null ? null : Number(r.observed_memory_bytes),
+    observed_disk_bytes: r.observed_disk_bytes === null ? null : Number(r.observed_disk_bytes),
+    observation_stale: r.observation_stale,
   }));
 }
 

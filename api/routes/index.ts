@@ -6,8 +6,10 @@ import type { ApiDeps } from '../app';
 import { apiHealthRouter } from './health';
 import { hostGrantRouter } from './grants';
 import { hostsRouter } from './hosts';
+import { hostInventoryRouter } from './host-inventory';
 import { jobsRouter } from './jobs';
 import { ownerVariablesRouter } from './owner-variables';
+import { ownerUsageRouter } from './owner-usage';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
@@ -21,8 +23,10 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
   return [
     apiHealthRouter(deps),
     hostsRouter(deps.db),
+    hostInventoryRouter(deps),
     jobsRouter(deps),
     ownerVariablesRouter(deps),
+    ownerUsageRouter(deps),
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
     adminAuditLogRouter(deps),

@@ -1,7 +1,8 @@
 /**
  * The control-plane API a host runner calls with its own credential (`ahc_…`; spec 3.5, 5.3-5.5;
  * docs/agent-hosts.md): the heartbeat, an admitted attempt's context, the attempt's inference
- * grant, and its driver's events. Served by api/routes/{hosts,host-attempts,grants,agent-events}.ts,
+ * grant, its driver's events, and the host's container inventory. Served by
+ * api/routes/{hosts,host-attempts,grants,agent-events,host-inventory}.ts,
  * called by workers/host-heartbeat.ts, activities/agent/host-api-client.ts and
  * activities/agent/api-event-sink.ts through lib/http/internal-client.ts. The attempt routes
  * answer 409 `Attempt is not current` once the attempt has ended, moved or is another host's.
@@ -123,5 +124,61 @@ export const attemptEvents = defineEndpoint({
   response: z.object({ accepted: z.number().int() }),
 });
 
+/** Docker's container states, as a host reports them. */
+export const CONTAINER_STATES = ['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead'] as const;
+export type ContainerState = (typeof CONTAINER_STATES)[number];
+/** Containers per inventory report: far above what one host can hold (its slots are at most 128). */
+export const MAX_INVENTORY_CONTAINERS = 2000;
+/** Request body limit of an inventory report. */
+export const MAX_INVENTORY_BODY_BYTES = 2 * 1024 * 1024;
+
+const reportedContainer = z.object({
+  /** Docker's full container id. */
+  container_id: z.string().regex(/^[0-9a-f]{64}$/, 'a full Docker container id (64 hex digits)'),
+  /** Its name without Docker's leading `/`. */
+  name: z.string().min(1).max(256),
+  /** The `agent.group` and `agent.generation` labels as found (null: absent). */
+  group_id: z.string().max(256).nullable(),
+  generation: z.string().max(64).nullable(),
+  state: z.enum(CONTAINER_STATES),
+  /** CPU in percent of one CPU over Docker's sampling interval; null when not running or unmeasured. */
+  cpu_percent: z.number().min(0).max(1_000_000).nullable(),
+  /** Memory in use without the page cache, bytes; null when not running or unmeasured. */
+  memory_bytes: z.number().int().min(0).nullable(),
+  /** Bytes of the container's writable layer (`SizeRw`); null when not measured in this report. */
+  disk_bytes: z.number().int().min(0).nullable(),
+}).strict();
+
+/**
+ * `POST /v1/agent/hosts/:hostId/inventory` (every `AGENT_INVENTORY_REFRESH_SECONDS`, spec 8: 30 s):
+ * every container on the host labelled `agent.managed=true` and `agent.host=<hostId>`, with its
+ * reading. The API reconciles it with PostgreSQL (docs/sandboxes.md "Reconciler") and answers the
+ * ids of orphan containers past their grace period; the host removes exactly those.
+ */
+export const hostInventory = defineEndpoint({
+  name: 'host inventory',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/inventory',
+  request: z.object({
+    containers: z.array(reportedContainer).max(MAX_INVENTORY_CONTAINERS).superRefine((containers, ctx) => {
+      const seen = new Set<string>();
+      containers.forEach((c, index) => {
+        if (seen.has(c.container_id)) ctx.addIssue({ code: 'custom', path: [index, 'container_id'], message: 'the container appears twice in the report' });
+        seen.add(c.container_id);
+      });
+    }),
+  }).strict(),
+  response: z.object({
+    /** Orphan containers past their grace period: remove these, and nothing else. */
+    remove: z.array(z.string()),
+    /** Reported containers that are a live group's recorded container. */
+    observed: z.number().int(),
+    /** Reported containers that are orphans (removal ordered or still in their grace period). */
+    orphans: z.number().int(),
+    /** Groups this report marked `dead` (their recorded container is gone). */
+    marked_dead: z.number().int(),
+  }),
+});
+
 /** Every endpoint of the host runner's API. */
-export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptEvents] as const;
+export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptEvents, hostInventory] as const;

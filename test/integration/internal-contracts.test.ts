@@ -13,9 +13,11 @@ import { ApiEventSink } from '../../activities/agent/api-event-sink';
 import { HostApiClient } from '../../activities/agent/host-api-client';
 import type { Endpoint } from '../../lib/contracts/endpoint';
 import { grantDispatchEndpoints, grantIssue, grantRenew, modelCheck } from '../../lib/contracts/grant-dispatch';
-import { attemptEvents, hostApiEndpoints, hostHeartbeat } from '../../lib/contracts/host-api';
+import { attemptEvents, hostApiEndpoints, hostHeartbeat, hostInventory } from '../../lib/contracts/host-api';
 import type { RouteEntry } from '../../lib/http/route-access';
 import { createHeartbeat } from '../../workers/host-heartbeat';
+import { createInventoryReporter } from '../../workers/host-inventory';
+import { docker } from '../support/docker';
 import { DISPATCH_TOKEN, insertOwner, insertResidency, startGrantGateway, type Residency } from '../support/agent-grants';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
@@ -103,9 +105,12 @@ describe('internal HTTP contracts: one schema on both sides (PostgreSQL + API + 
       assert.equal((await client.attemptContext(attemptId)).uid, 1001);
       assert.match((await client.turnGrant(attemptId)).token, /^agr_/);
       await new ApiEventSink({ apiUrl: api.url, hostId, credential, attemptId }).emit('message', { text: 'hi' });
+      // This host id labels no container: the report is empty, and its answer orders nothing.
+      const inventory = await createInventoryReporter({ apiUrl: api.url, hostId, credential, docker: docker(), log: captureLogs('host').log, diskEveryMs: 0 }).reportOnce();
+      assert.deepEqual(inventory, { ok: true, reported: 0, answer: { remove: [], observed: 0, orphans: 0, marked_dead: 0 }, removals: {} });
 
       for (const e of hostApiEndpoints) assert.equal(spies.of(e).response.calls.length, 1, `the client parsed the ${e.name} answer with the contract's schema`);
-      for (const e of [hostHeartbeat, attemptEvents]) assert.equal(spies.of(e).request.calls.length, 1, `the API validated the ${e.name} body with the contract's schema`);
+      for (const e of [hostHeartbeat, attemptEvents, hostInventory]) assert.equal(spies.of(e).request.calls.length, 1, `the API validated the ${e.name} body with the contract's schema`);
       assert.deepEqual(spies.of(attemptEvents).request.calls[0], { events: [{ seq: 0, event_type: 'message', payload: { text: 'hi' }, is_error: false }] });
     } finally {
       spies.restore();

@@ -52,6 +52,21 @@ describe('migrations (PostgreSQL)', () => {
     assert.equal((await t.db('agent_audit_log')).length, 1);
   });
 
+  it('refuses to revert the sandbox observations while orphans, usage or readings are recorded', async () => {
+    t = await freshDatabase();
+    const now = new Date();
+    await t.db('agent_sandbox_orphans').insert({ host_id: 'h', container_id: 'c', container_name: 'n', reason: 'no_group', first_seen_at: now, last_seen_at: now });
+    await assert.rejects(migrateDown(t.db), /20261125050000_agent_sandbox_observations: table agent_sandbox_orphans holds rows/);
+    await t.db('agent_sandbox_orphans').delete();
+    await t.db('agent_hosts').insert({ host_id: 'h', credential_hash: 'x', credential_prefix: 'p' });
+    await t.db('agent_sandboxes').insert({ group_id: 'g', host_id: 'h', container_name: 'sbx-g', observed_at: now });
+    // (The batch revert refuses earlier, on the host row; this migration's own down refuses too.)
+    const observations = migrations.find((m) => m.name === '20261125050000_agent_sandbox_observations')!;
+    await assert.rejects(observations.down(t.db), /20261125050000_agent_sandbox_observations: agent_sandboxes holds resource observations/);
+    assert.deepEqual(await tables(t), ALL_TABLES, 'nothing was dropped');
+    assert.equal((await t.db('agent_sandboxes').whereNotNull('observed_at')).length, 1);
+  });
+
   it('enforces the host slot range in the schema', async () => {
     t = await freshDatabase();
     await assert.rejects(

@@ -78,7 +78,8 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     assert.deepEqual(entry.members, [{ job_id: g.jobId, owner_id: (entry.members as Array<{ owner_id: number }>)[0]!.owner_id }]);
     assert.deepEqual(Object.keys(entry).sort(), [
       'container_id', 'container_name', 'created_at', 'generation', 'group_id', 'hidden', 'hidden_reason', 'host_id', 'host_stale', 'last_activity_at',
-      'members', 'native_resume_lost', 'pending_action', 'queued_turns', 'running_turns', 'state', 'updated_at',
+      'members', 'native_resume_lost', 'observation_stale', 'observed_at', 'observed_cpu_percent', 'observed_disk_bytes', 'observed_memory_bytes',
+      'observed_state', 'pending_action', 'queued_turns', 'running_turns', 'state', 'updated_at',
     ]);
     assert.equal((await admin('GET', '/admin/agent/sandboxes?state=stopped')).body.sandboxes instanceof Array, true);
     assert.ok(!((await admin('GET', '/admin/agent/sandboxes?state=stopped')).body.sandboxes as Array<{ group_id: string }>).some((s) => s.group_id === g.groupId));
