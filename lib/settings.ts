@@ -236,6 +236,8 @@ export const settingsShape = {
   AGENT_INVENTORY_DISK_SECONDS: z.coerce.number().min(0).default(300),
   /** Seconds an orphan sandbox container (labelled for a host, matching no live group) is kept after it is first reported, before the API orders its removal; covers a container whose creation is not recorded yet. Default 600. */
   AGENT_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(600),
+  /** How often the host workflow checks whether a draining host (removal requested) still holds work. Default 15. */
+  AGENT_HOST_DRAIN_CHECK_SECONDS: z.coerce.number().int().min(1).default(15),
   /** Base URL of the gateway that agent drivers call with their inference grant. Default `http://127.0.0.1:8080`. */
   AGENT_GATEWAY_URL: z.string().url().default('http://127.0.0.1:8080'),
   /** Token the control plane presents to the gateway to issue, renew and revoke grants (>= 32 bytes). A secret. */

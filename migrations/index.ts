@@ -13,6 +13,7 @@ import * as agentHostRemoved from './20261121071500_agent_host_removed';
 import * as agentTitleGrants from './20261121080000_agent_title_grants';
 import * as agentAuditLog from './20261125010000_agent_audit_log';
 import * as agentSandboxLifecycle from './20261125020000_agent_sandbox_lifecycle';
+import * as agentHostRemovalRequest from './20261125030000_agent_host_removal_request';
 import * as agentSandboxObservations from './20261125050000_agent_sandbox_observations';
 import * as agentSandboxArchives from './20261125060000_agent_sandbox_archives';
 
@@ -35,6 +36,7 @@ export const migrations: readonly Migration[] = [
   { name: '20261121080000_agent_title_grants', ...agentTitleGrants },
   { name: '20261125010000_agent_audit_log', ...agentAuditLog },
   { name: '20261125020000_agent_sandbox_lifecycle', ...agentSandboxLifecycle },
+  { name: '20261125030000_agent_host_removal_request', ...agentHostRemovalRequest },
   { name: '20261125050000_agent_sandbox_observations', ...agentSandboxObservations },
   { name: '20261125060000_agent_sandbox_archives', ...agentSandboxArchives },
 ];

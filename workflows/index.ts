@@ -5,3 +5,4 @@ export { grantWorkflow } from './grant';
 export { titleWorkflow } from './title';
 export { workspaceArchive } from './workspace-archive';
 export { sandboxGroupWorkflow } from './sandbox-group';
+export { hostWorkflow } from './host';

@@ -9,6 +9,7 @@ import type { Settings } from '../../lib/settings';
 import { createGrantActivities } from '../grants/grant-activities';
 import type { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { createChatActivities } from './chat-activities';
+import { createHostWorkflowActivities } from './host-workflow-activities';
 import { createSandboxGroupActivities } from './sandbox-group-activities';
 import { createTitleActivities, type TitleLimits } from './title-activities';
 
@@ -29,6 +30,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
   return {
     ...createChatActivities({ db: deps.db, settings: deps.settings }),
     ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
+    ...createHostWorkflowActivities({ db: deps.db }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };

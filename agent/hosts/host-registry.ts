@@ -23,9 +23,9 @@ export async function enrollHost(db: Db, hostId: string): Promise<{ hostId: stri
   }
   const credential = generateSecret('ahc');
   await db('agent_hosts')
-    .insert({ host_id: hostId, credential_hash: hashSecret(credential), credential_prefix: secretPrefix(credential), removal_requested_at: null, removed_at: null })
+    .insert({ host_id: hostId, credential_hash: hashSecret(credential), credential_prefix: secretPrefix(credential), removal_requested_at: null, removal_requested_by: null, removed_at: null })
     .onConflict('host_id')
-    .merge(['credential_hash', 'credential_prefix', 'removal_requested_at', 'removed_at']);
+    .merge(['credential_hash', 'credential_prefix', 'removal_requested_at', 'removal_requested_by', 'removed_at']);
   return { hostId, credential };
 }
 
@@ -48,19 +48,42 @@ export interface HeartbeatAnswer {
   slots_effective: number;
 }
 
-/** Records a heartbeat; returns the saved slots and the slots admission uses. */
-export async function recordHeartbeat(db: Db, hostId: string, beat: Heartbeat): Promise<HeartbeatAnswer> {
-  const [row] = await db('agent_hosts')
-    .where({ host_id: hostId })
-    .whereNull('removed_at')
-    .update({
+/** A recorded heartbeat: the runner's answer, and what the beat changed that the host workflow waits for. */
+export interface HeartbeatRecord {
+  answer: HeartbeatAnswer;
+  /** Whether the host was online (a beat within `staleSeconds`) before this beat. */
+  wasOnline: boolean;
+  /** The `slots_total` the previous beat reported (null: none yet). */
+  previousSlotsTotal: number | null;
+  /** The prefix of the credential the host is enrolled with (changes when it is enrolled again). */
+  credentialPrefix: string;
+}
+
+/** Records a heartbeat (the host row locked, so the previous beat is read exactly); returns the saved slots and the slots admission uses. */
+export async function recordHeartbeat(db: Db, hostId: string, beat: Heartbeat, staleSeconds: number): Promise<HeartbeatRecord> {
+  return db.transaction(async (trx) => {
+    const previous = await trx('agent_hosts')
+      .where({ host_id: hostId })
+      .whereNull('removed_at')
+      .forUpdate()
+      .first<{ slots_saved: number | null; slots_total: number | null; credential_prefix: string; was_online: boolean } | undefined>(
+        'slots_saved', 'slots_total', 'credential_prefix',
+        trx.raw('coalesce(last_heartbeat_at > now() - make_interval(secs => ?), false) as was_online', [staleSeconds]),
+      );
+    if (!previous) throw new AppError('unauthorized', 'Invalid host credential');
+    await trx('agent_hosts').where({ host_id: hostId }).update({
       slots_total: beat.slots_total,
       runtime: beat.runtime,
       runner_version: beat.runner_version,
       capabilities: JSON.stringify(beat.capabilities),
-      last_heartbeat_at: db.fn.now(),
-    })
-    .returning<Array<{ slots_saved: number | null; slots_total: number }>>(['slots_saved', 'slots_total']);
-  if (!row) throw new AppError('unauthorized', 'Invalid host credential');
-  return { slots_configured: row.slots_saved, slots_effective: effectiveSlots(row, beat.slots_total) };
+      last_heartbeat_at: trx.fn.now(),
+    });
+    const row = { slots_saved: previous.slots_saved, slots_total: beat.slots_total };
+    return {
+      answer: { slots_configured: row.slots_saved, slots_effective: effectiveSlots(row, beat.slots_total) },
+      wasOnline: previous.was_online,
+      previousSlotsTotal: previous.slots_total,
+      credentialPrefix: previous.credential_prefix,
+    };
+  });
 }

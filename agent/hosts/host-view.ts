@@ -3,10 +3,11 @@
  * slots saved / reported / effective / default, and the display state of a pending slot change
  * (`applying N`, `N not applied`, `redeploy to change`).
  */
+import { appliesRemoteSlots } from '../../workflows/definitions/host';
 import { effectiveSlots } from './placement';
 
-/** The first runner version that applies `slots_configured` from the heartbeat answer. */
-export const REMOTE_SLOTS_RUNNER_VERSION = 2;
+/** The runner-version rule lives beside the host workflow, which judges slot changes with it too. */
+export { appliesRemoteSlots, REMOTE_SLOTS_RUNNER_VERSION } from '../../workflows/definitions/host';
 
 /** The `agent_hosts` columns the view reads. */
 export interface HostRow {
@@ -50,12 +51,6 @@ export interface HostViewContext {
   staleSeconds: number;
   /** `AGENT_HOST_SLOTS`, the environment default a runner reports when nothing is saved. */
   defaultSlots: number;
-}
-
-/** Whether a runner of this version applies remote slot changes (version 2 and later). */
-export function appliesRemoteSlots(runnerVersion: string | null): boolean {
-  const version = Number(runnerVersion);
-  return Number.isInteger(version) && version >= REMOTE_SLOTS_RUNNER_VERSION;
 }
 
 /**

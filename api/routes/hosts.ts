@@ -1,23 +1,28 @@
 /**
  * Host runner endpoints. `POST /v1/agent/hosts/:hostId/heartbeat` with the host's own
  * credential (`Authorization: Bearer ahc_…`) records `slots_total`, runtime and attestations
- * (the contract: lib/contracts/host-api.ts).
+ * (the contract: lib/contracts/host-api.ts), then tells the host workflow what it waits for (back
+ * online, new slots reported) without waiting for Temporal (agent/hosts/host-delivery.ts).
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
-import type { Db } from '../../lib/db';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
 import { recordHeartbeat } from '../../agent/hosts/host-registry';
+import { HostHeartbeatNotifier } from '../../agent/hosts/host-delivery';
 import * as hostApi from '../../lib/contracts/host-api';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
+import type { ApiDeps } from '../app';
 
-export function hostsRouter(db: Db): Router<AgentState> {
+export function hostsRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();
-  router.post(hostApi.hostHeartbeat.route, requireHost(db), async (ctx) => {
+  const notifier = new HostHeartbeatNotifier({ temporal: deps.temporal, settings: deps.settings, log: deps.log });
+  router.post(hostApi.hostHeartbeat.route, requireHost(deps.db), async (ctx) => {
     const hostId = hostOf(ctx.state);
     const beat = validateBody(hostApi.hostHeartbeat.request, await readJsonBody(ctx.req, 64 * 1024));
-    ctx.body = { host_id: hostId, ...(await recordHeartbeat(db, hostId, beat)) } satisfies ResponseOf<typeof hostApi.hostHeartbeat>;
+    const record = await recordHeartbeat(deps.db, hostId, beat, deps.settings.AGENT_HOST_STALE_SECONDS);
+    void notifier.notify(hostId, record, beat.slots_total);
+    ctx.body = { host_id: hostId, ...record.answer } satisfies ResponseOf<typeof hostApi.hostHeartbeat>;
   });
   return router;
 }

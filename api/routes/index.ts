@@ -22,7 +22,7 @@ import { workspaceArchiveRouter } from './workspace-archive';
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
   return [
     apiHealthRouter(deps),
-    hostsRouter(deps.db),
+    hostsRouter(deps),
     hostInventoryRouter(deps),
     jobsRouter(deps),
     ownerVariablesRouter(deps),

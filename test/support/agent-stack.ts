@@ -28,6 +28,7 @@ import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
 import { startTestGateway, type TestGateway } from './gateway';
 import { captureLogs, type CapturedLogs } from './logs';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from './temporal';
+import { endHostWorkflows } from './host-workflows';
 
 export const DISPATCH_TOKEN = 'test-dispatch-token-0123456789-abcdefghij';
 export const AGENT_MODEL = 'agent-model';
@@ -151,6 +152,8 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       heartbeat.stop();
       await stack.stopHost().catch(() => undefined);
       await stack.stopControl().catch(() => undefined);
+      // The heartbeat route started the host's workflow (host:<hostId>); it would otherwise run on in the shared dev server.
+      await endHostWorkflows(env.client, [hostId]);
       await removeContainers({ 'agent.host': hostId });
       await api.close();
       await gateway.close();

@@ -15,6 +15,7 @@ import { TITLE_WORKFLOW_TYPE } from '../../workflows/definitions/title';
 import { WORKFLOW_TYPES, type WorkflowType } from '../../workflows/definitions/workflow-types';
 import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE } from '../../workflows/definitions/workspace-archive';
 import { SANDBOX_GROUP_WORKFLOW_TYPE } from '../../workflows/definitions/sandbox-group';
+import { HOST_WORKFLOW_TYPE } from '../../workflows/definitions/host';
 
 type Exported = keyof typeof workflows;
 
@@ -29,6 +30,7 @@ const CONSTANTS: { readonly [Name in Exported]: Name } = {
   titleWorkflow: TITLE_WORKFLOW_TYPE,
   workspaceArchive: WORKSPACE_ARCHIVE_WORKFLOW_TYPE,
   sandboxGroupWorkflow: SANDBOX_GROUP_WORKFLOW_TYPE,
+  hostWorkflow: HOST_WORKFLOW_TYPE,
 };
 /** `WORKFLOW_TYPES` names exactly the exports, both ways. */
 const sameNames: [Exported] extends [WorkflowType] ? ([WorkflowType] extends [Exported] ? true : false) : false = true;
