@@ -15,6 +15,10 @@ import { chatWorkflowId } from '../../workflows/definitions/chat';
 import { GRANT_WORKFLOW_TYPE, grantWorkflowId, releaseGrantSignal, type GrantWorkflowResult } from '../../workflows/definitions/grant';
 import { HOST_SELF_CHECK_WORKFLOW_TYPE } from '../../workflows/definitions/host-self-check';
 import { sandboxGroupWorkflowId } from '../../workflows/definitions/sandbox-group';
+import { hostWorkflowId } from '../../workflows/definitions/host';
+import { enrollHost } from '../../agent/hosts/host-registry';
+import { hostWorkflowState, hostWorkflowStatus } from './host-workflows';
+import { insertJobWithTurn } from './agent-rows';
 import { hostTaskQueue } from '../../workflows/definitions/task-queues';
 import { titleWorkflowId } from '../../workflows/definitions/title';
 import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE, workspaceArchiveWorkflowId } from '../../workflows/definitions/workspace-archive';
@@ -40,6 +44,9 @@ export const RECORDING_ENV: Record<string, string> = {
   AGENT_GRANT_RENEW_SECONDS: '2',
   AGENT_TITLE_GENERATION_ENABLED: 'true',
   AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: '3',
+  // The host workflow's case waits for a host to go stale; the stack's own runner beats every second.
+  AGENT_HOST_STALE_SECONDS: '5',
+  AGENT_HOST_DRAIN_CHECK_SECONDS: '1',
 };
 const TURNS_PER_RUN = 3;
 
@@ -270,8 +277,51 @@ async function sandboxGroupLifecycle(stack: AgentStack): Promise<RecordedRun[]> 
   return [{ name: 'sandbox-group-stop-and-delete', history }];
 }
 
+/**
+ * One host's workflow from its first heartbeat to its removal, through the API: a raise applied
+ * by the runner's confirming beats, stale when the beats stop, online at the next one, then a
+ * removal that drains while a chat is placed on the host and completes once the chat is deleted.
+ */
+async function hostLifecycle(stack: AgentStack): Promise<RecordedRun[]> {
+  const hostId = `replay-host-${stack.hostId}`.slice(0, 63);
+  const { credential } = await enrollHost(stack.t.db, hostId);
+  const beat = async (slotsTotal: number) => {
+    const res = await fetch(`${stack.api.url}/v1/agent/hosts/${hostId}/heartbeat`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${credential}` },
+      body: JSON.stringify({ slots_total: slotsTotal, runtime: 'docker-test', runner_version: '2', capabilities: ['container'] }),
+    });
+    check(res.status === 200, `heartbeat answered ${res.status}`);
+  };
+  const admin = async (method: string, path: string, body?: unknown) => fetch(`${stack.api.url}/admin/agent/runner-hosts/${hostId}${path}`, {
+    method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const state = () => hostWorkflowState(stack.env.client, hostId).catch(() => undefined);
+  await beat(3);
+  await waitFor(async () => (await state()) === 'online', 'the host online', 30_000);
+  check((await admin('PUT', '/slots', { slots: 6 })).status === 200, 'slots saved');
+  await beat(3);
+  await beat(6);
+  await waitFor(async () => (await hostWorkflowStatus(stack.env.client, hostId)).pendingSlots === null, 'the raise applied', 30_000);
+  await waitFor(async () => (await state()) === 'stale', 'the host stale', 30_000);
+  await beat(6);
+  await waitFor(async () => (await state()) === 'online', 'the host online again', 30_000);
+  const owner = await stack.t.db('users').whereRaw('lower(email) like ?', ['owner-%']).first<{ id: string }>('id');
+  const { jobId } = await insertJobWithTurn(stack.t.db, Number(owner.id), hostId);
+  await stack.t.db('agent_turns').where({ job_id: jobId }).update({ state: 'cancelled' });
+  check((await admin('DELETE', '')).status === 202, 'the removal drains');
+  await stack.t.db('agent_jobs').where({ job_id: jobId }).update({ deleted_at: stack.t.db.fn.now() });
+  const handle = stack.env.client.workflow.getHandle(hostWorkflowId(hostId));
+  check((await handle.result()) === 'removed', 'the host removed');
+  const history = await handle.fetchHistory();
+  const scheduled = activities(history);
+  check(count(scheduled, 'saveHostSlots') === 1 && count(scheduled, 'noteHostSlotsApplied') === 1, 'one slot change, applied');
+  check(count(scheduled, 'requestHostRemoval') === 1 && count(scheduled, 'finishHostRemoval') >= 1, 'a drained removal');
+  check(lastEventHas(history, 'workflowExecutionCompletedEventAttributes'), 'the run ends removed');
+  return [{ name: 'host-slots-stale-and-drained-removal', history }];
+}
+
 /** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
 export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
   chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
-  titleGenerated, workspaceArchives, sandboxGroupLifecycle, hostSelfChecks, grants,
+  titleGenerated, workspaceArchives, sandboxGroupLifecycle, hostLifecycle, hostSelfChecks, grants,
 ];
