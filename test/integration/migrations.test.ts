@@ -67,6 +67,23 @@ describe('migrations (PostgreSQL)', () => {
     assert.equal((await t.db('agent_sandboxes').whereNotNull('observed_at')).length, 1);
   });
 
+  it('refuses to revert the host removal request while a host is draining; a tombstone does not hold it', async () => {
+    t = await freshDatabase();
+    // The whole batch stops earlier (agent_hosts holds rows): this migration's own down is what is checked.
+    const removalRequest = migrations.find((m) => m.name === '20261125030000_agent_host_removal_request')!;
+    await t.db('agent_hosts').insert({
+      host_id: 'draining-host', credential_hash: 'x', credential_prefix: 'p', removal_requested_at: t.db.fn.now(),
+      removal_requested_by: JSON.stringify({ actor: { type: 'admin_token' }, actorIp: null }),
+    });
+    await t.db('agent_hosts').insert({ host_id: 'tombstone-host', credential_hash: 'x', credential_prefix: 'removed', removal_requested_at: t.db.fn.now(), removed_at: t.db.fn.now() });
+    await assert.rejects(removalRequest.down(t.db), /20261125030000_agent_host_removal_request: agent_hosts holds hosts whose removal is pending/);
+    assert.equal(await t.db.schema.hasColumn('agent_hosts', 'removal_requested_by'), true, 'nothing was dropped');
+    await t.db('agent_hosts').where({ host_id: 'draining-host' }).update({ removal_requested_at: null, removal_requested_by: null });
+    await removalRequest.down(t.db);
+    assert.equal(await t.db.schema.hasColumn('agent_hosts', 'removal_requested_by'), false, 'reverted once the drain is cancelled');
+    await removalRequest.up(t.db);
+  });
+
   it('enforces the host slot range in the schema', async () => {
     t = await freshDatabase();
     await assert.rejects(
