@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { enrollHost } from '../../agent/hosts/host-registry';
 import type { HostView } from '../../agent/hosts/host-view';
 import { placeTurn } from '../../agent/hosts/placement';
+import { residencyAlive } from '../../agent/grants/residency';
 import { hostWorkflowId } from '../../workflows/definitions/host';
 import { ADMIN_TOKEN } from '../support/admin';
 import { insertJobWithTurn, insertOwner, insertRunningAttempt } from '../support/agent-rows';
@@ -191,6 +192,7 @@ describe('host workflow host:<hostId>: slots, stale detection, guarded removal (
     assert.equal(refused.status, 409);
     assert.match(refused.body.error?.message ?? '', /being removed/);
     assert.equal((await beat(host, 3)).slots_effective, 3, 'the runner keeps beating while its turn finishes');
+    assert.equal(await residencyAlive(t.db, { attemptId, hostId: host.hostId, groupId: null, generation: null }, STALE_SECONDS), true, 'the running turn keeps its inference grant');
 
     await t.db('agent_attempts').where({ attempt_id: attemptId }).update({ state: 'completed', finished_at: t.db.fn.now() });
     assert.equal(await stateOf(host.hostId), 'draining', 'the placed chat still holds it');
