@@ -143,7 +143,9 @@ export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<vo
     let unanswered = false;
     try {
       const seen = await onHost(claim.hostId ?? input.hostId).observe.observeSandboxContainer(target);
-      if (!confirmsStopped(seen, claim.containerId, claim.generation)) {
+      // A group the reconciler marked dead because its container vanished has nothing left to remove.
+      const vanished = request.action === 'delete' && claim.fromState === 'dead' && seen.condition === 'missing';
+      if (!vanished && !confirmsStopped(seen, claim.containerId, claim.generation)) {
         reason = `The host did not confirm the container stopped or dead: ${describeObservation(seen)}`;
       }
     } catch (err) {

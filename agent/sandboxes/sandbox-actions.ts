@@ -35,6 +35,8 @@ export interface ClaimedAction {
   state: SandboxState;
   /** The group's host now (a restored group may have moved since the workflow started; absent in claims recorded before). */
   hostId?: string;
+  /** The state the group was in when claimed (absent in claims recorded before). */
+  fromState?: SandboxState;
   containerName: string;
   containerId: string;
   generation: number;
@@ -143,7 +145,7 @@ async function claimHostWork(
   if (!row.container_id) return { kind: 'refused', reason: 'The sandbox has no recorded container' };
   await trx('agent_sandboxes').where({ group_id: row.group_id })
     .update({ state: to, pending_action: action, pending_from_state: row.state, updated_at: trx.fn.now() });
-  return { kind: 'claimed', state: to, hostId: row.host_id, containerName: row.container_name, containerId: row.container_id, generation: row.generation };
+  return { kind: 'claimed', state: to, hostId: row.host_id, fromState: row.state, containerName: row.container_name, containerId: row.container_id, generation: row.generation };
 }
 
 async function hide(trx: Knex.Transaction, row: GroupRow): Promise<Claim> {

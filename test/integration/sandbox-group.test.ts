@@ -216,6 +216,18 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     assert.ok((await row(g.groupId))?.native_resume_lost_at, 'native resume marked lost after the removal');
   });
 
+  it('delete without archive of a dead group whose container vanished: the host finds nothing to remove, the group is deleted', async () => {
+    const g = await idleGroup();
+    await docker().getContainer(g.containerId).remove({ force: true });
+    // What the reconciler records for a vanished container (test/integration/sandbox-reconciler.test.ts).
+    await stack.t.db('agent_sandboxes').where({ group_id: g.groupId }).update({ state: 'dead' });
+    const forced = await admin('POST', `/admin/agent/sandboxes/${g.groupId}/force-delete`, deleteBody(g));
+    assert.equal(forced.status, 409, 'force delete needs a recorded running group');
+    const accepted = await admin('POST', `/admin/agent/sandboxes/${g.groupId}/delete`, deleteBody(g));
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    await waitFor(async () => (await row(g.groupId))?.state === 'deleted', 'deleted', 60_000);
+  });
+
   it('verify stopped and force delete: never stops a running container; deletes one the host sees stopped', async () => {
     const g = await idleGroup();
     const refused = await admin('POST', `/admin/agent/sandboxes/${g.groupId}/force-delete`, deleteBody(g));
