@@ -56,19 +56,19 @@ async function start(script: string, env: Record<string, string>, ready: string)
   };
 }
 
-/** `node dist/workers/control.js` for the stack. */
-export function startControlProcess(stack: AgentStack): Promise<WorkerProcess> {
+/** `node dist/workers/control.js` for the stack (`extraEnv`: e.g. the object store's settings). */
+export function startControlProcess(stack: AgentStack, extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
   return start('dist/workers/control.js', {
-    ...commonEnv(stack), DATABASE_URL: stack.t.url, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN,
+    ...commonEnv(stack), DATABASE_URL: stack.t.url, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, ...extraEnv,
   }, 'control worker polling');
 }
 
 /** `node dist/workers/host.js` as the stack's enrolled host. */
-export function startHostProcess(stack: AgentStack, objectStoreRoot: string): Promise<WorkerProcess> {
+export function startHostProcess(stack: AgentStack, objectStoreRoot: string, extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
   return start('dist/workers/host.js', {
     ...commonEnv(stack),
     AGENT_HOST_ID: stack.hostId, AGENT_HOST_CREDENTIAL: stack.hostCredential, AGENT_API_URL: stack.api.url,
     AGENT_HOST_SLOTS: String(stack.settings.AGENT_HOST_SLOTS), AGENT_HOST_HEARTBEAT_SECONDS: '1',
-    OBJECT_STORE_FS_ROOT: objectStoreRoot, DOCKER_SOCKET_PATH: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock',
+    OBJECT_STORE_FS_ROOT: objectStoreRoot, DOCKER_SOCKET_PATH: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock', ...extraEnv,
   }, 'host runner polling');
 }
