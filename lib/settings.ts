@@ -228,6 +228,8 @@ export const settingsShape = {
   AGENT_CHAT_IDLE_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** A sandbox group workflow ends after this many seconds without an operator action (the next action starts it again). Default 300. */
   AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: z.coerce.number().int().min(1).default(300),
+  /** Id of the Temporal Schedule the control worker keeps for the deletion sweep (every minute; docs/chat-deletion.md). One per control task queue. Default `agent-deletion-sweep`. */
+  AGENT_DELETION_SWEEP_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('agent-deletion-sweep'),
   /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
   /** Seconds between a host runner's inventory reports (its managed containers with a resource reading; spec 8: 30). */

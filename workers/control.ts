@@ -1,7 +1,8 @@
 /**
  * The control worker: polls task queue `control` (every workflow, and activities that touch
- * PostgreSQL, object storage or the gateway), and reconciles queued turns with their chat
- * workflows. Entry of `npm run worker:control`.
+ * PostgreSQL, object storage or the gateway), reconciles queued turns with their chat workflows,
+ * and creates or updates the deletion sweep's Schedule at startup (docs/chat-deletion.md). Entry
+ * of `npm run worker:control`.
  */
 import { Worker } from '@temporalio/worker';
 import { createDb } from '../lib/db';
@@ -15,6 +16,7 @@ import { createControlActivities } from '../activities/control';
 import { reconcileQueuedTurns } from '../activities/control/chat-reconciler';
 import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { ChatDelivery } from '../agent/jobs/chat-delivery';
+import { ensureDeletionSweepSchedule } from '../agent/deletion/sweep-schedule';
 
 const RECONCILE_EVERY_MS = 30_000;
 
@@ -30,14 +32,16 @@ async function main(): Promise<void> {
   // Sandbox archives (spec 3.4): the configured store (the embedded fs store by default).
   const objectStore = await openObjectStore(settings);
   const connection = await connectWorker(settings);
+  const { client, connection: clientConnection } = createTemporalClient(settings);
   const worker = await Worker.create({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows'),
-    activities: createControlActivities({ db, settings, grants, log, objectStore }),
+    activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client }),
   });
-  const { client, connection: clientConnection } = createTemporalClient(settings);
+  const scheduleId = await ensureDeletionSweepSchedule(client, settings);
+  log.info({ event: 'agent_deletion_sweep_scheduled', schedule_id: scheduleId }, 'deletion sweep scheduled every minute');
   const delivery = new ChatDelivery(client, settings, log);
   const reconciler = new Periodic(async () => {
     await reconcileQueuedTurns({ db, delivery, log, minQueuedSeconds: 30 }).catch((err: unknown) => {

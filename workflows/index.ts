@@ -6,3 +6,4 @@ export { titleWorkflow } from './title';
 export { workspaceArchive } from './workspace-archive';
 export { sandboxGroupWorkflow } from './sandbox-group';
 export { hostWorkflow } from './host';
+export { deletionSweepWorkflow } from './deletion-sweep';

@@ -2,6 +2,7 @@
  * Every activity the control worker registers (task queue `control`), built from its deps. Tests
  * build the same set over their own database and gateway.
  */
+import type { Client } from '@temporalio/client';
 import type { Db } from '../../lib/db';
 import { createLogger, type Logger } from '../../lib/logger';
 import type { ObjectStore } from '../../lib/object-store';
@@ -10,6 +11,7 @@ import { createGrantActivities } from '../grants/grant-activities';
 import type { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { createChatActivities } from './chat-activities';
 import { createHostWorkflowActivities } from './host-workflow-activities';
+import { createDeletionActivities } from './deletion-activities';
 import { createSandboxGroupActivities } from './sandbox-group-activities';
 import { createTitleActivities, type TitleLimits } from './title-activities';
 
@@ -17,6 +19,8 @@ export interface ControlActivityDeps {
   db: Db;
   settings: Settings;
   grants: GatewayGrantClient;
+  /** Temporal client of activities that start or update other workflows (the deletion sweep's sandbox actions). */
+  temporal?: Client;
   /** Logger of activities that log (title generation); default a `control-activities` logger at LOG_LEVEL. */
   log?: Logger;
   /** Title-generation limits (tests shorten them); default spec 8's. */
@@ -31,6 +35,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
     ...createChatActivities({ db: deps.db, settings: deps.settings }),
     ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
     ...createHostWorkflowActivities({ db: deps.db }),
+    ...createDeletionActivities({ db: deps.db, settings: deps.settings, ...(deps.temporal ? { temporal: deps.temporal } : {}) }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };

@@ -75,10 +75,12 @@ export async function createJob(db: Db, input: { ownerId: number; body: CreateJo
   });
 }
 
-/** Appends a turn to the owner's job (seq = last + 1, allocated under the job's row lock). */
+/** Appends a turn to the owner's job (seq = last + 1, allocated under the job's row lock); 404 once the chat is deleted. */
 export async function addTurn(db: Db, job: JobRow, text: string): Promise<QueuedTurn> {
   return db.transaction(async (trx) => {
-    await trx('agent_jobs').where({ job_id: job.job_id }).forUpdate().first('job_id');
+    // Under the job's lock: a chat soft-deleted since it was read takes no new turn (agent/deletion/chat-deletion.ts).
+    const locked = await trx('agent_jobs').where({ job_id: job.job_id }).whereNull('deleted_at').forUpdate().first<{ job_id: string } | undefined>('job_id');
+    if (!locked) throw new AppError('not_found', 'Job not found');
     const last = await trx('agent_turns').where({ job_id: job.job_id }).max<{ max: number | null }>('seq as max').first();
     const turn = await queueTurn(trx, { jobId: job.job_id, seq: (last?.max ?? 0) + 1, prompt: text });
     await trx('agent_jobs').where({ job_id: job.job_id }).update({ updated_at: trx.fn.now() });

@@ -6,13 +6,14 @@
  * `completed` (the action's effect is recorded) and `failed` (accepted, then the host did not
  * confirm; the group is back in its previous state). Except for the validator's refusal (no
  * transaction: the API passes its pool), it runs inside the transaction that makes the change, so
- * the audit row (agent/audit/audit-log.ts `recordAudit`, category `sandboxes`, actions
+ * the audit row (agent/audit/audit-log.ts `recordAudit`, category `sandboxes`, or `deletion` when the
+ * deletion sweeper (actor `system:user-deletion-sweeper`) asked; actions
  * `agent.sandbox.stop_idle`, `.delete`, `.force_delete`, `.remove_stale` / `.remove_inventory`,
  * `.restore_inventory`) commits with it.
  */
 import type { Knex } from 'knex';
 import type { SandboxAction, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
-import { recordAudit, type AuditActor, type AuditOutcome } from '../audit/audit-log';
+import { recordAudit, USER_DELETION_SWEEPER, type AuditActor, type AuditCategory, type AuditOutcome } from '../audit/audit-log';
 
 export interface SandboxActionOutcome {
   groupId: string;
@@ -35,19 +36,32 @@ const AUDIT_ACTION: Record<SandboxAction, `agent.sandbox.${string}`> = {
 
 const AUDIT_OUTCOME: Record<SandboxActionOutcome['outcome'], AuditOutcome> = { refused: 'refused', completed: 'succeeded', failed: 'failed' };
 
-/** The audit actor of a request's `actor` (`user:<id>` or `admin-token`, as the API writes it). */
+/** The request `actor` of a system actor: `system:<name>` (the deletion sweeper sends `system:user-deletion-sweeper`). */
+export function systemRequestActor(actor: Extract<AuditActor, { type: 'system' }>): string {
+  return `system:${actor.name}`;
+}
+
+/** The audit actor of a request's `actor` (`user:<id>` or `admin-token` as the API writes it, or `system:<name>`). */
 export function sandboxAuditActor(actor: string): AuditActor {
   const user = /^user:(\d+)$/.exec(actor);
-  return user ? { type: 'user', userId: Number(user[1]) } : { type: 'admin_token' };
+  if (user) return { type: 'user', userId: Number(user[1]) };
+  const system = /^system:([a-z0-9][a-z0-9-]{0,63})$/.exec(actor);
+  return system ? { type: 'system', name: system[1]! } : { type: 'admin_token' };
+}
+
+/** Actions the deletion sweeper takes are filed under `deletion` (docs/agent-audit.md); an operator's under `sandboxes`. */
+function categoryOf(actor: AuditActor): AuditCategory {
+  return actor.type === 'system' && actor.name === USER_DELETION_SWEEPER.name ? 'deletion' : 'sandboxes';
 }
 
 /** Records an action's outcome as one audit row (category `sandboxes`), in the caller's transaction. */
 export async function noteSandboxActionOutcome(db: Knex | Knex.Transaction, outcome: SandboxActionOutcome): Promise<void> {
   const { request } = outcome;
+  const actor = sandboxAuditActor(request.actor);
   await recordAudit(db, {
-    actor: sandboxAuditActor(request.actor),
+    actor,
     actorIp: request.actorIp ?? null,
-    category: 'sandboxes',
+    category: categoryOf(actor),
     action: AUDIT_ACTION[request.action],
     target: { type: 'sandbox', id: outcome.groupId },
     reason: outcome.reason ?? null,

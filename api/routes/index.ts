@@ -8,6 +8,7 @@ import { hostGrantRouter } from './grants';
 import { hostsRouter } from './hosts';
 import { hostInventoryRouter } from './host-inventory';
 import { jobsRouter } from './jobs';
+import { chatDeletionRouter } from './chat-deletion';
 import { ownerVariablesRouter } from './owner-variables';
 import { ownerUsageRouter } from './owner-usage';
 import { hostAttemptsRouter } from './host-attempts';
@@ -25,6 +26,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostsRouter(deps),
     hostInventoryRouter(deps),
     jobsRouter(deps),
+    chatDeletionRouter(deps),
     ownerVariablesRouter(deps),
     ownerUsageRouter(deps),
     hostAttemptsRouter(deps),

@@ -37,6 +37,7 @@ const RAW_BAD_VALUES = [
 const SAMPLES: Record<string, unknown> = {
   'POST /v1/agent/jobs': { prompt: 'hi', model: 'fuzz-model', repo: null, title: 'a title', env: { A_VAR: 'value' } },
   'POST /v1/agent/jobs/:jobId/turns': { prompt: 'again' },
+  'POST /v1/agent/jobs/:jobId/restore': {},
   'PUT /v1/agent/variables/:name': { value: 'secret value' },
   'POST /admin/agent/sandboxes/:groupId/stop': { container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' },
   'POST /admin/agent/sandboxes/:groupId/archive': { container_id: 'abcdef0123456789', generation: 1 },
@@ -63,6 +64,7 @@ const QUERY_SAMPLES: Record<string, Record<string, string>> = {
   'GET /admin/agent/sandboxes': { state: 'all' },
   'GET /v1/agent/usage/containers': { days: '30' },
   'GET /v1/agent/usage/containers/daily': { days: '7' },
+  'DELETE /v1/agent/jobs/:jobId': { permanent: 'true' },
 };
 
 /** Bad query values, already percent-encoded (NUL, a lone surrogate's bytes, out-of-range and odd numbers). */
@@ -195,7 +197,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 12, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 14, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });

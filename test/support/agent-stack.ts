@@ -119,7 +119,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: controlQueue,
         workflowBundle: await workflowBundle(),
-        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log, objectStore }),
+        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log, objectStore, temporal: env.client }),
       });
       control = { worker, running: worker.run() };
     },

@@ -16,6 +16,7 @@ import { WORKFLOW_TYPES, type WorkflowType } from '../../workflows/definitions/w
 import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE } from '../../workflows/definitions/workspace-archive';
 import { SANDBOX_GROUP_WORKFLOW_TYPE } from '../../workflows/definitions/sandbox-group';
 import { HOST_WORKFLOW_TYPE } from '../../workflows/definitions/host';
+import { DELETION_SWEEP_WORKFLOW_TYPE } from '../../workflows/definitions/deletion-sweep';
 
 type Exported = keyof typeof workflows;
 
@@ -31,6 +32,7 @@ const CONSTANTS: { readonly [Name in Exported]: Name } = {
   workspaceArchive: WORKSPACE_ARCHIVE_WORKFLOW_TYPE,
   sandboxGroupWorkflow: SANDBOX_GROUP_WORKFLOW_TYPE,
   hostWorkflow: HOST_WORKFLOW_TYPE,
+  deletionSweepWorkflow: DELETION_SWEEP_WORKFLOW_TYPE,
 };
 /** `WORKFLOW_TYPES` names exactly the exports, both ways. */
 const sameNames: [Exported] extends [WorkflowType] ? ([WorkflowType] extends [Exported] ? true : false) : false = true;

@@ -4,6 +4,7 @@
  * this list is exactly the exports of `workflows/index.ts`.
  */
 import { CHAT_WORKFLOW_TYPE } from './chat';
+import { DELETION_SWEEP_WORKFLOW_TYPE } from './deletion-sweep';
 import { GRANT_WORKFLOW_TYPE } from './grant';
 import { HOST_WORKFLOW_TYPE } from './host';
 import { HOST_SELF_CHECK_WORKFLOW_TYPE } from './host-self-check';
@@ -13,7 +14,7 @@ import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE } from './workspace-archive';
 
 export const WORKFLOW_TYPES = [
   CHAT_WORKFLOW_TYPE, GRANT_WORKFLOW_TYPE, HOST_SELF_CHECK_WORKFLOW_TYPE, TITLE_WORKFLOW_TYPE, WORKSPACE_ARCHIVE_WORKFLOW_TYPE,
-  SANDBOX_GROUP_WORKFLOW_TYPE, HOST_WORKFLOW_TYPE,
+  SANDBOX_GROUP_WORKFLOW_TYPE, HOST_WORKFLOW_TYPE, DELETION_SWEEP_WORKFLOW_TYPE,
 ] as const;
 
 export type WorkflowType = (typeof WORKFLOW_TYPES)[number];
