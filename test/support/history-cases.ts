@@ -11,7 +11,9 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { History } from './workflow-histories';
 import { createHostActivities } from '../../activities/host-activities';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
+import { newId } from '../../agent/jobs/job-store';
 import { chatWorkflowId } from '../../workflows/definitions/chat';
+import { DELETION_SWEEP_DEFAULTS, DELETION_SWEEP_WORKFLOW_TYPE } from '../../workflows/definitions/deletion-sweep';
 import { GRANT_WORKFLOW_TYPE, grantWorkflowId, releaseGrantSignal, type GrantWorkflowResult } from '../../workflows/definitions/grant';
 import { HOST_SELF_CHECK_WORKFLOW_TYPE } from '../../workflows/definitions/host-self-check';
 import { sandboxGroupWorkflowId } from '../../workflows/definitions/sandbox-group';
@@ -22,12 +24,14 @@ import { insertJobWithTurn } from './agent-rows';
 import { hostTaskQueue } from '../../workflows/definitions/task-queues';
 import { titleWorkflowId } from '../../workflows/definitions/title';
 import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE, workspaceArchiveWorkflowId } from '../../workflows/definitions/workspace-archive';
+import type { deletionSweepWorkflow } from '../../workflows/deletion-sweep';
 import type { grantWorkflow } from '../../workflows/grant';
 import type { hostSelfCheck } from '../../workflows/host-self-check';
 import type { workspaceArchive } from '../../workflows/workspace-archive';
 import { ADMIN_TOKEN } from './admin';
 import { AGENT_MODEL, DISPATCH_TOKEN, ownerCall, type AgentStack } from './agent-stack';
 import { insertResidency } from './agent-grants';
+import { insertHost } from './agent-rows';
 import { docker } from './docker';
 import { waitFor } from './wait';
 
@@ -320,8 +324,51 @@ async function hostLifecycle(stack: AgentStack): Promise<RecordedRun[]> {
   return [{ name: 'host-slots-stale-and-drained-removal', history }];
 }
 
+/** Soft delete, then permanent deletion, through the owner routes; `requested` answers 202. */
+async function deleteChatPermanently(stack: AgentStack, jobId: string): Promise<void> {
+  const soft = await ownerCall(stack, 'DELETE', `/v1/agent/jobs/${jobId}`);
+  check(soft.status === 200, `soft delete answered 200 (got ${soft.status}: ${await soft.text()})`);
+  const permanent = await ownerCall(stack, 'DELETE', `/v1/agent/jobs/${jobId}?permanent=true`);
+  check(permanent.status === 202, `permanent deletion answered 202 (got ${permanent.status}: ${await permanent.text()})`);
+}
+
+/**
+ * One run of the deletion sweep with two due requests, one at a time: the last chat of a running
+ * group (purged, then its container stopped and deleted through \`sandbox:<groupId>\`), and a chat
+ * whose group lives on a stale host (purged, then the attempt fails and is retried later).
+ */
+async function deletionSweep(stack: AgentStack): Promise<RecordedRun[]> {
+  const jobId = await createChat(stack, 'Make a sandbox to delete', 'Deletion sweep');
+  await finishedChat(stack, jobId);
+  const { group_id: groupId } = await stack.t.db('agent_jobs').where({ job_id: jobId }).first<{ group_id: string }>('group_id');
+  await deleteChatPermanently(stack, jobId);
+
+  const staleHost = `replay-stale-${stack.hostId}`;
+  await insertHost(stack.t.db, staleHost, { heartbeatAgeSeconds: 600 });
+  const staleGroup = newId('grp');
+  const staleJob = newId('job');
+  const owner = await stack.t.db('users').whereRaw('lower(email) = lower(?)', [`owner-${stack.hostId}@example.com`]).first<{ id: string }>('id');
+  await stack.t.db('agent_sandboxes').insert({ group_id: staleGroup, host_id: staleHost, container_name: `sbx-${staleGroup}`, container_id: 'abcdef0123456789', state: 'running' });
+  await stack.t.db('agent_jobs').insert({ job_id: staleJob, owner_id: owner.id, title: 'On a stale host', model: AGENT_MODEL, host_id: staleHost, group_id: staleGroup });
+  await stack.t.db('agent_sandbox_members').insert({ job_id: staleJob, group_id: staleGroup, uid: 10001 });
+  await deleteChatPermanently(stack, staleJob);
+
+  const workflowId = `deletion-sweep-replay-${stack.hostId}`;
+  const result = await stack.env.client.workflow.execute<typeof deletionSweepWorkflow>(DELETION_SWEEP_WORKFLOW_TYPE, {
+    taskQueue: stack.controlQueue, workflowId, args: [DELETION_SWEEP_DEFAULTS],
+  });
+  check(result.done.length === 1 && result.failed.length === 1, `one request done, one failed (got ${JSON.stringify(result)})`);
+  const groups = await stack.t.db('agent_sandboxes').whereIn('group_id', [groupId, staleGroup]).orderBy('group_id').select<Array<{ group_id: string; state: string }>>('group_id', 'state');
+  check(groups.find((g) => g.group_id === groupId)?.state === 'deleted' && groups.find((g) => g.group_id === staleGroup)?.state === 'running', 'the group deleted, the stale host\'s group left');
+  const history = await stack.env.client.workflow.getHandle(workflowId).fetchHistory();
+  const scheduled = activities(history);
+  check(count(scheduled, 'claimDueDeletion') === 3 && count(scheduled, 'purgeDeletedChat') === 2, 'three claims (the last finds none), two purges');
+  check(count(scheduled, 'sendSweeperSandboxAction') === 2 && count(scheduled, 'finishDeletion') === 1 && count(scheduled, 'failDeletion') === 1, 'stop and delete sent, one done, one failed');
+  return [{ name: 'deletion-sweep-stop-delete-and-retry', history }];
+}
+
 /** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
 export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
   chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
-  titleGenerated, workspaceArchives, sandboxGroupLifecycle, hostLifecycle, hostSelfChecks, grants,
+  titleGenerated, workspaceArchives, sandboxGroupLifecycle, hostLifecycle, deletionSweep, hostSelfChecks, grants,
 ];
