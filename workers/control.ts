@@ -40,7 +40,9 @@ async function main(): Promise<void> {
     workflowsPath: require.resolve('../workflows'),
     activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client }),
   });
-  const scheduleId = await ensureDeletionSweepSchedule(client, settings);
+  const scheduleId = await ensureDeletionSweepSchedule(client, settings).catch((err: unknown) => {
+    throw new Error(`the deletion sweep's Schedule ${settings.AGENT_DELETION_SWEEP_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and AGENT_DELETION_SWEEP_SCHEDULE_ID)`, { cause: err });
+  });
   log.info({ event: 'agent_deletion_sweep_scheduled', schedule_id: scheduleId }, 'deletion sweep scheduled every minute');
   const delivery = new ChatDelivery(client, settings, log);
   const reconciler = new Periodic(async () => {
