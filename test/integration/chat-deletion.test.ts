@@ -5,7 +5,6 @@
  * stop and delete on a host runner with the real Docker engine, PostgreSQL for every record.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { claimDueDeletion } from '../../agent/deletion/deletion-requests';
 import { ensureDeletionSweepSchedule } from '../../agent/deletion/sweep-schedule';
@@ -23,20 +22,20 @@ interface AuditRow { category: string; action: string; outcome: string; source: 
 describe('chat deletion and the deletion sweep (API, Temporal Schedule, Docker, PostgreSQL)', function () {
   this.timeout(300_000);
   let stack: AgentStack;
-  const scheduleId = `test-deletion-sweep-${randomUUID().slice(0, 8)}`;
+  let scheduleId: string;
   let otherKey: string;
   let ownerId: number;
 
   before(async () => {
-    stack = await startAgentStack({ env: { AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: '5', AGENT_DELETION_SWEEP_SCHEDULE_ID: scheduleId } });
+    stack = await startAgentStack({ env: { AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: '5' } });
     // What the control worker does at startup (workers/control.ts), twice: the second call updates.
-    assert.equal(await ensureDeletionSweepSchedule(stack.env.client, stack.settings), scheduleId);
+    // The stack's Schedule id is its own (test/support/agent-stack.ts), deleted when it closes.
+    scheduleId = await ensureDeletionSweepSchedule(stack.env.client, stack.settings);
     await ensureDeletionSweepSchedule(stack.env.client, stack.settings);
     otherKey = await makeOwner(stack.gateway.url, stack.t, `other-${stack.hostId}@example.com`);
     ownerId = Number((await stack.t.db('users').whereRaw('lower(email) = lower(?)', [`owner-${stack.hostId}@example.com`]).first<{ id: string }>('id')).id);
   });
   after(async () => {
-    await stack?.env.client.schedule.getHandle(scheduleId).delete().catch(() => undefined);
     await stack?.close();
   });
 
@@ -101,6 +100,7 @@ describe('chat deletion and the deletion sweep (API, Temporal Schedule, Docker, 
   }
 
   it('keeps one Schedule: every minute, overlap SKIP, the sweep workflow on the control queue', async () => {
+    assert.equal(scheduleId, stack.settings.AGENT_DELETION_SWEEP_SCHEDULE_ID);
     const described = await stack.env.client.schedule.getHandle(scheduleId).describe();
     assert.deepEqual(described.spec.intervals?.map((i) => i.every), [60_000]);
     assert.equal(described.policies.overlap, ScheduleOverlapPolicy.SKIP);

@@ -59,7 +59,9 @@ async function start(script: string, env: Record<string, string>, ready: string)
 /** `node dist/workers/control.js` for the stack (`extraEnv`: e.g. the object store's settings). */
 export function startControlProcess(stack: AgentStack, extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
   return start('dist/workers/control.js', {
-    ...commonEnv(stack), DATABASE_URL: stack.t.url, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, ...extraEnv,
+    ...commonEnv(stack), DATABASE_URL: stack.t.url, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN,
+    // The stack's own Schedule id: the worker creates it at startup, the stack deletes it.
+    AGENT_DELETION_SWEEP_SCHEDULE_ID: stack.settings.AGENT_DELETION_SWEEP_SCHEDULE_ID, ...extraEnv,
   }, 'control worker polling');
 }
 

@@ -96,7 +96,10 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
     AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: '5', AGENT_GRANT_RENEW_SECONDS: '2', AGENT_HOST_SLOTS: String(options.slots ?? 3),
     // Title generation calls the same fake upstream as turns and would take their scripted answers;
     // test/integration/agent-titles.test.ts turns it on.
-    AGENT_HOST_ID: hostId, AGENT_TITLE_GENERATION_ENABLED: 'false', ...options.env,
+    AGENT_HOST_ID: hostId, AGENT_TITLE_GENERATION_ENABLED: 'false',
+    // A control worker (in a process, or a test calling its startup) keeps the deletion sweep's
+    // Schedule under this id: never the deployment's, and deleted by close().
+    AGENT_DELETION_SWEEP_SCHEDULE_ID: `test-deletion-sweep-${controlQueue}`, ...options.env,
   };
   const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...apiEnv });
   const grants = new GatewayGrantClient({ gatewayUrl: gateway.url, dispatchToken: DISPATCH_TOKEN });
@@ -154,6 +157,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       await stack.stopControl().catch(() => undefined);
       // The heartbeat route started the host's workflow (host:<hostId>); it would otherwise run on in the shared dev server.
       await endHostWorkflows(env.client, [hostId]);
+      await env.client.schedule.getHandle(settings.AGENT_DELETION_SWEEP_SCHEDULE_ID).delete().catch(() => undefined);
       await removeContainers({ 'agent.host': hostId });
       await api.close();
       await gateway.close();
