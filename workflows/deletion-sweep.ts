@@ -56,6 +56,7 @@ export async function deletionSweepWorkflow(input: DeletionSweepInput): Promise<
       switch (next.kind) {
         case 'none': case 'deleted': return next.kind === 'none' ? 'none' : 'deleted';
         case 'kept': return 'kept';
+        case 'archived': return 'archived';
         case 'no_container': return 'no_container';
         case 'retry': throw new RetryLater(next.reason);
         case 'wait':
@@ -66,7 +67,8 @@ export async function deletionSweepWorkflow(input: DeletionSweepInput): Promise<
         case 'send': {
           await sends.sendSweeperSandboxAction({ groupId, step: next });
           const state = await settles.awaitSandboxSettled({ groupId, timeoutSeconds: input.sandboxSettleSeconds });
-          const reached = next.action === 'stop' ? state === 'stopped' || state === 'dead' : state === 'deleted' || state === 'missing';
+          // The deletion ends `deleted`, or `cold` once it is archive-and-delete (sandboxDeletionAction).
+          const reached = next.action === 'stop' ? state === 'stopped' || state === 'dead' : state === 'deleted' || state === 'cold' || state === 'missing';
           if (!reached) throw new RetryLater(state === 'timeout'
             ? `The sandbox's ${next.action} did not finish within ${input.sandboxSettleSeconds} s`
             : `The sandbox's ${next.action} did not complete (the group is ${state})`);

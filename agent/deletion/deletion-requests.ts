@@ -32,6 +32,8 @@ export type SandboxEnding =
   | 'kept'
   /** The group's container was stopped and deleted (or the group was already deleted). */
   | 'deleted'
+  /** The group was archived to object storage and its container removed (`archive_delete`; or it was already cold). */
+  | 'archived'
   /** The group has no recorded container (its first turn never recorded one): nothing to stop. */
   | 'no_container';
 

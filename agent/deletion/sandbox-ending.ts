@@ -15,9 +15,9 @@ import { systemRequestActor } from '../sandboxes/action-outcome';
 import { sendSandboxAction, type SandboxDeliverySettings } from '../sandboxes/sandbox-delivery';
 
 /**
- * The action that ends a stopped group for good. `delete` (without archive) for now; once the
- * archive action exists, `archive_delete` when an object-store bucket is configured (spec 3.4:
- * "archived first when a bucket is configured, discarded otherwise").
+ * The action that ends a stopped group for good. `delete` (without archive) for now; to become
+ * `archive_delete` when an object-store bucket is configured (spec 3.4: "archived first when a
+ * bucket is configured, discarded otherwise"). The sweep already takes `cold` as the end of it.
  */
 export function sandboxDeletionAction(objectStoreConfigured: boolean): SandboxAction {
   void objectStoreConfigured;
@@ -31,6 +31,8 @@ export type SandboxStep =
   /** Other chats remain members: the group stays. */
   | { kind: 'kept'; members: number }
   | { kind: 'deleted' }
+  /** Archived to object storage and its container removed (`cold`): nothing left on a host. */
+  | { kind: 'archived' }
   /** No container was ever recorded for the group: there is nothing the host could stop. */
   | { kind: 'no_container' }
   /** An action is in progress on the group (this sweep's earlier one, or an operator's): wait for it. */
@@ -61,6 +63,7 @@ export async function nextSandboxStep(db: Db, input: { groupId: string; staleSec
   if (!row) return { kind: 'none' };
   if (Number(row.members) > 0) return { kind: 'kept', members: Number(row.members) };
   if (row.state === 'deleted') return { kind: 'deleted' };
+  if (row.state === 'cold') return { kind: 'archived' };
   if (row.pending_action !== null) return { kind: 'wait', pendingAction: row.pending_action };
   if (row.container_id === null) return { kind: 'no_container' };
   if (row.host_stale) return { kind: 'retry', reason: "The sandbox's host is offline (no heartbeat within the stale threshold); trying again later" };
