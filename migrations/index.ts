@@ -14,9 +14,9 @@ import * as agentTitleGrants from './20261121080000_agent_title_grants';
 import * as agentAuditLog from './20261125010000_agent_audit_log';
 import * as agentSandboxLifecycle from './20261125020000_agent_sandbox_lifecycle';
 import * as agentHostRemovalRequest from './20261125030000_agent_host_removal_request';
-import * as agentChatDeletion from './20261125040000_agent_chat_deletion';
 import * as agentSandboxObservations from './20261125050000_agent_sandbox_observations';
 import * as agentSandboxArchives from './20261125060000_agent_sandbox_archives';
+import * as agentChatDeletion from './20261125070000_agent_chat_deletion';
 
 export interface Migration {
   name: string;
@@ -38,7 +38,7 @@ export const migrations: readonly Migration[] = [
   { name: '20261125010000_agent_audit_log', ...agentAuditLog },
   { name: '20261125020000_agent_sandbox_lifecycle', ...agentSandboxLifecycle },
   { name: '20261125030000_agent_host_removal_request', ...agentHostRemovalRequest },
-  { name: '20261125040000_agent_chat_deletion', ...agentChatDeletion },
   { name: '20261125050000_agent_sandbox_observations', ...agentSandboxObservations },
   { name: '20261125060000_agent_sandbox_archives', ...agentSandboxArchives },
+  { name: '20261125070000_agent_chat_deletion', ...agentChatDeletion },
 ];

@@ -44,7 +44,7 @@ export function createDeletionActivities(deps: DeletionActivityDeps) {
 
     /** What the sandbox part does next. The deletion action depends on whether a bucket is configured. */
     async nextSandboxStep(input: { groupId: string }): Promise<SandboxStep> {
-      return nextSandboxStep(db, { groupId: input.groupId, staleSeconds: settings.AGENT_HOST_STALE_SECONDS, objectStoreConfigured: settings.OBJECT_STORE_BACKEND === 's3' });
+      return nextSandboxStep(db, { groupId: input.groupId, staleSeconds: settings.AGENT_HOST_STALE_SECONDS, bucketConfigured: settings.OBJECT_STORE_BACKEND === 's3' });
     },
 
     /** Sends a stop or deletion as the sweeper; a refusal (409) or an unanswered action (503) fails without retry here. */

@@ -15,13 +15,14 @@ import { systemRequestActor } from '../sandboxes/action-outcome';
 import { sendSandboxAction, type SandboxDeliverySettings } from '../sandboxes/sandbox-delivery';
 
 /**
- * The action that ends a stopped group for good. `delete` (without archive) for now; to become
- * `archive_delete` when an object-store bucket is configured (spec 3.4: "archived first when a
- * bucket is configured, discarded otherwise"). The sweep already takes `cold` as the end of it.
+ * The action that ends a stopped group for good (spec 3.4: "archived first when a bucket is
+ * configured, discarded otherwise"): `archive_delete` with an S3 bucket (the group ends `cold`,
+ * its archive verified in the bucket), `delete` without one. The embedded `fs` store is not a
+ * bucket: on it, deleted chats' sandboxes are discarded rather than kept on the API's disk.
  */
-export function sandboxDeletionAction(objectStoreConfigured: boolean): SandboxAction {
-  void objectStoreConfigured;
-  return 'delete';
+export function sandboxDeletionAction(bucketConfigured: boolean, state: 'stopped' | 'dead'): SandboxAction {
+  // A dead group's container may be gone (the reconciler found it vanished): nothing to archive, only to delete.
+  return bucketConfigured && state === 'stopped' ? 'archive_delete' : 'delete';
 }
 
 /** What the sandbox part of a deletion request does next. */
@@ -53,7 +54,7 @@ interface GroupRow {
 }
 
 /** Decides the next step for group `groupId` from its row (see {@link SandboxStep}). */
-export async function nextSandboxStep(db: Db, input: { groupId: string; staleSeconds: number; objectStoreConfigured: boolean }): Promise<SandboxStep> {
+export async function nextSandboxStep(db: Db, input: { groupId: string; staleSeconds: number; bucketConfigured: boolean }): Promise<SandboxStep> {
   const row = await db('agent_sandboxes as s').join('agent_hosts as h', 'h.host_id', 's.host_id').where('s.group_id', input.groupId)
     .first<GroupRow | undefined>(
       's.state', 's.pending_action', 's.container_id', 's.generation', 's.last_activity_at',
@@ -69,7 +70,7 @@ export async function nextSandboxStep(db: Db, input: { groupId: string; staleSec
   if (row.host_stale) return { kind: 'retry', reason: "The sandbox's host is offline (no heartbeat within the stale threshold); trying again later" };
   const review = { generation: row.generation, containerId: row.container_id };
   if (row.state === 'running') return { kind: 'send', action: 'stop', ...review, lastActivityAt: row.last_activity_at.toISOString() };
-  if (row.state === 'stopped' || row.state === 'dead') return { kind: 'send', action: sandboxDeletionAction(input.objectStoreConfigured), ...review };
+  if (row.state === 'stopped' || row.state === 'dead') return { kind: 'send', action: sandboxDeletionAction(input.bucketConfigured, row.state), ...review };
   return { kind: 'retry', reason: `The sandbox is ${row.state}; the sweep ends running, stopped or dead sandboxes only` };
 }
 

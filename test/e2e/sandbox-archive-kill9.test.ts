@@ -61,8 +61,9 @@ describe('archive upload survives kill -9 of the control worker and the host run
     const jobId = ((await res.json()) as { job_id: string }).job_id;
     await waitFor(async () => (await stack.t.db('agent_turns').where({ job_id: jobId, seq: 1 }).first<{ state: string }>('state'))?.state === 'completed', 'first turn', 120_000);
     const { group_id: groupId } = await stack.t.db('agent_jobs').where({ job_id: jobId }).first<{ group_id: string }>('group_id');
-    const g = (await row(groupId))!;
-    const containerId = g.container_id!;
+    const g = await row(groupId);
+    assert.ok(g?.container_id, 'the group has its container');
+    const containerId = g.container_id;
     const made = await execIn(docker().getContainer(containerId), ['sh', '-c', 'head -c 268435456 /dev/urandom > /workspace/big.bin && sync']);
     assert.equal(made.exitCode, 0, made.output);
     const listed = await fetch(`${stack.api.url}/admin/agent/sandboxes?state=all`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });

@@ -87,7 +87,7 @@ describe('migrations (PostgreSQL)', () => {
   it('refuses to revert chat deletion while deletion requests exist', async () => {
     t = await freshDatabase();
     await t.db('agent_deletion_requests').insert({ id: 'del_1', job_id: 'job_1', owner_id: 1 });
-    await assert.rejects(migrateDown(t.db), /20261125040000_agent_chat_deletion: table agent_deletion_requests holds rows/);
+    await assert.rejects(migrateDown(t.db), /20261125070000_agent_chat_deletion: table agent_deletion_requests holds rows/);
     assert.deepEqual(await tables(t), ALL_TABLES, 'nothing was dropped');
   });
 

@@ -14,7 +14,7 @@ import { dropTablesRefusingRows } from './support';
 
 export const TABLES = ['agent_deletion_requests'] as const;
 
-const MIGRATION = '20261125040000_agent_chat_deletion';
+const MIGRATION = '20261125070000_agent_chat_deletion';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
