@@ -4,7 +4,8 @@
  * `all` includes every state and hidden entries); one `POST /admin/agent/sandboxes/:groupId/<action>`
  * per action, whose body carries what the operator reviewed. Each action goes to the group's
  * workflow (`sandbox:<groupId>`, update-with-start): 404 unknown group, 409 refused with the reason,
- * 400 naming the field of a malformed body, 503 when it cannot be decided now.
+ * 400 naming the field of a malformed body, 503 when it cannot be decided now. {@link SANDBOX_ACTIONS}
+ * is the one table of actions: the batch route (admin-sandbox-batch.ts) serves every action it lists.
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
@@ -14,7 +15,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { INVENTORY_STATES, listSandboxes } from '../../agent/sandboxes/sandbox-inventory';
 import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
 import { PENDING_STATES } from '../../agent/sandboxes/sandbox-actions';
-import type { SandboxAction, SandboxActionRequest } from '../../workflows/definitions/sandbox-group';
+import type { SandboxAction, SandboxActionAccepted, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
 import { requireOperator, type AgentState, type OperatorPrincipal } from '../auth/principals';
 import type { ApiDeps } from '../app';
 
@@ -29,7 +30,14 @@ export const deleteBodySchema = z.object({ container_id: containerId, generation
 /** Remove from / restore to the inventory: the reviewed generation. */
 export const inventoryBodySchema = z.object({ generation }).strict();
 
-const ACTIONS: ReadonlyArray<{ path: string; action: SandboxAction; schema: z.ZodType<{ generation: number; container_id?: string; last_activity_at?: string }> }> = [
+/** What an action's body may carry (each action's schema says which fields it requires). */
+export interface SandboxActionBody { generation: number; container_id?: string; last_activity_at?: string }
+
+/** An action's body schema: a strict object (the batch route extends it with `group_id`). */
+export type SandboxActionBodySchema = z.ZodObject<z.ZodRawShape, z.core.$strict> & z.ZodType<SandboxActionBody>;
+
+/** Every operator action: its route (`POST /admin/agent/sandboxes/:groupId/<path>`), its name and its body. */
+export const SANDBOX_ACTIONS: ReadonlyArray<{ path: string; action: SandboxAction; schema: SandboxActionBodySchema }> = [
   { path: 'stop', action: 'stop', schema: stopBodySchema },
   { path: 'delete', action: 'delete', schema: deleteBodySchema },
   { path: 'force-delete', action: 'force_delete', schema: deleteBodySchema },
@@ -40,6 +48,26 @@ const ACTIONS: ReadonlyArray<{ path: string; action: SandboxAction; schema: z.Zo
 
 function actorOf(operator: OperatorPrincipal | undefined): string {
   return operator?.userId !== undefined ? `user:${operator.userId}` : 'admin-token';
+}
+
+/** The request the workflow receives for `body`, naming the operator and the address the API saw (audit). */
+export function sandboxActionRequest(
+  action: SandboxAction, body: SandboxActionBody, caller: { operator: OperatorPrincipal | undefined; remoteAddress: string | undefined },
+): SandboxActionRequest {
+  return {
+    action, generation: body.generation, actor: actorOf(caller.operator),
+    ...(caller.remoteAddress !== undefined ? { actorIp: caller.remoteAddress } : {}),
+    ...(body.container_id !== undefined ? { containerId: body.container_id } : {}),
+    ...(body.last_activity_at !== undefined ? { lastActivityAt: body.last_activity_at } : {}),
+  };
+}
+
+/** The answer to an accepted action: 202 while the host still has work (a pending state), else 200. */
+export function acceptedAnswer(accepted: SandboxActionAccepted): { status: 200 | 202; body: { group_id: string; action: SandboxAction; state: SandboxState; hidden: boolean } } {
+  return {
+    status: PENDING_STATES.includes(accepted.state) ? 202 : 200,
+    body: { group_id: accepted.groupId, action: accepted.action, state: accepted.state, hidden: accepted.hidden },
+  };
 }
 
 export function adminSandboxesRouter(deps: ApiDeps): Router<AgentState> {
@@ -55,20 +83,16 @@ export function adminSandboxesRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = { sandboxes: await listSandboxes(deps.db, { state: state as (typeof INVENTORY_STATES)[number] | 'all', staleSeconds: deps.settings.AGENT_HOST_STALE_SECONDS }) };
   });
 
-  for (const { path, action, schema } of ACTIONS) {
+  for (const { path, action, schema } of SANDBOX_ACTIONS) {
     router.post(`/admin/agent/sandboxes/:groupId/${path}`, operator, async (ctx) => {
       const body = validateBody(schema, await readJsonBody(ctx.req, BODY_LIMIT));
-      const request: SandboxActionRequest = {
-        action, generation: body.generation, actor: actorOf(ctx.state.operator),
-        ...(ctx.req.socket.remoteAddress !== undefined ? { actorIp: ctx.req.socket.remoteAddress } : {}),
-        ...(body.container_id !== undefined ? { containerId: body.container_id } : {}),
-        ...(body.last_activity_at !== undefined ? { lastActivityAt: body.last_activity_at } : {}),
-      };
+      const request = sandboxActionRequest(action, body, { operator: ctx.state.operator, remoteAddress: ctx.req.socket.remoteAddress });
       const groupId = ctx.params.groupId ?? '';
       const accepted = await sendSandboxAction({ db: deps.db, temporal: deps.temporal, settings: deps.settings }, groupId, request);
       ctx.state.log.info({ event: 'agent_sandbox_action_accepted', group_id: groupId, action, state: accepted.state, operator: ctx.state.operator }, 'sandbox action accepted');
-      ctx.status = (PENDING_STATES as readonly string[]).includes(accepted.state) ? 202 : 200;
-      ctx.body = { group_id: accepted.groupId, action: accepted.action, state: accepted.state, hidden: accepted.hidden };
+      const answer = acceptedAnswer(accepted);
+      ctx.status = answer.status;
+      ctx.body = answer.body;
     });
   }
   return router;

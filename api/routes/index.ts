@@ -15,6 +15,7 @@ import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
 import { adminSandboxesRouter } from './admin-sandboxes';
+import { adminSandboxBatchRouter } from './admin-sandbox-batch';
 import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
 import { workspaceArchiveRouter } from './workspace-archive';
@@ -33,6 +34,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     adminHostsRouter(deps),
     adminAuditLogRouter(deps),
     adminSandboxesRouter(deps),
+    adminSandboxBatchRouter(deps),
     hostGrantRouter(deps),
     promptRewriteRouter(deps),
     agentEventsRouter(deps),
