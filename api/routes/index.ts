@@ -11,6 +11,7 @@ import { jobsRouter } from './jobs';
 import { chatDeletionRouter } from './chat-deletion';
 import { ownerVariablesRouter } from './owner-variables';
 import { ownerUsageRouter } from './owner-usage';
+import { ownerRunUsageRouter } from './owner-run-usage';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
@@ -30,6 +31,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     chatDeletionRouter(deps),
     ownerVariablesRouter(deps),
     ownerUsageRouter(deps),
+    ownerRunUsageRouter(deps),
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
     adminAuditLogRouter(deps),

@@ -66,6 +66,7 @@ const QUERY_SAMPLES: Record<string, Record<string, string>> = {
   'GET /v1/agent/usage/containers': { days: '30' },
   'GET /v1/agent/usage/containers/daily': { days: '7' },
   'DELETE /v1/agent/jobs/:jobId': { permanent: 'true' },
+  'GET /v1/agent/usage/runs': { days: '30' },
 };
 
 /** Bad query values, already percent-encoded (NUL, a lone surrogate's bytes, out-of-range and odd numbers). */
@@ -198,7 +199,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 15, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 16, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });

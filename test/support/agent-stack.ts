@@ -65,6 +65,8 @@ export interface AgentStackOptions {
   poolMax?: number;
   /** The object store of the API, the control worker and the host runner (default an fs store in a temporary directory). */
   objectStore?: ObjectStore;
+  /** USD per 1M tokens of `agent-model` (spec 2.1 `pricing`); unpriced by default. */
+  pricing?: { prompt: string; completion: string };
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -85,7 +87,8 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   const upstream = await startFakeUpstream();
   const gateway = await startTestGateway({
     db: t.db,
-    modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${upstream.url}", api_key: upstream-key }\n`,
+    modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${upstream.url}", api_key: upstream-key${
+      options.pricing ? `, pricing: { prompt: "${options.pricing.prompt}", completion: "${options.pricing.completion}" }` : ''} }\n`,
     env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false' },
   });
   const env = await temporalEnv();
