@@ -36,12 +36,14 @@ describe('owner run usage by day and model (gateway request log, agent turns, Po
   let stack: AgentStack;
   let ownerId: number;
   let otherKey: string;
+  let otherId: number;
 
   before(async () => {
     stack = await startAgentStack({ pricing: PRICE });
     const email = `owner-${stack.hostId}@example.com`;
     ownerId = Number((await stack.t.db('users').where({ email }).first<{ id: string }>('id')).id);
     otherKey = await makeOwner(stack.gateway.url, stack.t, `other-${stack.hostId}@example.com`);
+    otherId = Number((await stack.t.db('users').where({ email: `other-${stack.hostId}@example.com` }).first<{ id: string }>('id')).id);
   });
   after(async () => {
     await stack?.close();
@@ -103,6 +105,7 @@ describe('owner run usage by day and model (gateway request log, agent turns, Po
     assert.equal(rewrite.status, 200, await rewrite.clone().text());
     // Another owner's run.
     await runChat(otherKey, ['Theirs']);
+    await waitFor(async () => (await grantRows(otherId)) === 1, "the other owner's turn request is in the request log", 30_000);
     await waitFor(async () => (await grantRows(ownerId)) === 4, "the owner's grant requests are in the request log (three turns' and the rewrite's)", 30_000);
     await waitFor(async () => Number((await stack.t.db('api_logs').where({ user_id: ownerId }).count<Array<{ count: string }>>('* as count'))[0]!.count) === 5, 'the API-key request too', 30_000);
 
