@@ -45,7 +45,7 @@ function itemSchemaOf(schema: SandboxActionBodySchema): z.ZodType<BatchItem> {
 }
 
 /** The batch body: one variant per action of the single routes' table, told apart by `action`. */
-function batchBodySchema(): z.ZodType<{ action: SandboxAction; items: BatchItem[] }> {
+export function batchBodySchema(): z.ZodType<{ action: SandboxAction; items: BatchItem[] }> {
   const variants = SANDBOX_ACTIONS.map(({ action, schema }) => z.object({
     action: z.literal(action),
     items: z.array(itemSchemaOf(schema)).min(1).max(BATCH_MAX_ITEMS),

@@ -3,7 +3,7 @@
  * over the real stack: PostgreSQL, the Temporal dev server (each item an update-with-start of
  * `sandbox:<groupId>`, as the single routes send it), a host runner on the real Docker engine.
  * A batch of idle groups is stopped (all 202, all reach `stopped`, one audit row each), then hidden
- * and shown again (200s); a mixed batch answers each item as its single route would, in request
+ * and shown again (200s), and two archived and deleted (the fs object store); a mixed batch answers each item as its single route would, in request
  * order; malformed bodies are refused whole (400 naming the field) with no item run. How many
  * deliveries run at once is counted in test/unit/api/routes/admin-sandbox-batch.test.ts.
  */
@@ -61,7 +61,7 @@ describe('sandbox batch actions (Temporal, Docker, PostgreSQL)', function () {
   }
   const stopItem = (g: Group) => ({ group_id: g.groupId, container_id: g.containerId, generation: g.generation, last_activity_at: g.lastActivityAt });
 
-  it('stops a batch of idle running groups (all 202, all stopped, one audit row each), then hides and shows them (200s)', async () => {
+  it('stops a batch of idle running groups (all 202, all stopped, one audit row each), hides and shows them (200s), archives two', async () => {
     const groups = await idleGroups(5);
     const stopped = await batch({ action: 'stop', items: groups.map(stopItem) });
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
@@ -81,6 +81,12 @@ describe('sandbox batch actions (Temporal, Docker, PostgreSQL)', function () {
     const shown = await batch({ action: 'restore_to_inventory', items: groups.map((g) => ({ group_id: g.groupId, generation: g.generation })) });
     assert.deepEqual(shown.body.results?.map((r) => [r.status, r.hidden]), groups.map(() => [200, false]));
     for (const g of groups) assert.equal((await row(g.groupId))?.hidden_at, null);
+
+    // An action the single routes gained later (archive and delete, `…/archive`) is served by the batch too.
+    const archived = await batch({ action: 'archive_delete', items: groups.slice(0, 2).map((g) => ({ group_id: g.groupId, container_id: g.containerId, generation: g.generation })) });
+    assert.equal(archived.status, 200, JSON.stringify(archived.body));
+    assert.deepEqual(archived.body.results?.map((r) => [r.group_id, r.status, r.state]), groups.slice(0, 2).map((g) => [g.groupId, 202, 'archiving']));
+    for (const g of groups.slice(0, 2)) await waitFor(async () => (await row(g.groupId))?.state === 'cold', `${g.groupId} archived and deleted`, 60_000);
   });
 
   it('answers a mixed batch item by item, in request order: 202, 404 unknown group, 409 wrong generation', async () => {

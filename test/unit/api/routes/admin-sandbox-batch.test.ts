@@ -6,7 +6,8 @@
  * delivery path is test/integration/sandbox-batch.test.ts.
  */
 import assert from 'node:assert/strict';
-import { BATCH_CONCURRENCY, runSandboxBatch, type BatchItem } from '../../../../api/routes/admin-sandbox-batch';
+import { BATCH_CONCURRENCY, batchBodySchema, runSandboxBatch, type BatchItem } from '../../../../api/routes/admin-sandbox-batch';
+import { SANDBOX_ACTIONS } from '../../../../api/routes/admin-sandboxes';
 import { AppError } from '../../../../lib/errors';
 import type { SandboxActionAccepted, SandboxActionRequest } from '../../../../workflows/definitions/sandbox-group';
 import { captureLogs } from '../../../support/logs';
@@ -53,6 +54,24 @@ describe('sandbox batch (runSandboxBatch)', () => {
     assert.deepEqual(first, {
       action: 'stop', generation: 4, containerId: 'abcdef0123456730', lastActivityAt: '2026-01-01T00:00:00.000Z', actor: 'user:7', actorIp: '192.0.2.9',
     });
+  });
+
+  it("accepts every action of the single routes' table with exactly that route's body fields", () => {
+    const schema = batchBodySchema();
+    const every: Record<string, unknown> = { container_id: 'abcdef0123456789', generation: 2, last_activity_at: '2026-01-01T00:00:00.000Z' };
+    assert.ok(SANDBOX_ACTIONS.some((a) => a.action === 'archive_delete'), 'the table lists the archive action');
+    for (const { action, schema: body } of SANDBOX_ACTIONS) {
+      const fields = Object.keys(body.shape);
+      const item: Record<string, unknown> = { group_id: 'grp_a', ...Object.fromEntries(fields.map((f) => [f, every[f]])) };
+      assert.deepEqual(schema.safeParse({ action, items: [item] }).data, { action, items: [item] }, action);
+      for (const extra of Object.keys(every).filter((f) => !fields.includes(f))) {
+        assert.equal(schema.safeParse({ action, items: [{ ...item, [extra]: every[extra] }] }).success, false, `${action} refuses ${extra}`);
+      }
+      for (const missing of fields) {
+        const { [missing]: _dropped, ...rest } = item;
+        assert.equal(schema.safeParse({ action, items: [rest] }).success, false, `${action} needs ${missing}`);
+      }
+    }
   });
 
   it("gives each item its single route's status and body: 200/202, 404, 409, 503, and 500 without the fault's text", async () => {
