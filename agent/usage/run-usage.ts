@@ -14,13 +14,11 @@
  *   output, `cost_usd` as the gateway priced it (a request it could not price adds no cost).
  *
  * Nothing here names a host, container, image or generation. Every day of the window is present
- * (zeros when nothing ran).
+ * (zeros when nothing ran); the window ends today (UTC, by the database clock) like the other usage
+ * routes' (usage-window.ts).
  */
 import type { Db } from '../../lib/db';
-
-/** The windows the usage page offers, in UTC days ending today. */
-export const RUN_USAGE_WINDOWS = [7, 30] as const;
-export type RunUsageWindow = (typeof RUN_USAGE_WINDOWS)[number];
+import type { UsageWindow } from './usage-window';
 
 /** Usage counts of one day, one model, or the whole window. */
 export interface UsageCounts {
@@ -36,15 +34,15 @@ export interface UsageCounts {
 export interface ModelUsage extends UsageCounts { model: string }
 
 export interface DayUsage extends UsageCounts {
-  /** UTC date `YYYY-MM-DD`. */
-  date: string;
+  /** UTC day `YYYY-MM-DD`. */
+  day: string;
   /** The day's models, by name; empty when nothing ran. */
   models: ModelUsage[];
 }
 
 export interface RunUsage {
-  days: RunUsageWindow;
-  /** First and last UTC date of the window (inclusive; the last is today). */
+  days: UsageWindow;
+  /** First and last UTC day of the window (inclusive; the last is today). */
   from: string;
   to: string;
   /** One entry per UTC day, oldest first. */
@@ -76,9 +74,10 @@ function byModel(cells: Map<string, Cell>): ModelUsage[] {
   return [...cells.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([model, cell]) => ({ model, ...counts(cell) }));
 }
 
-/** The owner's usage over the `days` UTC days ending on `now`'s UTC day. */
-export async function runUsage(db: Db, input: { ownerId: number; days: RunUsageWindow; now?: Date }): Promise<RunUsage> {
-  const today = Math.floor((input.now ?? new Date()).getTime() / DAY_MS) * DAY_MS;
+/** The owner's usage over the `days` UTC days ending today (UTC, by the database clock). */
+export async function runUsage(db: Db, input: { ownerId: number; days: UsageWindow }): Promise<RunUsage> {
+  const clock = await db.raw<{ rows: Array<{ today: string }> }>(`select to_char((now() at time zone 'utc')::date, 'YYYY-MM-DD') as today`);
+  const today = Date.parse(`${clock.rows[0]!.today}T00:00:00Z`);
   const from = new Date(today - (input.days - 1) * DAY_MS);
   const until = new Date(today + DAY_MS);
   const dates = Array.from({ length: input.days }, (_, i) => new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10));
@@ -115,16 +114,16 @@ export async function runUsage(db: Db, input: { ownerId: number; days: RunUsageW
 
   const modelTotals = new Map<string, Cell>();
   const total = emptyCell();
-  const daily = dates.map((date): DayUsage => {
+  const daily = dates.map((day): DayUsage => {
     const dayTotal = emptyCell();
-    for (const [model, c] of cells.get(date)!) {
+    for (const [model, c] of cells.get(day)!) {
       add(dayTotal, c);
       let m = modelTotals.get(model);
       if (!m) modelTotals.set(model, (m = emptyCell()));
       add(m, c);
     }
     add(total, dayTotal);
-    return { date, ...counts(dayTotal), models: byModel(cells.get(date)!) };
+    return { day, ...counts(dayTotal), models: byModel(cells.get(day)!) };
   });
   return { days: input.days, from: dates[0]!, to: dates[dates.length - 1]!, daily, models: byModel(modelTotals), totals: counts(total) };
 }

@@ -6,25 +6,17 @@
  * container, image or generation.
  */
 import type Router from '@koa/router';
-import { AppError } from '../../lib/errors';
 import { createRouter } from '../../lib/http/route-access';
-import { RUN_USAGE_WINDOWS, runUsage, type RunUsageWindow } from '../../agent/usage/run-usage';
+import { runUsage } from '../../agent/usage/run-usage';
+import { parseUsageDays } from '../../agent/usage/usage-window';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import type { ApiDeps } from '../app';
-
-/** The window named by the `days` query value (absent → 7), or a 400 naming `days`. */
-function windowOf(raw: string | string[] | undefined): RunUsageWindow {
-  if (raw === undefined) return 7;
-  const found = RUN_USAGE_WINDOWS.find((days) => raw === String(days));
-  if (found === undefined) throw new AppError('invalid_request', `Invalid query parameter 'days': use ${RUN_USAGE_WINDOWS.join(' or ')}`, { param: 'days' });
-  return found;
-}
 
 export function ownerRunUsageRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();
   const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
   router.get('/v1/agent/usage/runs', owner, async (ctx) => {
-    const days = windowOf(ctx.query.days);
+    const days = parseUsageDays(ctx.query.days);
     ctx.body = await runUsage(deps.db, { ownerId: ownerOf(ctx.state).userId, days });
   });
   return router;

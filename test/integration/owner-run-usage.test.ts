@@ -17,7 +17,7 @@ import { waitFor } from '../support/wait';
 interface Counts { turns: number; requests: number; input_tokens: number; output_tokens: number; cost_usd: number }
 interface Usage extends Counts {
   days: number; from: string; to: string;
-  daily: Array<Counts & { date: string; models: Array<Counts & { model: string }> }>;
+  daily: Array<Counts & { day: string; models: Array<Counts & { model: string }> }>;
   models: Array<Counts & { model: string }>;
   totals: Counts;
 }
@@ -118,13 +118,13 @@ describe('owner run usage by day and model (gateway request log, agent turns, Po
     const week = await usage();
     assert.equal(week.status, 200, JSON.stringify(week.body));
     assert.equal(week.body.days, 7);
-    assert.deepEqual(week.body.daily.map((d) => d.date), Array.from({ length: 7 }, (_, i) => dateOf(now - (6 - i) * DAY_MS)), 'every UTC day, oldest first, ending today');
+    assert.deepEqual(week.body.daily.map((d) => d.day), Array.from({ length: 7 }, (_, i) => dateOf(now - (6 - i) * DAY_MS)), 'every UTC day, oldest first, ending today');
     assert.equal(week.body.from, dateOf(now - 6 * DAY_MS));
     assert.equal(week.body.to, dateOf(now));
 
     const today = { turns: 2, requests: 3, input_tokens: 3 * PER_REQUEST.input, output_tokens: 3 * PER_REQUEST.output, cost_usd: 3 * 74_000 / 1e9 };
     const todayEntry = week.body.daily[6]!;
-    assert.deepEqual(todayEntry, { date: dateOf(now), ...today, models: [{ model: AGENT_MODEL, ...today }] });
+    assert.deepEqual(todayEntry, { day: dateOf(now), ...today, models: [{ model: AGENT_MODEL, ...today }] });
     // The same numbers as the gateway's own rows for those requests.
     const logged = await stack.t.db('api_logs').where({ user_id: ownerId }).whereRaw(`metadata->>'grant_id' like 'grant_att_%'`).where('created_at', '>=', new Date(Math.floor(now / DAY_MS) * DAY_MS))
       .first<{ input: string; output: string; cost: string }>(stack.t.db.raw('sum(prompt_tokens) as input, sum(completion_tokens) as output, sum(cost_usd) as cost'));
@@ -133,10 +133,10 @@ describe('owner run usage by day and model (gateway request log, agent turns, Po
     const older = { turns: 1, requests: 2, input_tokens: 1500, output_tokens: 300, cost_usd: (1500 * 2 + 300 * 10) / 1e6 };
     const agentThen = { turns: 1, requests: 1, input_tokens: 10, output_tokens: 10, cost_usd: (10 * 2 + 10 * 10) / 1e6 };
     assert.deepEqual(week.body.daily[3], {
-      date: dateOf(now - 3 * DAY_MS), turns: 2, requests: 3, input_tokens: 1510, output_tokens: 310, cost_usd: 0.00612,
+      day: dateOf(now - 3 * DAY_MS), turns: 2, requests: 3, input_tokens: 1510, output_tokens: 310, cost_usd: 0.00612,
       models: [{ model: AGENT_MODEL, ...agentThen }, { model: 'older-model', ...older }],
     });
-    for (const i of [0, 1, 2, 4, 5]) assert.deepEqual(week.body.daily[i], { date: dateOf(now - (6 - i) * DAY_MS), ...zero, models: [] });
+    for (const i of [0, 1, 2, 4, 5]) assert.deepEqual(week.body.daily[i], { day: dateOf(now - (6 - i) * DAY_MS), ...zero, models: [] });
     assert.deepEqual(week.body.totals, { turns: 4, requests: 6, input_tokens: 1546, output_tokens: 325, cost_usd: 0.006342 });
     assert.deepEqual(week.body.models.map((m) => [m.model, m.turns, m.requests]), [[AGENT_MODEL, 3, 4], ['older-model', 1, 2]]);
 
@@ -144,7 +144,7 @@ describe('owner run usage by day and model (gateway request log, agent turns, Po
     assert.equal(month.status, 200);
     assert.equal(month.body.daily.length, 30);
     assert.equal(month.body.from, dateOf(now - 29 * DAY_MS));
-    assert.deepEqual(month.body.daily[19], { date: dateOf(now - 10 * DAY_MS), turns: 1, requests: 1, input_tokens: 7, output_tokens: 3, cost_usd: 44e-6, models: [{ model: AGENT_MODEL, turns: 1, requests: 1, input_tokens: 7, output_tokens: 3, cost_usd: 44e-6 }] });
+    assert.deepEqual(month.body.daily[19], { day: dateOf(now - 10 * DAY_MS), turns: 1, requests: 1, input_tokens: 7, output_tokens: 3, cost_usd: 44e-6, models: [{ model: AGENT_MODEL, turns: 1, requests: 1, input_tokens: 7, output_tokens: 3, cost_usd: 44e-6 }] });
     assert.deepEqual([month.body.totals.turns, month.body.totals.requests], [5, 7], 'the run 40 days ago is outside both windows');
     assert.deepEqual((await usage('?days=7')).body, week.body);
 
