@@ -15,6 +15,7 @@ import { execIn } from '../support/docker';
 import { testS3Store } from '../support/seaweedfs';
 import { waitFor } from '../support/wait';
 import { S3ObjectStore, type ExpectedObject, type VerifyOptions } from '../../lib/object-store';
+import { ensureDeletionSweepSchedule } from '../../agent/deletion/sweep-schedule';
 
 interface Reply { status: number; body: Record<string, unknown> & { error?: { message: string; param?: string | null } } }
 interface Group { groupId: string; jobId: string; containerId: string; generation: number; lastActivityAt: string }
@@ -59,7 +60,11 @@ describe('sandbox archives: archive and delete, cold and restoring (Temporal, Do
     store = new CorruptibleStore(raw, bucket, {
       endpoint: s3.s3.endpoint, region: 'us-east-1', bucket, forcePathStyle: true, credentials: s3.s3.credentials,
     });
-    stack = await startAgentStack({ objectStore: store, env: { AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: '5' } });
+    stack = await startAgentStack({
+      objectStore: store,
+      // A bucket is configured: the deletion sweep archives a last chat's sandbox before deleting it.
+      env: { AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: '5', OBJECT_STORE_BACKEND: 's3', S3_ENDPOINT: s3.s3.endpoint, S3_BUCKET: bucket },
+    });
   });
   after(async () => {
     await stack?.close();
@@ -244,5 +249,29 @@ describe('sandbox archives: archive and delete, cold and restoring (Temporal, Do
     assert.equal(retry.status, 201);
     await waitFor(async () => (await turnStates(g.jobId))[2]?.state === 'completed', 'the turn after the repair completed', 120_000);
     assert.equal((await row(g.groupId))?.state, 'running');
+  });
+
+  it('with a bucket, the deletion sweep archives the last chat\'s sandbox before removing it (cold, one verified object)', async () => {
+    const res = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt: 'A chat to delete', model: AGENT_MODEL, repo: null });
+    const jobId = ((await res.json()) as { job_id: string }).job_id;
+    await waitFor(async () => (await turnStates(jobId))[0]?.state === 'completed', 'the first turn completed', 90_000);
+    const g = await reviewed(jobId);
+    assert.equal((await ownerCall(stack, 'DELETE', `/v1/agent/jobs/${jobId}`)).status, 200);
+    assert.equal((await ownerCall(stack, 'DELETE', `/v1/agent/jobs/${jobId}?permanent=true`)).status, 202);
+    const schedule = stack.env.client.schedule.getHandle(await ensureDeletionSweepSchedule(stack.env.client, stack.settings));
+    await schedule.trigger();
+    await waitFor(async () => (await stack.t.db('agent_deletion_requests').where({ job_id: jobId }).first<{ state: string }>('state'))?.state === 'done', 'the request done', 180_000);
+    assert.equal((await row(g.groupId))?.state, 'cold', 'stopped, archived, then removed');
+    assert.equal(await exists(g.containerId), false);
+    const [receipt] = await receipts(g.groupId);
+    assert.ok(receipt);
+    assert.deepEqual(await objectsOf(g.groupId), [receipt.object_key]);
+    assert.equal((await store.verify(receipt.object_key, { length: Number(receipt.bytes), sha256: receipt.sha256 }, { readBack: true })).status, 'verified');
+    const sandboxAudit = await stack.t.db('agent_audit_log').where({ target_type: 'sandbox', target_id: g.groupId }).orderBy('id')
+      .select<Array<{ action: string; outcome: string; actor_name: string | null; category: string }>>('action', 'outcome', 'actor_name', 'category');
+    assert.deepEqual(sandboxAudit.map((a) => [a.action, a.outcome, a.actor_name, a.category]), [
+      ['agent.sandbox.stop_idle', 'succeeded', 'user-deletion-sweeper', 'deletion'],
+      ['agent.sandbox.archive_delete', 'succeeded', 'user-deletion-sweeper', 'deletion'],
+    ]);
   });
 });
