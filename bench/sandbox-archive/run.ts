@@ -17,14 +17,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import Docker from 'dockerode';
 import { S3ObjectStore } from '../../lib/object-store';
 import { restoreArchive, spoolArchive, uploadSpool } from '../../activities/docker/sandbox-archive';
-import { seaweedfsBinary, startSeaweedfs } from '../../ops/dev/seaweedfs';
+import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs } from '../../ops/dev/seaweedfs';
 
 const MIB = 1024 * 1024;
 const FILES = 200;
@@ -33,26 +32,6 @@ const IMAGE = 'agent-sandbox:base';
 const LABEL = { 'agent.bench': 'sandbox-archive' };
 
 const docker = new Docker({ socketPath: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock' });
-
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function freePort(taken: Set<number>): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 25_000);
-    if (taken.has(port) || taken.has(port + 10_000)) continue;
-    if (await bindable(port) && await bindable(port + 10_000)) {
-      taken.add(port);
-      taken.add(port + 10_000);
-      return port;
-    }
-  }
-}
 
 async function exec(container: Docker.Container, cmd: string[]): Promise<void> {
   const run = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
@@ -90,11 +69,10 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-archive-'));
   const hostCopy = join(dataDir, 'copy');
   const spoolDir = join(dataDir, 'spool');
-  const taken = new Set<number>();
   const credentials = { accessKeyId: `bench${randomBytes(6).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
   const server = await startSeaweedfs({
     binary: seaweedfsBinary(), dataDir: join(dataDir, 'weed'), credentials,
-    ports: { master: await freePort(taken), volume: await freePort(taken), filer: await freePort(taken), s3: await freePort(taken) },
+    ports: await freeSeaweedfsPorts(),
   });
   const containers: Docker.Container[] = [];
   try {

@@ -14,6 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
@@ -134,6 +135,35 @@ export interface SeaweedfsPorts {
 /** Ports of the dev server; each service's gRPC port is its HTTP port + 10000 (weed's rule). */
 export function devSeaweedfsPorts(s3Port: number): SeaweedfsPorts {
   return { s3: s3Port, master: 9333, volume: 9334, filer: 8888 };
+}
+
+/** True when `port` can be bound on 127.0.0.1 right now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose gRPC companion (port + 10000, weed's rule) is free too. */
+async function freePortPair(taken: Set<number>): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 25_000);
+    if (taken.has(port) || taken.has(port + 10_000)) continue;
+    if (await bindable(port) && await bindable(port + 10_000)) {
+      taken.add(port);
+      taken.add(port + 10_000);
+      return port;
+    }
+  }
+  throw new Error('no free loopback port pair for SeaweedFS');
+}
+
+/** Free loopback ports for every service of one `weed server` (tests and benches: one server per run). */
+export async function freeSeaweedfsPorts(): Promise<SeaweedfsPorts> {
+  const taken = new Set<number>();
+  return { master: await freePortPair(taken), volume: await freePortPair(taken), filer: await freePortPair(taken), s3: await freePortPair(taken) };
 }
 
 export interface S3Credentials {

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -35,10 +36,21 @@ objectStoreConformance({
 });
 
 /** A raw PUT of `body` to a presigned URL with the given headers, as curl would send it. */
+/**
+ * A PUT with exactly these headers through node:http (what a host runner sends), not fetch: the
+ * fetch of a process whose global dispatcher another test file replaced refuses a caller's
+ * `content-length`.
+ */
 async function rawPut(grant: Pick<UploadGrant & { kind: 'http-put' }, 'url' | 'headers'>, body: Buffer, headers = grant.headers): Promise<{ status: number; code: string }> {
-  const res = await fetch(grant.url, { method: 'PUT', headers, body });
-  const text = await res.text();
-  return { status: res.status, code: /<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? '' };
+  const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = httpRequest(new URL(grant.url), { method: 'PUT', headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => { text += chunk; }).on('end', () => resolve({ status: res.statusCode ?? 0, text })).on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  return { status, code: /<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? '' };
 }
 
 function httpGrant(grant: UploadGrant): UploadGrant & { kind: 'http-put' } {

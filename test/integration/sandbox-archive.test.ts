@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { ADMIN_TOKEN } from '../support/admin';
+import { admin as callAdmin } from '../support/admin';
 import { AGENT_MODEL, docker, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
 import { execIn } from '../support/docker';
 import { testS3Store } from '../support/seaweedfs';
@@ -70,14 +70,7 @@ describe('sandbox archives: archive and delete, cold and restoring (Temporal, Do
     await stack?.close();
   });
 
-  async function admin(method: string, path: string, body?: unknown): Promise<Reply> {
-    const res = await fetch(`${stack.api.url}${path}`, {
-      method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : {}) as Reply['body'] };
-  }
+  const admin = (method: string, path: string, body?: unknown) => callAdmin<Reply['body']>(stack.api, method, path, body);
 
   const row = (groupId: string) => stack.t.db('agent_sandboxes').where({ group_id: groupId })
     .first<{ state: string; generation: number; container_id: string | null; pending_action: string | null; native_resume_lost_at: Date | null }>();

@@ -8,7 +8,7 @@
  * deliveries run at once is counted in test/unit/api/routes/admin-sandbox-batch.test.ts.
  */
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN } from '../support/admin';
+import { admin as callAdmin } from '../support/admin';
 import { AGENT_MODEL, docker, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
 import { waitFor } from '../support/wait';
 
@@ -27,14 +27,7 @@ describe('sandbox batch actions (Temporal, Docker, PostgreSQL)', function () {
     await stack?.close();
   });
 
-  async function admin(method: string, path: string, body?: unknown): Promise<Reply> {
-    const res = await fetch(`${stack.api.url}${path}`, {
-      method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : {}) as Reply['body'] };
-  }
+  const admin = (method: string, path: string, body?: unknown) => callAdmin<Reply['body']>(stack.api, method, path, body);
   const batch = (body: unknown) => admin('POST', '/admin/agent/sandboxes/batch', body);
 
   const row = (groupId: string) => stack.t.db('agent_sandboxes').where({ group_id: groupId }).first<{ state: string; pending_action: string | null; hidden_at: Date | null }>();

@@ -6,7 +6,7 @@
  * conflicting actions (one wins), wrong generation 409, unknown group 404, malformed body 400.
  */
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN } from '../support/admin';
+import { admin as callAdmin } from '../support/admin';
 import { AGENT_MODEL, docker, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
 import { insertHost, insertJobWithTurn, insertOwner } from '../support/agent-rows';
 import { testLabels } from '../support/docker';
@@ -29,14 +29,7 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     await stack?.close();
   });
 
-  async function admin(method: string, path: string, body?: unknown): Promise<Reply> {
-    const res = await fetch(`${stack.api.url}${path}`, {
-      method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : {}) as Reply['body'] };
-  }
+  const admin = (method: string, path: string, body?: unknown) => callAdmin<Reply['body']>(stack.api, method, path, body);
 
   const row = (groupId: string) => stack.t.db('agent_sandboxes').where({ group_id: groupId })
     .first<{ state: string; pending_action: string | null; hidden_at: Date | null; hidden_reason: string | null; native_resume_lost_at: Date | null; container_id: string }>();

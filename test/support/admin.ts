@@ -12,11 +12,15 @@ export interface AdminResponse<T = Record<string, unknown>> {
   body: T;
 }
 
-/** Calls an admin endpoint (with the admin token unless `token` is given; `null` sends none). */
-export async function admin<T = Record<string, unknown>>(gw: TestGateway, method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN): Promise<AdminResponse<T>> {
+/**
+ * Calls an admin endpoint of a gateway or an API (with the admin token unless `token` is given;
+ * `null` sends none). A string body is sent as it is (malformed JSON), anything else as JSON.
+ */
+export async function admin<T = Record<string, unknown>>(gw: Pick<TestGateway, 'url'>, method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN): Promise<AdminResponse<T>> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  const response = await fetch(`${gw.url}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const sent = body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) };
+  const response = await fetch(`${gw.url}${path}`, { method, headers, ...sent });
   const text = await response.text();
   return { status: response.status, body: (text ? JSON.parse(text) : {}) as T };
 }

@@ -6,13 +6,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../lib/object-store';
 import { atRunEnd } from './root-hooks';
-import { seaweedfsBinary, startSeaweedfs, type S3Credentials, type SeaweedfsPorts, type SeaweedfsServer } from '../../ops/dev/seaweedfs';
+import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs, type S3Credentials, type SeaweedfsServer } from '../../ops/dev/seaweedfs';
 
 export interface TestS3 {
   server: SeaweedfsServer;
@@ -22,34 +21,6 @@ export interface TestS3 {
 }
 
 let s3Promise: Promise<TestS3> | undefined;
-
-/** True when `port` can be bound on 127.0.0.1 right now. */
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** A free port whose gRPC companion (port + 10000, weed's rule) is free too. */
-async function freePortPair(taken: Set<number>): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 25_000);
-    if (taken.has(port) || taken.has(port + 10_000)) continue;
-    if (await bindable(port) && await bindable(port + 10_000)) {
-      taken.add(port);
-      taken.add(port + 10_000);
-      return port;
-    }
-  }
-  throw new Error('no free loopback port pair for SeaweedFS');
-}
-
-async function freePorts(): Promise<SeaweedfsPorts> {
-  const taken = new Set<number>();
-  return { master: await freePortPair(taken), volume: await freePortPair(taken), filer: await freePortPair(taken), s3: await freePortPair(taken) };
-}
 
 /** The run's S3 server (started on first use). */
 export function testS3(): Promise<TestS3> {
@@ -61,7 +32,7 @@ export function testS3(): Promise<TestS3> {
     const dataDir = mkdtempSync(join(tmpdir(), 'seaweedfs-test-'));
     atRunEnd(teardownS3);
     const credentials = { accessKeyId: `test${randomBytes(8).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
-    const server = await startSeaweedfs({ binary, dataDir, ports: await freePorts(), credentials });
+    const server = await startSeaweedfs({ binary, dataDir, ports: await freeSeaweedfsPorts(), credentials });
     return { server, endpoint: server.endpoint, credentials, dataDir };
   })();
   return s3Promise;
