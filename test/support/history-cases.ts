@@ -282,6 +282,36 @@ async function sandboxGroupLifecycle(stack: AgentStack): Promise<RecordedRun[]> 
 }
 
 /**
+ * Archive and delete through the API (spec 3.4): a stopped group is spooled, granted, uploaded,
+ * verified and committed, then its container removed (cold), all in one run of `sandbox:<groupId>`.
+ */
+async function sandboxGroupArchive(stack: AgentStack): Promise<RecordedRun[]> {
+  const jobId = await createChat(stack, 'Make a sandbox to archive', 'Sandbox archive');
+  await finishedChat(stack, jobId);
+  const group = await stack.t.db('agent_jobs as j').join('agent_sandboxes as s', 's.group_id', 'j.group_id').where({ 'j.job_id': jobId })
+    .first<{ group_id: string; container_id: string; generation: number; last_activity_at: Date }>('s.group_id', 's.container_id', 's.generation', 's.last_activity_at');
+  const act = async (action: string, body: Record<string, unknown>) => {
+    const res = await fetch(`${stack.api.url}/admin/agent/sandboxes/${group.group_id}/${action}`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    check(res.status === 202, `${action} answered 202 (got ${res.status}: ${await res.text()})`);
+  };
+  const state = async () => (await stack.t.db('agent_sandboxes').where({ group_id: group.group_id }).first<{ state: string }>('state')).state;
+  const reviewed = { container_id: group.container_id, generation: group.generation };
+  await act('stop', { ...reviewed, last_activity_at: group.last_activity_at.toISOString() });
+  await waitFor(async () => (await state()) === 'stopped', 'the stop confirmed', 60_000);
+  await act('archive', reviewed);
+  const handle = stack.env.client.workflow.getHandle(sandboxGroupWorkflowId(group.group_id));
+  await handle.result();
+  check((await state()) === 'cold', 'the group is cold');
+  const history = await handle.fetchHistory();
+  const scheduled = activities(history);
+  check(count(scheduled, 'spoolSandboxArchive') === 1 && count(scheduled, 'uploadSandboxArchive') === 1, 'one spool, one upload');
+  check(count(scheduled, 'commitSandboxArchive') === 1 && count(scheduled, 'removeStoppedSandboxContainer') === 1, 'committed, then removed');
+  return [{ name: 'sandbox-group-stop-and-archive', history }];
+}
+
+/**
  * One host's workflow from its first heartbeat to its removal, through the API: a raise applied
  * by the runner's confirming beats, stale when the beats stop, online at the next one, then a
  * removal that drains while a chat is placed on the host and completes once the chat is deleted.
@@ -370,5 +400,5 @@ async function deletionSweep(stack: AgentStack): Promise<RecordedRun[]> {
 /** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
 export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
   chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
-  titleGenerated, workspaceArchives, sandboxGroupLifecycle, hostLifecycle, deletionSweep, hostSelfChecks, grants,
+  titleGenerated, workspaceArchives, sandboxGroupLifecycle, sandboxGroupArchive, hostLifecycle, deletionSweep, hostSelfChecks, grants,
 ];
