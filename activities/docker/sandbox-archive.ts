@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -79,18 +79,16 @@ class TooLarge extends Error {
   }
 }
 
-/** Writes `source` to `path` through a temporary file (fsynced, then renamed), hashing it. */
+/**
+ * Writes `source` to `path` through a temporary file (renamed when complete), hashing it. Not
+ * fsynced: a spool is a cache of bytes whose length and SHA-256 are known. A spool damaged by a
+ * crash fails the upload (length here, SHA-256 at the store) and the archive round starts again.
+ */
 async function writeSpool(source: Readable, path: string, limit: number): Promise<StoredObject> {
   const temp = `${path}.${process.pid}.${Date.now()}.part`;
   const { meter, result } = hashingMeter(limit, (bytes) => new TooLarge(bytes));
   try {
-    await pipeline(source, meter, createWriteStream(temp, { flags: 'wx' }));
-    const handle = await open(temp, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await pipeline(source, meter, createWriteStream(temp, { flags: 'wx', highWaterMark: 1024 * 1024 }));
     await rename(temp, path);
     return result();
   } catch (err) {
