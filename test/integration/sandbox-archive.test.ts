@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { admin as callAdmin } from '../support/admin';
-import { AGENT_MODEL, docker, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
+import { AGENT_MODEL, docker, ownerCall, startAgentStack, reviewedGroup, type AgentStack, type ReviewedGroup } from '../support/agent-stack';
 import { execIn } from '../support/docker';
 import { testS3Store } from '../support/seaweedfs';
 import { waitFor } from '../support/wait';
@@ -18,7 +18,7 @@ import { S3ObjectStore, type ExpectedObject, type VerifyOptions } from '../../li
 import { ensureDeletionSweepSchedule } from '../../agent/deletion/sweep-schedule';
 
 interface Reply { status: number; body: Record<string, unknown> & { error?: { message: string; param?: string | null } } }
-interface Group { groupId: string; jobId: string; containerId: string; generation: number; lastActivityAt: string }
+type Group = ReviewedGroup;
 
 /**
  * The real store, with one switch: `corruptNextVerify` replaces the uploaded object with other bytes
@@ -83,13 +83,7 @@ describe('sandbox archives: archive and delete, cold and restoring (Temporal, Do
   const turnStates = async (jobId: string) => (await stack.t.db('agent_turns').where({ job_id: jobId }).orderBy('seq').select<Array<{ state: string; error: string | null }>>('state', 'error'));
   const objectsOf = async (groupId: string) => ((await raw.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `sandbox-archives/${groupId}/` }))).Contents ?? []).map((o) => o.Key);
 
-  async function reviewed(jobId: string): Promise<Group> {
-    const { group_id: groupId } = await stack.t.db('agent_jobs').where({ job_id: jobId }).first<{ group_id: string }>('group_id');
-    const listed = await admin('GET', '/admin/agent/sandboxes?state=all');
-    const entry = (listed.body.sandboxes as Array<Record<string, unknown>>).find((s) => s.group_id === groupId);
-    assert.ok(entry, 'the group is in the inventory');
-    return { groupId, jobId, containerId: String(entry.container_id), generation: Number(entry.generation), lastActivityAt: String(entry.last_activity_at) };
-  }
+  const reviewed = (jobId: string) => reviewedGroup(stack, jobId);
 
   /** A chat whose first turn completed, with a workspace and a member home worth restoring, then stopped by an operator. */
   async function stoppedGroup(): Promise<Group> {

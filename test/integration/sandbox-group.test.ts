@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { admin as callAdmin } from '../support/admin';
-import { AGENT_MODEL, docker, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
+import { AGENT_MODEL, docker, ownerCall, startAgentStack, reviewedGroup, type AgentStack, type ReviewedGroup } from '../support/agent-stack';
 import { insertHost, insertJobWithTurn, insertOwner } from '../support/agent-rows';
 import { testLabels } from '../support/docker';
 import { waitFor } from '../support/wait';
@@ -16,7 +16,7 @@ import { sandboxGroupWorkflowId } from '../../workflows/definitions/sandbox-grou
 
 interface Reply { status: number; body: Record<string, unknown> & { error?: { message: string; param?: string | null } } }
 
-interface Group { groupId: string; jobId: string; containerId: string; generation: number; lastActivityAt: string }
+type Group = ReviewedGroup;
 
 describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQL)', function () {
   this.timeout(240_000);
@@ -48,14 +48,7 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     return reviewed(jobId);
   }
 
-  /** What an operator reviews in the inventory for the chat's group. */
-  async function reviewed(jobId: string): Promise<Group> {
-    const { group_id: groupId } = await stack.t.db('agent_jobs').where({ job_id: jobId }).first<{ group_id: string }>('group_id');
-    const listed = await admin('GET', '/admin/agent/sandboxes?state=all');
-    const entry = (listed.body.sandboxes as Array<Record<string, unknown>>).find((s) => s.group_id === groupId);
-    assert.ok(entry, 'the group is in the inventory');
-    return { groupId, jobId, containerId: String(entry.container_id), generation: Number(entry.generation), lastActivityAt: String(entry.last_activity_at) };
-  }
+  const reviewed = (jobId: string) => reviewedGroup(stack, jobId);
 
   const stopBody = (g: Group) => ({ container_id: g.containerId, generation: g.generation, last_activity_at: g.lastActivityAt });
   const deleteBody = (g: Group) => ({ container_id: g.containerId, generation: g.generation });

@@ -184,3 +184,21 @@ export async function ownerCall(stack: AgentStack, method: string, path: string,
 }
 
 export { docker };
+
+/** What an operator reviews in the inventory for a chat's sandbox group. */
+export interface ReviewedGroup {
+  groupId: string;
+  jobId: string;
+  containerId: string;
+  generation: number;
+  lastActivityAt: string;
+}
+
+/** The chat's group as `GET /admin/agent/sandboxes?state=all` lists it (fails when it is not listed). */
+export async function reviewedGroup(stack: AgentStack, jobId: string): Promise<ReviewedGroup> {
+  const { group_id: groupId } = await stack.t.db('agent_jobs').where({ job_id: jobId }).first<{ group_id: string }>('group_id');
+  const res = await fetch(`${stack.api.url}/admin/agent/sandboxes?state=all`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const entry = ((await res.json()) as { sandboxes: Array<Record<string, unknown>> }).sandboxes.find((s) => s.group_id === groupId);
+  if (!entry) throw new Error(`group ${groupId} of ${jobId} is not in the inventory`);
+  return { groupId, jobId, containerId: String(entry.container_id), generation: Number(entry.generation), lastActivityAt: String(entry.last_activity_at) };
+}
