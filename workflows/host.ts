@@ -29,18 +29,19 @@ import {
   cancelRemovalUpdate, changeSlotsUpdate, hostHeartbeatSignal, HostActionFailure, hostStatusQuery, requestRemovalUpdate, slotChangeStatus,
   type ChangeSlotsRequest, type Draining, type HostAction, type HostObservation, type HostState, type HostWorkflowInput, type PendingSlots, type RemovalAnswer, type RemovalRequest,
 } from './definitions/host';
+import { OPERATOR_WAITING_RETRY, UNTIL_RECORDED_RETRY } from './definitions/activity-retries';
 import { searchAttributes } from './definitions/search-attributes';
 
 /** Operator actions: the operator is waiting, so a few quick tries. */
 const claims = proxyActivities<HostWorkflowActivities>({
   startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', maximumInterval: '2 seconds', maximumAttempts: 3 },
+  retry: OPERATOR_WAITING_RETRY,
 });
 
 /** The loop's reads and records must happen: retried until PostgreSQL answers. */
 const records = proxyActivities<HostWorkflowActivities>({
   startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  retry: UNTIL_RECORDED_RETRY,
 });
 
 /** Events after which a run continues as new (the server also suggests it). */

@@ -27,19 +27,20 @@ import {
   type SandboxAction, type SandboxActionAccepted, type SandboxActionRequest, type SandboxGroupInput, type SandboxState,
 } from './definitions/sandbox-group';
 import { FailureType } from './definitions/failures';
+import { OPERATOR_WAITING_RETRY, UNTIL_RECORDED_RETRY } from './definitions/activity-retries';
 import { searchAttributes } from './definitions/search-attributes';
 import { hostTaskQueue } from './definitions/task-queues';
 
 /** Claims and releases: the operator is waiting, so a few quick tries. */
 const claims = proxyActivities<SandboxGroupActivities>({
   startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', maximumInterval: '2 seconds', maximumAttempts: 3 },
+  retry: OPERATOR_WAITING_RETRY,
 });
 
 /** Recording an outcome must happen: retried until PostgreSQL answers. */
 const records = proxyActivities<SandboxGroupActivities>({
   startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  retry: UNTIL_RECORDED_RETRY,
 });
 
 /** Object-store calls (grant, verify and commit): a store that stays down fails the action, the container stays. */
