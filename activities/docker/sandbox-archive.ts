@@ -70,15 +70,18 @@ const WRITE_BATCH_BUFFERS = 512;
 /**
  * Writes `source` to `path` through a temporary file (renamed when complete), hashing it on the
  * way: each chunk is hashed, then written in batches with `writev` (no stream stages between the
- * engine and the file). Not fsynced: a spool is a cache of bytes whose length and SHA-256 are
- * known. A spool damaged by a crash fails the upload (length here, SHA-256 at the store) and the
- * archive round starts again.
+ * engine and the file). One batch is written while the next is read: the engine's tar and the
+ * disk overlap instead of taking turns. Not fsynced: a spool is a cache of bytes whose length and
+ * SHA-256 are known. A spool damaged by a crash fails the upload (length here, SHA-256 at the
+ * store) and the archive round starts again.
  */
 async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: number): Promise<StoredObject> {
   const temp = `${path}.${process.pid}.${Date.now()}.part`;
   const hash = createHash('sha256');
   let bytes = 0;
   const handle = await open(temp, 'wx');
+  /** The batch being written, if any; its failure is raised at the next batch or at the end. */
+  let writing: Promise<unknown> = Promise.resolve();
   try {
     let batch: Buffer[] = [];
     let batchBytes = 0;
@@ -89,16 +92,19 @@ async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: nu
       batch.push(chunk);
       batchBytes += chunk.length;
       if (batchBytes >= WRITE_BATCH_BYTES || batch.length >= WRITE_BATCH_BUFFERS) {
-        await handle.writev(batch);
+        await writing;
+        writing = handle.writev(batch);
         batch = [];
         batchBytes = 0;
       }
     }
+    await writing;
     if (batch.length > 0) await handle.writev(batch);
     await handle.close();
     await rename(temp, path);
     return { bytes, sha256: hash.digest('hex') };
   } catch (err) {
+    await writing.catch(() => undefined);
     await handle.close().catch(() => undefined);
     await rm(temp, { force: true });
     throw err;
