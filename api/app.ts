@@ -15,11 +15,15 @@ import type { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import type { ObjectStore } from '../lib/object-store';
 import { apiRouters } from './routes';
 import type { EventNotifier } from '../agent/events/event-notifier';
+import type { AgentSettings } from '../agent/settings/settings-sync';
 
 export interface ApiDeps {
   log: Logger;
   db: Db;
+  /** The environment, with the variables an admin setting replaces reading the synced values (`liveSettings`). */
   settings: Settings;
+  /** The admin settings, synced from the database (agent/settings/settings-sync.ts). */
+  agentSettings: AgentSettings;
   /** Verifies owners' and operators' access tokens (same `AUTH_JWT_SECRET` as the gateway). */
   tokens: AccessTokens;
   /** Temporal client (workflow starts, updates, signals). */

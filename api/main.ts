@@ -13,26 +13,31 @@ import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { openObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
 import { createEventNotifier } from '../agent/events/event-notifier';
+import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 
 async function main(): Promise<void> {
-  const settings = loadSettings(process.env);
-  const log = createLogger({ name: 'api', level: settings.LOG_LEVEL });
-  if (!settings.DATABASE_URL) throw new Error('DATABASE_URL is required by the control-plane API');
-  const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'api' });
+  const env = loadSettings(process.env);
+  const log = createLogger({ name: 'api', level: env.LOG_LEVEL });
+  if (!env.DATABASE_URL) throw new Error('DATABASE_URL is required by the control-plane API');
+  const db = createDb({ url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX, applicationName: 'api' });
+  const agentSettings = new AgentSettings(db, env, log);
+  await agentSettings.start();
+  const settings = liveSettings(env, agentSettings);
   const { connection, client } = createTemporalClient(settings);
   const tokens = accessTokensFrom(settings, log);
   const grants = settings.GATEWAY_GRANT_DISPATCH_TOKEN
-    ? new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN })
+    ? new GatewayGrantClient({ gatewayUrl: () => settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN })
     : undefined;
   const events = createEventNotifier({ connection: { connectionString: settings.DATABASE_URL }, log });
   const objectStore = await openObjectStore(settings);
   const app = createApiApp({
-    log, db, settings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore,
+    log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore,
     ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
+  shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
   shutdown.add({ name: 'event notifier', run: () => events.close() });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   shutdown.add({ name: 'database pool', run: () => db.destroy() });

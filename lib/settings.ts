@@ -244,6 +244,16 @@ export const settingsShape = {
   AGENT_GATEWAY_URL: z.string().url().default('http://127.0.0.1:8080'),
   /** Token the control plane presents to the gateway to issue, renew and revoke grants (>= 32 bytes). A secret. */
   GATEWAY_GRANT_DISPATCH_TOKEN: optionalString(),
+  /** Token of the on-call dispatch (spec 5.8: at least 32 bytes). Checked at startup; no code reads it yet. A secret. */
+  AGENT_ONCALL_DISPATCH_TOKEN: optionalString(),
+  /** Secret that signs the control plane's own short-lived tokens (the database tool's proxy session; spec 5.8: at least 32 bytes). A secret. */
+  AGENT_CONTROL_TOKEN_SECRET: optionalString(),
+  /** Key that encrypts users' source-control tokens at rest (spec 5.6, 5.8: at least 32 bytes). A secret. */
+  AGENT_SOURCE_CONTROL_ENCRYPTION_KEY: optionalString(),
+  /** Key that encrypts credential fields of the admin settings at rest (spec 5.8: at least 32 bytes; docs/agent-admin.md "Settings"). A secret. */
+  AGENT_SETTINGS_ENCRYPTION_KEY: optionalString(),
+  /** How often every process checks the admin settings for a change, seconds (spec 8: changes apply within 5 s). Default 2. */
+  AGENT_SETTINGS_SYNC_SECONDS: z.coerce.number().positive().max(5).default(2),
   /** Lifetime of a turn's inference grant between renewals, in seconds. Default 300. */
   AGENT_GRANT_TTL_SECONDS: z.coerce.number().int().min(10).default(300),
   /** Seconds between grant renewals. Default 60. */
@@ -290,6 +300,11 @@ export const settingsShape = {
   S3_CREATE_BUCKET: flag(false),
 } as const;
 
+/** Secrets with a minimum length of 32 bytes (spec 5.8): a shorter one stops the process at startup, naming the variable. */
+const MIN_32_BYTE_SECRETS = [
+  'GATEWAY_GRANT_DISPATCH_TOKEN', 'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
+] as const;
+
 const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
   if (s.REQUEST_LOG_MAX_QUEUE < s.REQUEST_LOG_BATCH_SIZE) {
     ctx.addIssue({ code: 'custom', path: ['REQUEST_LOG_MAX_QUEUE'], message: 'must be at least REQUEST_LOG_BATCH_SIZE' });
@@ -300,8 +315,9 @@ const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
   if (s.UPSTREAM_CONCURRENCY_MAX_LIMIT < s.UPSTREAM_CONCURRENCY_INITIAL_LIMIT) {
     ctx.addIssue({ code: 'custom', path: ['UPSTREAM_CONCURRENCY_MAX_LIMIT'], message: 'must be at least UPSTREAM_CONCURRENCY_INITIAL_LIMIT' });
   }
-  if (s.GATEWAY_GRANT_DISPATCH_TOKEN !== undefined && Buffer.byteLength(s.GATEWAY_GRANT_DISPATCH_TOKEN) < 32) {
-    ctx.addIssue({ code: 'custom', path: ['GATEWAY_GRANT_DISPATCH_TOKEN'], message: 'must be at least 32 bytes' });
+  for (const name of MIN_32_BYTE_SECRETS) {
+    const value = s[name];
+    if (value !== undefined && Buffer.byteLength(value) < 32) ctx.addIssue({ code: 'custom', path: [name], message: 'must be at least 32 bytes' });
   }
   if (s.OBJECT_STORE_BACKEND === 's3') {
     for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {
@@ -318,6 +334,7 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 /** Variables whose values are secrets: never echoed in errors or logs. */
 export const secretVariableNames: ReadonlySet<string> = new Set([
   'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
+  'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */

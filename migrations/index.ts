@@ -17,6 +17,7 @@ import * as agentHostRemovalRequest from './20261125030000_agent_host_removal_re
 import * as agentSandboxObservations from './20261125050000_agent_sandbox_observations';
 import * as agentSandboxArchives from './20261125060000_agent_sandbox_archives';
 import * as agentChatDeletion from './20261125070000_agent_chat_deletion';
+import * as agentSettings from './20261125080000_agent_settings';
 
 export interface Migration {
   name: string;
@@ -41,4 +42,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261125050000_agent_sandbox_observations', ...agentSandboxObservations },
   { name: '20261125060000_agent_sandbox_archives', ...agentSandboxArchives },
   { name: '20261125070000_agent_chat_deletion', ...agentChatDeletion },
+  { name: '20261125080000_agent_settings', ...agentSettings },
 ];

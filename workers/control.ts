@@ -17,18 +17,24 @@ import { reconcileQueuedTurns } from '../activities/control/chat-reconciler';
 import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { ChatDelivery } from '../agent/jobs/chat-delivery';
 import { ensureDeletionSweepSchedule } from '../agent/deletion/sweep-schedule';
+import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 
 const RECONCILE_EVERY_MS = 30_000;
 
 async function main(): Promise<void> {
-  const settings = loadSettings(process.env);
-  const log = createLogger({ name: 'control-worker', level: settings.LOG_LEVEL });
-  if (!settings.DATABASE_URL) throw new Error('DATABASE_URL is required by the control worker');
-  if (!settings.GATEWAY_GRANT_DISPATCH_TOKEN) throw new Error('GATEWAY_GRANT_DISPATCH_TOKEN is required by the control worker (inference grants)');
+  const env = loadSettings(process.env);
+  const log = createLogger({ name: 'control-worker', level: env.LOG_LEVEL });
+  if (!env.DATABASE_URL) throw new Error('DATABASE_URL is required by the control worker');
+  if (!env.GATEWAY_GRANT_DISPATCH_TOKEN) throw new Error('GATEWAY_GRANT_DISPATCH_TOKEN is required by the control worker (inference grants)');
   installTemporalRuntime(log);
-  const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
-  const db = createDb({ url: settings.DATABASE_URL, poolMax: settings.DATABASE_POOL_MAX, applicationName: 'control-worker' });
-  const grants = new GatewayGrantClient({ gatewayUrl: settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN });
+  const shutdown = createShutdown({ log, graceMs: env.SHUTDOWN_GRACE_SECONDS * 1000 });
+  const db = createDb({ url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX, applicationName: 'control-worker' });
+  // Admin settings (the gateway URL, title generation) follow changes within 5 s (docs/agent-admin.md "Settings").
+  const agentSettings = new AgentSettings(db, env, log);
+  await agentSettings.start();
+  shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
+  const settings = liveSettings(env, agentSettings);
+  const grants = new GatewayGrantClient({ gatewayUrl: () => settings.AGENT_GATEWAY_URL, dispatchToken: env.GATEWAY_GRANT_DISPATCH_TOKEN });
   // Sandbox archives (spec 3.4): the configured store (the embedded fs store by default).
   const objectStore = await openObjectStore(settings);
   const connection = await connectWorker(settings);

@@ -39,7 +39,8 @@ export interface IssuedGatewayGrant {
 export class GrantDispatchError extends InternalCallError {}
 
 export interface GatewayGrantClientOptions {
-  gatewayUrl: string;
+  /** The gateway's base URL; a function is read at each call (the `gateway_api_url` admin setting). */
+  gatewayUrl: string | (() => string);
   dispatchToken: string;
   /** Per-call timeout; default 10 s (lib/http/internal-client.ts). */
   timeoutMs?: number;

@@ -15,6 +15,7 @@ import { ownerRunUsageRouter } from './owner-run-usage';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
+import { adminSettingsRouter } from './admin-settings';
 import { adminSandboxesRouter } from './admin-sandboxes';
 import { adminSandboxBatchRouter } from './admin-sandbox-batch';
 import { promptRewriteRouter } from './prompt-rewrite';
@@ -35,6 +36,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
     adminAuditLogRouter(deps),
+    adminSettingsRouter(deps),
     adminSandboxesRouter(deps),
     adminSandboxBatchRouter(deps),
     hostGrantRouter(deps),

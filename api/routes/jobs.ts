@@ -22,7 +22,6 @@ const seqParam = z.coerce.number().int().min(1).max(2_147_483_647);
 export function jobsRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>({ prefix: '/v1/agent' });
   const delivery = new ChatDelivery(deps.temporal, deps.settings, deps.log);
-  const allowlist = parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST);
   const sourceControl = new SourceControlApp(deps.settings, deps.log);
   const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
 
@@ -31,7 +30,8 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     const body = validateBody(createJobSchema, await readJsonBody(ctx.req, BODY_LIMIT));
     if (body.repo !== null) {
       sourceControl.assertAvailable();
-      assertRepoEntitled(body.repo, allowlist);
+      // Read per request: the allowlist is an admin setting (docs/agent-admin.md "Settings").
+      assertRepoEntitled(body.repo, parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST));
     }
     // Before anything is written: 404/403 for a model the owner cannot run (agent/jobs/job-model.ts).
     const model = await checkJobModel({ grants: deps.grants, userId: owner.userId, model: body.model, log: ctx.state.log });

@@ -85,8 +85,8 @@ export class InternalCallError extends Error {
 export interface InternalClientOptions {
   /** Which service answers, in error messages: `gateway`, `control-plane API`. */
   service: string;
-  /** The service's base URL, e.g. `http://127.0.0.1:8081` (a path prefix is kept). */
-  baseUrl: string;
+  /** The service's base URL, e.g. `http://127.0.0.1:8081` (a path prefix is kept); a function is read at each call (a URL an admin setting can change). */
+  baseUrl: string | (() => string);
   /** Sent as `Authorization: Bearer`; never part of an error or a log line. */
   token: string;
   /** Default per-call timeout; {@link DEFAULT_INTERNAL_TIMEOUT_MS} when unset. */
@@ -114,12 +114,14 @@ interface ErrorBody {
 
 /** A client of one of our own services. */
 export class InternalClient {
-  private readonly base: string;
+  private readonly base: () => string;
   private readonly doFetch: typeof fetch;
   private readonly ErrorClass: new (init: InternalCallErrorInit) => InternalCallError;
 
   constructor(private readonly options: InternalClientOptions) {
-    this.base = options.baseUrl.replace(/\/+$/, '');
+    const baseUrl = options.baseUrl;
+    const fixed = typeof baseUrl === 'string' ? baseUrl.replace(/\/+$/, '') : undefined;
+    this.base = typeof baseUrl === 'string' ? () => fixed! : () => baseUrl().replace(/\/+$/, '');
     this.doFetch = options.fetch ?? fetch;
     this.ErrorClass = options.errorClass ?? InternalCallError;
   }
@@ -136,7 +138,7 @@ export class InternalClient {
     let status: number;
     let text: string;
     try {
-      const res = await this.doFetch(`${this.base}${path}`, {
+      const res = await this.doFetch(`${this.base()}${path}`, {
         method: endpoint.method,
         headers: { authorization: `Bearer ${this.options.token}`, ...(post ? { 'content-type': 'application/json' } : {}) },
         ...(post ? { body: JSON.stringify(input.body ?? {}) } : {}),

@@ -71,9 +71,10 @@ function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.Wr
 /**
  * A dev-stack secret: the environment's value when set, else a random one kept in
  * `.data/secrets/<file>` (mode 0600) so it survives restarts of `npm start` (logins keep working,
- * the control worker and the gateway keep agreeing on the grant dispatch token).
+ * the control worker and the gateway keep agreeing on the grant dispatch token, saved credential
+ * settings stay readable).
  */
-function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN', file: string): string {
+function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN' | 'AGENT_SETTINGS_ENCRYPTION_KEY' | 'AGENT_CONTROL_TOKEN_SECRET', file: string): string {
   const fromEnv = process.env[envName];
   if (fromEnv) return fromEnv;
   const dir = join(DATA, 'secrets');
@@ -112,6 +113,8 @@ async function main(): Promise<void> {
     DATABASE_URL: databaseUrl,
     AUTH_JWT_SECRET: devSecret('AUTH_JWT_SECRET', 'auth-jwt-secret'),
     GATEWAY_GRANT_DISPATCH_TOKEN: devSecret('GATEWAY_GRANT_DISPATCH_TOKEN', 'grant-dispatch-token'),
+    AGENT_SETTINGS_ENCRYPTION_KEY: devSecret('AGENT_SETTINGS_ENCRYPTION_KEY', 'settings-encryption-key'),
+    AGENT_CONTROL_TOKEN_SECRET: devSecret('AGENT_CONTROL_TOKEN_SECRET', 'control-token-secret'),
     // A moved port moves the URLs the processes use to reach each other (unless set explicitly).
     AGENT_GATEWAY_URL: process.env.AGENT_GATEWAY_URL ?? `http://127.0.0.1:${settings.GATEWAY_PORT}`,
     AGENT_API_URL: process.env.AGENT_API_URL ?? `http://127.0.0.1:${settings.API_PORT}`,

@@ -12,6 +12,7 @@ import { createTemporalClient } from '../../lib/temporal';
 import { AccessTokens } from '../../lib/identity/access-tokens';
 import { ADMIN_TOKEN } from './admin';
 import { captureLogs, type CapturedLogs } from './logs';
+import { AgentSettings, liveSettings } from '../../agent/settings/settings-sync';
 
 /** The JWT secret test gateways and APIs share, so one login works on both. */
 export const TEST_JWT_SECRET = 'test-jwt-secret-of-at-least-32-bytes-long';
@@ -36,13 +37,17 @@ export interface TestApiOptions {
 }
 
 export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
-  const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...options.env });
+  const env = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...options.env });
   const temporal = options.temporal ?? createTemporalClient({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_NAMESPACE: 'default' }).client;
   const logs = captureLogs('api');
+  const agentSettings = new AgentSettings(options.db, env, logs.log);
+  await agentSettings.start();
+  const settings = liveSettings(env, agentSettings);
   const deps: ApiDeps = {
     log: logs.log,
     db: options.db,
     settings,
+    agentSettings,
     tokens: new AccessTokens(TEST_JWT_SECRET, settings.ACCESS_TOKEN_TTL_SECONDS),
     temporal,
     temporalReachable: options.temporalReachable ?? (() => Promise.resolve(true)),
@@ -57,6 +62,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     logs,
     routes: app.routes,
     close: async () => {
+      agentSettings.stop();
       await serving.close(1000);
       await deps.events?.close();
     },

@@ -43,6 +43,20 @@ describe('settings schema', () => {
     assert.throws(() => loadSettings({ OBJECT_STORE_BACKEND: 's3' }), /S3_ENDPOINT is required when OBJECT_STORE_BACKEND=s3/);
   });
 
+  it('refuses each secret shorter than 32 bytes (spec 5.8), naming the variable and never its value', () => {
+    for (const name of ['GATEWAY_GRANT_DISPATCH_TOKEN', 'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY']) {
+      const short = 'x'.repeat(31);
+      assert.throws(() => loadSettings({ [name]: short }), (err: unknown) => {
+        assert.ok(err instanceof SettingsError);
+        assert.match(err.message, new RegExp(`${name}: must be at least 32 bytes`));
+        assert.ok(!err.message.includes(short), `${name}'s value is not echoed`);
+        return true;
+      });
+      // 32 bytes counted as UTF-8: 16 two-byte characters are enough.
+      assert.equal(loadSettings({ [name]: 'é'.repeat(16) })[name as 'AGENT_CONTROL_TOKEN_SECRET'], 'é'.repeat(16));
+    }
+  });
+
   it('never echoes the value of a secret variable in an error', () => {
     assert.throws(() => loadSettings({ AGENT_API_URL: 'not a url', DATABASE_URL: 'postgres://u:hunter2@h/d', OBJECT_STORE_BACKEND: 's3', S3_SECRET_ACCESS_KEY: 'sekrit' }), (err: unknown) => {
       assert.ok(err instanceof SettingsError);
