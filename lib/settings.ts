@@ -252,6 +252,8 @@ export const settingsShape = {
   AGENT_SOURCE_CONTROL_ENCRYPTION_KEY: optionalString(),
   /** Key that encrypts credential fields of the admin settings at rest (spec 5.8: at least 32 bytes; docs/agent-admin.md "Settings"). A secret. */
   AGENT_SETTINGS_ENCRYPTION_KEY: optionalString(),
+  /** Host names the database tool proxy may reach besides loopback and private-network address literals (comma-separated; docs/agent-admin.md "Database tool"). */
+  AGENT_DATABASE_TOOL_HOSTS: z.string().default(''),
   /** How often every process checks the admin settings for a change, seconds (spec 8: changes apply within 5 s). Default 2. */
   AGENT_SETTINGS_SYNC_SECONDS: z.coerce.number().positive().max(5).default(2),
   /** Lifetime of a turn's inference grant between renewals, in seconds. Default 300. */

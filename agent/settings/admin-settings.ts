@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
 import { AppError } from '../../lib/errors';
 import type { Settings } from '../../lib/settings';
 import type { SecretSealer } from '../../lib/sealed-secret';
-import { recordAudit, type AuditBy } from '../audit/audit-log';
+import { recordAudit, type AuditAction, type AuditBy, type AuditCategory } from '../audit/audit-log';
 import { parseAllowlist } from '../jobs/entitlement';
 
 /** An http(s) URL without credentials in it, at most 2,048 characters. */
@@ -187,11 +187,12 @@ export interface SaveResult {
 /**
  * Saves a validated patch in one transaction: the marker row is locked (saves are serialized), the
  * rows change, the marker's revision increments when anything changed, and the audit row
- * (`agent.settings.update`, category `settings`) commits with them. Credential values never reach
- * the audit row: it says `replaced` or `cleared`.
+ * (`agent.settings.update`, category `settings`, unless `audit` names the action that saved them)
+ * commits with them. Credential values never reach the audit row: it says `replaced` or `cleared`.
  */
 export async function saveSettings(
-  db: Knex, patch: Partial<Record<SettingKey, unknown>>, options: { env: Settings; sealer: SecretSealer | undefined; by: AuditBy },
+  db: Knex, patch: Partial<Record<SettingKey, unknown>>,
+  options: { env: Settings; sealer: SecretSealer | undefined; by: AuditBy; audit?: { category: AuditCategory; action: AuditAction } },
 ): Promise<SaveResult> {
   const wantsSecret = Object.entries(patch).some(([key, value]) => isCredential(key as SettingKey) && typeof value === 'string' && value !== '');
   if (wantsSecret && !options.sealer) {
@@ -244,7 +245,7 @@ export async function saveSettings(
       revision = String(next?.revision ?? revision);
     }
     await recordAudit(trx, {
-      ...options.by, category: 'settings', action: 'agent.settings.update', target: { type: 'settings', id: 'agent' }, outcome: 'succeeded',
+      ...options.by, ...(options.audit ?? { category: 'settings', action: 'agent.settings.update' }), target: { type: 'settings', id: 'agent' }, outcome: 'succeeded',
       details: { changed, before, after, revision },
     });
     return { revision, changed };

@@ -77,8 +77,17 @@ export async function authenticateOperator(deps: PrincipalDeps, authorization: s
     }
     throw new AppError('unauthorized', 'Invalid or expired admin credentials');
   }
-  const user = await activeAccount(deps.db, claims.userId);
-  if (!user) throw new AppError('unauthorized', 'Invalid or expired admin credentials');
+  return currentOperator(deps, claims.userId, 'Invalid or expired admin credentials');
+}
+
+/**
+ * The operator account `userId`, checked now (an access token's subject, or the operator a database
+ * tool session names: spec 5.7, each proxy request checks current `agent.admin`): 401 when the
+ * account is gone, suspended or deleted, 403 without `agent.admin` or the admin role.
+ */
+export async function currentOperator(deps: PrincipalDeps, userId: number, goneMessage = 'The account that opened this session can no longer act'): Promise<OperatorPrincipal> {
+  const user = await activeAccount(deps.db, userId);
+  if (!user) throw new AppError('unauthorized', goneMessage);
   if (user.role !== 'admin' && !user.permissions.includes('agent.admin')) throw new AppError('forbidden', 'The agent.admin permission is required');
   return { via: 'access_token', userId: user.userId };
 }

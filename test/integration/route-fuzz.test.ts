@@ -42,6 +42,8 @@ const SAMPLES: Record<string, unknown> = {
   'POST /admin/agent/sandboxes/:groupId/stop': { container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' },
   'POST /admin/agent/sandboxes/:groupId/archive': { container_id: 'abcdef0123456789', generation: 1 },
   'PUT /admin/agent/runner-hosts/:host/slots': { slots: 4 },
+  // Its url is set to the fake upstream's in before(): the proxy routes after it then forward there.
+  'POST /admin/agent/database/pgadmin/setup': { url: 'http://127.0.0.1:1', password: 'a long enough password' },
   'PUT /admin/agent/settings': { settings: { workspace_download_max_mib: 64, repo_allowlist: ['acme/repo'], title_generation_enabled: true } },
   'POST /admin/agent/sandboxes/batch': { action: 'stop', items: [{ group_id: 'grp_a', container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' }] },
   'POST /v1/agent/hosts/:hostId/heartbeat': { slots_total: 2, runtime: 'docker', runner_version: '1.0', capabilities: ['gpu'] },
@@ -112,7 +114,11 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
         GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH, AUTH_FAILURE_BLOCK_THRESHOLD: '1000000',
       },
     });
-    api = await startTestApi({ db: t.db });
+    api = await startTestApi({
+      db: t.db,
+      env: { AGENT_SETTINGS_ENCRYPTION_KEY: 'fuzz-settings-encryption-key-of-32-bytes', AGENT_CONTROL_TOKEN_SECRET: 'fuzz-control-token-secret-of-32-bytes!' },
+    });
+    SAMPLES['POST /admin/agent/database/pgadmin/setup'] = { url: up.url, password: 'a long enough password' };
     const session = await signUpAndLogIn(gw.url, t.db, 'fuzzer@example.com');
     await t.db('users').where({ email: 'fuzzer@example.com' }).update({ permissions: ['agent.use', 'agent.admin'] });
     hostId = 'fuzz-host';
@@ -200,7 +206,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 17, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 18, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });
