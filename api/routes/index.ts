@@ -15,6 +15,7 @@ import { ownerRunUsageRouter } from './owner-run-usage';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
+import { adminEventContentRouter } from './admin-event-content';
 import { adminSettingsRouter } from './admin-settings';
 import { adminDatabaseToolRouter } from './admin-database-tool';
 import { adminSandboxesRouter } from './admin-sandboxes';
@@ -37,6 +38,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
     adminAuditLogRouter(deps),
+    adminEventContentRouter(deps),
     adminSettingsRouter(deps),
     adminDatabaseToolRouter(deps),
     adminSandboxesRouter(deps),
