@@ -17,6 +17,7 @@ import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
 import { adminSettingsRouter } from './admin-settings';
 import { adminDatabaseToolRouter } from './admin-database-tool';
+import { adminDatabaseBrowserRouter } from './admin-database-browser';
 import { adminSandboxesRouter } from './admin-sandboxes';
 import { adminSandboxBatchRouter } from './admin-sandbox-batch';
 import { promptRewriteRouter } from './prompt-rewrite';
@@ -39,6 +40,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     adminAuditLogRouter(deps),
     adminSettingsRouter(deps),
     adminDatabaseToolRouter(deps),
+    adminDatabaseBrowserRouter(deps),
     adminSandboxesRouter(deps),
     adminSandboxBatchRouter(deps),
     hostGrantRouter(deps),
