@@ -51,6 +51,8 @@ export const OPERATORS_BY_KIND: Readonly<Record<ColumnKind, readonly FilterOpera
 
 const COMPARISON_SQL: Readonly<Partial<Record<FilterOperator, string>>> = { eq: '=', ne: 'is distinct from', lt: '<', lte: '<=', gt: '>', gte: '>=' };
 
+const LIMIT_RULE = `must be an integer from 1 to ${QUERY_LIMITS.maxLimit}`;
+const OFFSET_RULE = `must be an integer from 0 to ${QUERY_LIMITS.maxOffset}`;
 const name = z.string().max(QUERY_LIMITS.maxNameChars);
 const filterValue = z.union([z.string().max(QUERY_LIMITS.maxValueChars), z.number(), z.boolean()]);
 
@@ -60,8 +62,8 @@ export const browserQuerySchema = z.object({
   columns: z.array(name).min(1).max(QUERY_LIMITS.maxColumns).optional(),
   filters: z.array(z.object({ column: name, op: name, value: filterValue.optional() }).strict()).max(QUERY_LIMITS.maxFilters).default([]),
   sort: z.object({ column: name, direction: z.enum(['asc', 'desc']).default('asc') }).strict().optional(),
-  limit: z.number().int().min(1).max(QUERY_LIMITS.maxLimit).default(QUERY_LIMITS.defaultLimit),
-  offset: z.number().int().min(0).max(QUERY_LIMITS.maxOffset).default(0),
+  limit: z.number().int(LIMIT_RULE).min(1, LIMIT_RULE).max(QUERY_LIMITS.maxLimit, LIMIT_RULE).default(QUERY_LIMITS.defaultLimit),
+  offset: z.number().int(OFFSET_RULE).min(0, OFFSET_RULE).max(QUERY_LIMITS.maxOffset, OFFSET_RULE).default(0),
 }).strict();
 export type BrowserQuery = z.infer<typeof browserQuerySchema>;
 
@@ -163,7 +165,7 @@ function condition(table: VisibleTable, filter: Filter, i: number, bindings: Arr
   const op = FILTER_OPERATORS.find((known) => known === filter.op);
   if (!op) throw invalid(`filters.${i}.op`, `not an operator (one of ${FILTER_OPERATORS.join(', ')})`);
   if (!OPERATORS_BY_KIND[column.kind].includes(op)) {
-    throw invalid(`filters.${i}.op`, `'${op}' does not apply to a ${column.kind} column (${OPERATORS_BY_KIND[column.kind].join(', ')})`);
+    throw invalid(`filters.${i}.op`, `'${op}' does not apply to ${column.kind} columns (${OPERATORS_BY_KIND[column.kind].join(', ')})`);
   }
   const field = `filters.${i}.value`;
   if (op === 'is_null' || op === 'not_null') {
