@@ -254,6 +254,8 @@ export const settingsShape = {
   AGENT_SETTINGS_ENCRYPTION_KEY: optionalString(),
   /** Host names the database tool proxy may reach besides loopback and private-network address literals (comma-separated; docs/agent-admin.md "Database tool"). */
   AGENT_DATABASE_TOOL_HOSTS: z.string().default(''),
+  /** Statement timeout of a database browser query, milliseconds (docs/agent-admin.md "Database browser"). Default 5000. */
+  AGENT_DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(5000),
   /** How often every process checks the admin settings for a change, seconds (spec 8: changes apply within 5 s). Default 2. */
   AGENT_SETTINGS_SYNC_SECONDS: z.coerce.number().positive().max(5).default(2),
   /** Lifetime of a turn's inference grant between renewals, in seconds. Default 300. */

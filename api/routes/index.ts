@@ -18,6 +18,7 @@ import { adminAuditLogRouter } from './admin-audit-log';
 import { adminEventContentRouter } from './admin-event-content';
 import { adminSettingsRouter } from './admin-settings';
 import { adminDatabaseToolRouter } from './admin-database-tool';
+import { adminDatabaseBrowserRouter } from './admin-database-browser';
 import { adminSandboxesRouter } from './admin-sandboxes';
 import { adminSandboxBatchRouter } from './admin-sandbox-batch';
 import { promptRewriteRouter } from './prompt-rewrite';
@@ -41,6 +42,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     adminEventContentRouter(deps),
     adminSettingsRouter(deps),
     adminDatabaseToolRouter(deps),
+    adminDatabaseBrowserRouter(deps),
     adminSandboxesRouter(deps),
     adminSandboxBatchRouter(deps),
     hostGrantRouter(deps),
