@@ -116,11 +116,14 @@ export interface SandboxArchiveReceipt {
   sha256: string;
 }
 
-/** An archive spooled on the host, ready for its upload grant. */
+/** An archive measured on the host, ready for its upload grant. */
 export interface SpooledArchive {
   status: 'spooled';
-  /** The spool file on the host (the upload reads it; same task queue, same host). */
-  path: string;
+  /**
+   * The spool file on the host holding the bytes (the upload reads it; same task queue, same
+   * host). Absent: the stopped container itself is the source, read again by the upload.
+   */
+  path?: string;
   length: number;
   sha256: string;
 }
