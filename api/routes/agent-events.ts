@@ -5,7 +5,8 @@
  *   `{accepted: n}`), fenced to the attempt (the contract: lib/contracts/host-api.ts).
  * - `GET /v1/agent/jobs/:jobId/events` (owner): the job's events as server-sent events, resumable
  *   with `Last-Event-ID` or `?after=<event_id>`.
- * - `GET /admin/agent/runs/:jobId/activity` (operator): event envelopes without content.
+ * - `GET /admin/agent/runs/:jobId/activity` (operator): event envelopes without content (one payload:
+ *   api/routes/admin-event-content.ts, audited).
  * See docs/agent-event-stream.md.
  */
 import type Router from '@koa/router';
