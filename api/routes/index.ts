@@ -16,6 +16,7 @@ import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
 import { adminSettingsRouter } from './admin-settings';
+import { adminHostSettingsRouter } from './admin-host-settings';
 import { adminDatabaseToolRouter } from './admin-database-tool';
 import { adminSandboxesRouter } from './admin-sandboxes';
 import { adminSandboxBatchRouter } from './admin-sandbox-batch';
@@ -38,6 +39,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     adminHostsRouter(deps),
     adminAuditLogRouter(deps),
     adminSettingsRouter(deps),
+    adminHostSettingsRouter(deps),
     adminDatabaseToolRouter(deps),
     adminSandboxesRouter(deps),
     adminSandboxBatchRouter(deps),

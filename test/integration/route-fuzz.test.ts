@@ -45,6 +45,7 @@ const SAMPLES: Record<string, unknown> = {
   // Its url is set to the fake upstream's in before(): the proxy routes after it then forward there.
   'POST /admin/agent/database/pgadmin/setup': { url: 'http://127.0.0.1:1', password: 'a long enough password' },
   'PUT /admin/agent/settings': { settings: { workspace_download_max_mib: 64, repo_allowlist: ['acme/repo'], title_generation_enabled: true } },
+  'PUT /admin/agent/host-settings': { settings: { turn_time_limit_seconds: 900, container_memory_mib: 2048 } },
   'POST /admin/agent/sandboxes/batch': { action: 'stop', items: [{ group_id: 'grp_a', container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' }] },
   'POST /v1/agent/hosts/:hostId/heartbeat': { slots_total: 2, runtime: 'docker', runner_version: '1.0', capabilities: ['gpu'] },
   'POST /v1/agent/hosts/:hostId/inventory': {
