@@ -29,7 +29,8 @@ const KIB = 1024;
 const integer = (min: number, max: number) => z.number().int().min(min).max(max);
 
 /** Built-in defaults of the limits that have no environment variable. */
-export const HOST_SETTING_DEFAULTS = {
+export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'
+  | 'sessions_per_sandbox' | 'terminals_per_sandbox' | 'terminal_idle_timeout_seconds', number>> = Object.freeze({
   repository_max_mib: 10_240,
   command_timeout_seconds: 600,
   command_output_max_kib: 64,
@@ -37,7 +38,7 @@ export const HOST_SETTING_DEFAULTS = {
   sessions_per_sandbox: 8,
   terminals_per_sandbox: 2,
   terminal_idle_timeout_seconds: 1800,
-} as const;
+});
 
 /** Every host setting. A new key: add it here and document it in docs/agent-admin.md "Host settings". */
 export const HOST_SETTING_DEFINITIONS = {
