@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { FsObjectStore, ObjectVerificationError, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
-import { ensureSandboxContainer, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
+import { ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
 import {
@@ -19,7 +19,7 @@ import {
 } from './docker/sandbox-archive';
 import type { ContainerObservation, ContainerRemoval, SandboxArchiveReceipt, SpooledArchive } from '../workflows/definitions/sandbox-group';
 import type { WorkspaceArchiveResult } from '../workflows/definitions/workspace-archive';
-import { BaseRevisionNotFoundError, UnsupportedRepoError } from './docker/workspace-clone';
+import { BaseRevisionNotFoundError, RepositoryTooLargeError, UnsupportedRepoError } from './docker/workspace-clone';
 import { initWorkspace } from './docker/workspace-init';
 
 export interface SandboxActivityDeps {
@@ -48,6 +48,10 @@ export interface PrepareSandboxInput {
   baseSha?: string;
   /** A cold group: restore this committed archive into the new generation's container first. */
   restore?: SandboxArchiveReceipt;
+  /** Caps of a container this call creates (the turn's host settings); absent: this host runner's own. */
+  limits?: SandboxLimits;
+  /** Largest checkout cloned into a new workspace, bytes (the turn's host settings); absent: no limit. */
+  repositoryMaxBytes?: number;
 }
 
 export interface PrepareSandboxResult {
@@ -61,6 +65,7 @@ const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, FailureType]> =
   [ImageMissingError, FailureType.imageMissing],
   [UnsupportedRepoError, FailureType.unsupportedRepo],
   [BaseRevisionNotFoundError, FailureType.baseRevisionNotFound],
+  [RepositoryTooLargeError, FailureType.repositoryTooLarge],
   [SandboxGenerationMismatchError, FailureType.sandboxGenerationMismatch],
   [SandboxMissingError, FailureType.sandboxMissing],
   [ArchiveRestoreError, FailureType.archiveRestoreFailed],
@@ -110,13 +115,22 @@ function keyedSerializer(): <T>(key: string, work: () => Promise<T>) => Promise<
 export function createSandboxActivities(deps: SandboxActivityDeps) {
   const perGroup = keyedSerializer();
   const spoolDir = deps.archiveSpoolDir ?? join(tmpdir(), 'agent-archive-spool');
+  let hostCpus: Promise<number> | undefined;
+  /** The caps a container created now gets: the turn's, else this runner's, as this host can apply them. */
+  const limitsFor = async (input: PrepareSandboxInput): Promise<SandboxLimits> => {
+    hostCpus ??= (deps.docker.info() as Promise<{ NCPU: number }>).then((info) => info.NCPU).catch((err: unknown) => {
+      hostCpus = undefined;
+      throw err;
+    });
+    return fitLimitsToHost(input.limits ?? deps.limits ?? DEFAULT_SANDBOX_LIMITS, await hostCpus);
+  };
   return {
     /** Creates or reuses the group's container, adds the member and initializes `/workspace` once. */
     async prepareSandbox(input: PrepareSandboxInput): Promise<PrepareSandboxResult> {
       return heartbeating(() => perGroup(input.groupId, async () => {
         const ensured = await ensureSandboxContainer(deps.docker, {
           jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
-          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: deps.limits ?? DEFAULT_SANDBOX_LIMITS,
+          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input),
           ...(deps.sandboxLabels ? { extraLabels: deps.sandboxLabels } : {}),
         });
         if (input.restore) await restoreInto(deps, ensured, input.restore, spoolDir);
@@ -126,6 +140,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
             uid: input.uid, repo: input.repo,
             ...(input.baseRef !== undefined ? { baseRef: input.baseRef } : {}),
             ...(input.baseSha !== undefined ? { baseSha: input.baseSha } : {}),
+            ...(input.repositoryMaxBytes !== undefined ? { maxBytes: input.repositoryMaxBytes } : {}),
             ...await credentialFor(deps, input.repo),
           });
         return { containerId: ensured.containerId, containerName: ensured.containerName, baseSha: base.baseSha };

@@ -214,11 +214,11 @@ export const settingsShape = {
   DOCKER_SOCKET_PATH: z.string().default('/var/run/docker.sock'),
   /** Image sandboxes start from. Default `agent-sandbox:base` (built by the dev bootstrap). */
   AGENT_SANDBOX_IMAGE: z.string().default('agent-sandbox:base'),
-  /** Memory cap of a sandbox container, in bytes (spec 8: 4g). */
+  /** Memory cap of a sandbox container, in bytes (spec 8: 4g). On the control plane: the default of host setting `container_memory_mib`; on a host runner: only for work carrying no limits. */
   AGENT_SANDBOX_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(4 * 1024 ** 3),
-  /** CPU cap of a sandbox container (spec 8: 2). */
+  /** CPU cap of a sandbox container (spec 8: 2). On the control plane: the default of host setting `container_cpus`; on a host runner: only for work carrying no limits. */
   AGENT_SANDBOX_CPUS: z.coerce.number().positive().max(64).default(2),
-  /** The runner's execution timeout: the overall limit of one turn, in seconds. Default 1800. */
+  /** The runner's execution timeout: the overall limit of one turn, in seconds; the default of host setting `turn_time_limit_seconds`. Default 1800. */
   AGENT_TURN_TIME_LIMIT_SECONDS: z.coerce.number().int().positive().default(1800),
   /** A turn's host activity is presumed lost when it misses heartbeats this long. Default 30. */
   AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).default(30),

@@ -29,7 +29,8 @@ async function main(): Promise<void> {
   installTemporalRuntime(log);
   const shutdown = createShutdown({ log, graceMs: env.SHUTDOWN_GRACE_SECONDS * 1000 });
   const db = createDb({ url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX, applicationName: 'control-worker' });
-  // Admin settings (the gateway URL, title generation) follow changes within 5 s (docs/agent-admin.md "Settings").
+  // Admin settings (the gateway URL, title generation) and host settings (the limits of turns
+  // admitted afterwards) follow changes within 5 s (docs/agent-admin.md "Settings", "Host settings").
   const agentSettings = new AgentSettings(db, env, log);
   await agentSettings.start();
   shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows'),
-    activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client }),
+    activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client, agentSettings }),
   });
   const scheduleId = await ensureDeletionSweepSchedule(client, settings).catch((err: unknown) => {
     throw new Error(`the deletion sweep's Schedule ${settings.AGENT_DELETION_SWEEP_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and AGENT_DELETION_SWEEP_SCHEDULE_ID)`, { cause: err });

@@ -155,10 +155,12 @@ async function startGrant(input: ChatInput, admitted: AdmittedTurn): Promise<Chi
 }
 
 async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ result: string }> {
+  // The limits recorded at admission (host settings); a turn admitted before them has none.
+  const limits = admitted.limits;
   const host = proxyActivities<HostActivities>({
     taskQueue: hostTaskQueue(admitted.hostId),
     scheduleToStartTimeout: '5 minutes',
-    startToCloseTimeout: `${input.config.turnTimeLimitSeconds + 60} seconds`,
+    startToCloseTimeout: `${(limits?.turnTimeLimitSeconds ?? input.config.turnTimeLimitSeconds) + 60} seconds`,
     heartbeatTimeout: `${input.config.heartbeatTimeoutSeconds} seconds`,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     // A turn is not idempotent: a lost host fails it cleanly instead of running it twice.
@@ -176,6 +178,7 @@ async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ re
     jobId: input.jobId, groupId: admitted.groupId, generation: admitted.generation, attemptId: admitted.attemptId,
     uid: admitted.uid, repo: admitted.repo, ...(admitted.baseRef ? { baseRef: admitted.baseRef } : {}),
     ...(admitted.baseSha ? { baseSha: admitted.baseSha } : {}), ...(admitted.restore ? { restore: admitted.restore } : {}),
+    ...(limits ? { limits: { memoryBytes: limits.memoryBytes, nanoCpus: limits.nanoCpus }, repositoryMaxBytes: limits.repositoryMaxBytes } : {}),
   });
   await control.recordSandbox({
     jobId: input.jobId, groupId: admitted.groupId, containerId: sandbox.containerId, baseSha: sandbox.baseSha, generation: admitted.generation,

@@ -57,7 +57,9 @@ async function runToolCall(input: DriverInput, toolCall: ToolCall): Promise<Chat
   const name = toolCall.function.name;
   const base = { tool_use_id: toolCall.id, tool_name: name };
   await input.events.emit('tool_use', { ...base, input: toolInputForEvent(toolCall.function.arguments) });
-  const outcome = await runBuiltinTool(name, toolCall.function.arguments, { sandbox: input.sandbox, signal: input.signal, deadline: input.deadline });
+  const outcome = await runBuiltinTool(name, toolCall.function.arguments, {
+    sandbox: input.sandbox, signal: input.signal, deadline: input.deadline, ...(input.workspaceLimits ? { limits: input.workspaceLimits } : {}),
+  });
   await input.events.emit('tool_result', { ...base, output: outcome.output, is_error: outcome.isError, ...outcome.details }, { isError: outcome.isError });
   return { role: 'tool', tool_call_id: toolCall.id, content: outcome.output };
 }

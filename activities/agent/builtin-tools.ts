@@ -4,16 +4,18 @@
  * Bad calls (unknown tool, arguments that are not the expected JSON) are answered as tool errors
  * for the model to correct; only sandbox failures and aborts throw.
  */
-import { SandboxFileError, type SandboxExec } from './types';
+import { SandboxFileError, type SandboxExec, type WorkspaceLimits } from './types';
 import { boundedValue, truncateWithMarker } from './driver-text';
 import { DriverAbortedError } from './retry-policy';
 
-/** Longest a single bash call may run (further bounded by the turn deadline). */
+/** Longest a single bash call may run (further bounded by the turn deadline), without host settings. */
 export const BASH_TIMEOUT_MS = 10 * 60_000;
-/** Bytes of stdout and of stderr each kept from one bash call. */
+/** Bytes of stdout and of stderr each kept from one bash call, without host settings. */
 export const BASH_OUTPUT_BYTES = 64 * 1024;
-/** Largest file `read_file` reads. */
+/** Largest file `read_file` reads, without host settings. */
 export const READ_FILE_MAX_BYTES = 256 * 1024;
+/** The limits of a turn without host settings (an older control plane). */
+export const DEFAULT_WORKSPACE_LIMITS: WorkspaceLimits = { commandTimeoutMs: BASH_TIMEOUT_MS, commandOutputMaxBytes: BASH_OUTPUT_BYTES, fileReadMaxBytes: READ_FILE_MAX_BYTES };
 /** Characters of one tool result sent back to the model (and shown in the event). */
 export const TOOL_RESULT_MAX_CHARS = 16 * 1024;
 /** Characters of a call's arguments (as JSON) shown in its `tool_use` event. */
@@ -43,6 +45,8 @@ export interface ToolContext {
   sandbox: SandboxExec;
   signal: AbortSignal;
   deadline: number;
+  /** The turn's workspace limits (host settings); default {@link DEFAULT_WORKSPACE_LIMITS}. */
+  limits?: WorkspaceLimits;
 }
 
 export interface ToolOutcome {
@@ -107,11 +111,12 @@ function toolError(message: string, details: Record<string, unknown> = {}): Tool
 }
 
 async function runBash(command: string, ctx: ToolContext): Promise<ToolOutcome> {
-  const timeoutMs = Math.min(BASH_TIMEOUT_MS, ctx.deadline - Date.now());
+  const limits = ctx.limits ?? DEFAULT_WORKSPACE_LIMITS;
+  const timeoutMs = Math.min(limits.commandTimeoutMs, ctx.deadline - Date.now());
   if (timeoutMs <= 0) return toolError('Not run: the turn has no time left.');
   let result;
   try {
-    result = await ctx.sandbox.exec(['bash', '-lc', command], { timeoutMs, maxOutputBytes: BASH_OUTPUT_BYTES, signal: ctx.signal });
+    result = await ctx.sandbox.exec(['bash', '-lc', command], { timeoutMs, maxOutputBytes: limits.commandOutputMaxBytes, signal: ctx.signal });
   } catch (err) {
     if (ctx.signal.aborted) throw new DriverAbortedError();
     throw err;
@@ -120,7 +125,7 @@ async function runBash(command: string, ctx: ToolContext): Promise<ToolOutcome> 
   const parts = [result.stdout.replace(/\n$/, '')];
   if (result.stderr) parts.push(`[stderr]\n${result.stderr.replace(/\n$/, '')}`);
   if (result.timedOut) parts.push(`[killed after ${Math.round(timeoutMs / 1000)} s]`);
-  if (result.truncated) parts.push(`[output beyond ${BASH_OUTPUT_BYTES} bytes per stream was dropped]`);
+  if (result.truncated) parts.push(`[output beyond ${limits.commandOutputMaxBytes} bytes per stream was dropped]`);
   parts.push(`[exit code ${result.exitCode}]`);
   const output = truncateWithMarker(parts.filter((p) => p !== '').join('\n'), TOOL_RESULT_MAX_CHARS);
   return { output, isError: result.exitCode !== 0, details: { exit_code: result.exitCode, timed_out: result.timedOut, truncated: result.truncated } };
@@ -128,7 +133,7 @@ async function runBash(command: string, ctx: ToolContext): Promise<ToolOutcome> 
 
 async function readFile(path: string, ctx: ToolContext): Promise<ToolOutcome> {
   try {
-    const content = await ctx.sandbox.readFile(path, READ_FILE_MAX_BYTES);
+    const content = await ctx.sandbox.readFile(path, (ctx.limits ?? DEFAULT_WORKSPACE_LIMITS).fileReadMaxBytes);
     return { output: truncateWithMarker(content, TOOL_RESULT_MAX_CHARS), isError: false, details: { bytes: Buffer.byteLength(content) } };
   } catch (err) {
     if (ctx.signal.aborted) throw new DriverAbortedError();

@@ -13,7 +13,8 @@ import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor } from './drivers';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
-import type { ExecOptions, ExecResult, SandboxExec } from './types';
+import type { AttemptContext } from '../../agent/jobs/attempt-context';
+import type { ExecOptions, ExecResult, SandboxExec, WorkspaceLimits } from './types';
 
 export interface TurnRunnerDeps {
   docker: Docker;
@@ -45,6 +46,17 @@ function withEnv(sandbox: SandboxExec, env: Record<string, string>): SandboxExec
  * sentence (docs/agent-events.md "Turn errors"), typed for the workflow; the API's answer goes to
  * the host runner's log (`agent_turn_start_failed`).
  */
+/** The driver's workspace limits from the attempt's context (none from an API that does not send them). */
+function workspaceLimitsOf(context: AttemptContext): { workspaceLimits?: WorkspaceLimits } {
+  const limits = context.workspace_limits;
+  if (!limits) return {};
+  return {
+    workspaceLimits: {
+      commandTimeoutMs: limits.command_timeout_seconds * 1000, commandOutputMaxBytes: limits.command_output_max_bytes, fileReadMaxBytes: limits.file_read_max_bytes,
+    },
+  };
+}
+
 function startFailure(err: unknown, what: 'context' | 'grant', input: RunTurnInput, model?: string): ApplicationFailure {
   if (err instanceof AttemptNotCurrentError) return ApplicationFailure.nonRetryable(err.message, FailureType.attemptNotCurrent);
   const api = err instanceof HostApiError ? err : undefined;
@@ -90,7 +102,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     const outcome = await driver({
       prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
       jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: memberPaths(context.uid).sessionDir,
-      sandbox, events, signal: abort.signal, deadline,
+      sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
     });
     return { result: outcome.result };
   } catch (err) {

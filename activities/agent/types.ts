@@ -55,6 +55,16 @@ export interface EventSink {
   emit(type: AgentEventType, payload: Record<string, unknown>, options?: { isError?: boolean }): Promise<void>;
 }
 
+/** Limits of the workspace tools of one turn (host settings; docs/agent-admin.md "Host settings"). */
+export interface WorkspaceLimits {
+  /** Longest one command may run (further bounded by the turn's deadline). */
+  commandTimeoutMs: number;
+  /** Bytes of stdout and of stderr each kept from one command. */
+  commandOutputMaxBytes: number;
+  /** Largest file a read returns. */
+  fileReadMaxBytes: number;
+}
+
 export interface DriverInput {
   /** The owner's prompt of this turn. */
   prompt: string;
@@ -75,6 +85,8 @@ export interface DriverInput {
   signal: AbortSignal;
   /** Deadline of the whole turn (epoch ms). */
   deadline: number;
+  /** The turn's workspace limits; absent: the driver's built-in ones. */
+  workspaceLimits?: WorkspaceLimits;
   /** Injected for tests: sleeping and jitter. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   random?: () => number;

@@ -11,12 +11,15 @@ import type { Settings } from '../../lib/settings';
 import { admitTurn, type AdmittedTurn } from '../../agent/jobs/turn-admission';
 import { abandonRunningTurn, finishAttempt, nextActiveTurn, type TurnOutcome, type TurnState } from '../../agent/jobs/turn-transitions';
 import { FailureType } from '../../workflows/definitions/failures';
+import type { TurnLimits } from '../../agent/settings/host-settings';
 
 export type { AdmittedTurn, TurnOutcome, TurnState };
 
 export interface ChatActivityDeps {
   db: Db;
   settings: Pick<Settings, 'AGENT_HOST_STALE_SECONDS' | 'AGENT_HOST_SLOTS'>;
+  /** The host settings' turn limits now (read at each admission; docs/agent-admin.md "Host settings"). */
+  turnLimits?: () => TurnLimits;
 }
 
 export function createChatActivities(deps: ChatActivityDeps) {
@@ -35,7 +38,10 @@ export function createChatActivities(deps: ChatActivityDeps) {
      * turn is no longer queued (cancelled meanwhile) or is not next.
      */
     async admitTurn(input: { jobId: string; seq: number }): Promise<AdmittedTurn | { kind: 'skipped'; state: TurnState | 'not_next' }> {
-      const admission = await admitTurn(db, input, { staleSeconds: deps.settings.AGENT_HOST_STALE_SECONDS, defaultSlots: deps.settings.AGENT_HOST_SLOTS });
+      const admission = await admitTurn(db, input, {
+        staleSeconds: deps.settings.AGENT_HOST_STALE_SECONDS, defaultSlots: deps.settings.AGENT_HOST_SLOTS,
+        ...(deps.turnLimits ? { turnLimits: deps.turnLimits() } : {}),
+      });
       switch (admission.kind) {
         case 'job_missing': throw ApplicationFailure.nonRetryable(`job ${input.jobId} does not exist`, FailureType.jobMissing);
         case 'sandbox_missing': throw ApplicationFailure.nonRetryable(admission.message, FailureType.sandboxMissing);

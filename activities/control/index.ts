@@ -14,6 +14,9 @@ import { createHostWorkflowActivities } from './host-workflow-activities';
 import { createDeletionActivities } from './deletion-activities';
 import { createSandboxGroupActivities } from './sandbox-group-activities';
 import { createTitleActivities, type TitleLimits } from './title-activities';
+import { defaultValues } from '../../agent/settings/admin-settings';
+import { turnLimitsFrom } from '../../agent/settings/host-settings';
+import type { AgentSettings } from '../../agent/settings/settings-sync';
 
 export interface ControlActivityDeps {
   db: Db;
@@ -27,12 +30,14 @@ export interface ControlActivityDeps {
   titleLimits?: Partial<TitleLimits>;
   /** Where sandbox archives go (spec 3.4); without one, archive actions are refused. */
   objectStore?: ObjectStore;
+  /** The synced admin and host settings: admission reads the turn limits from them (default: the environment's). */
+  agentSettings?: AgentSettings;
 }
 
 export function createControlActivities(deps: ControlActivityDeps) {
   const log = deps.log ?? createLogger({ name: 'control-activities', level: deps.settings.LOG_LEVEL });
   return {
-    ...createChatActivities({ db: deps.db, settings: deps.settings }),
+    ...createChatActivities({ db: deps.db, settings: deps.settings, turnLimits: () => turnLimitsFrom(deps.agentSettings?.current ?? defaultValues(deps.settings)) }),
     ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
     ...createHostWorkflowActivities({ db: deps.db }),
     ...createDeletionActivities({ db: deps.db, settings: deps.settings, ...(deps.temporal ? { temporal: deps.temporal } : {}) }),

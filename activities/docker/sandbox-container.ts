@@ -102,6 +102,47 @@ async function inspectAfterCreate(docker: Docker, name: string): Promise<Docker.
   throw new SandboxMissingError(name);
 }
 
+/**
+ * The create options of a group's container: the spec's labels, its memory and CPU caps (the
+ * host settings of the turn that creates it, docs/agent-admin.md "Host settings"), no network,
+ * Docker's init. Pure, so the caps a new sandbox gets are unit-tested without an engine.
+ */
+export function sandboxContainerOptions(name: string, spec: SandboxSpec): Docker.ContainerCreateOptions {
+  return {
+    name,
+    Image: spec.image,
+    Cmd: ['sleep', 'infinity'],
+    WorkingDir: '/workspace',
+    Labels: {
+      ...spec.extraLabels,
+      [MANAGED_LABEL]: 'true',
+      [SANDBOX_LABELS.chat]: spec.jobId,
+      [SANDBOX_LABELS.group]: spec.groupId,
+      [SANDBOX_LABELS.generation]: String(spec.generation),
+      [SANDBOX_LABELS.attempt]: spec.attemptId,
+      [SANDBOX_LABELS.host]: spec.hostId,
+    },
+    Tty: false,
+    HostConfig: {
+      Memory: spec.limits.memoryBytes,
+      NanoCpus: spec.limits.nanoCpus,
+      NetworkMode: 'none',
+      // An init process reaps orphans of killed command groups.
+      Init: true,
+      AutoRemove: false,
+    },
+  };
+}
+
+/**
+ * `limits` as this host can apply them: Docker refuses a CPU cap above the host's CPU count, so a
+ * larger one becomes the host's count (the sandbox may use the whole host); memory is left as asked.
+ */
+export function fitLimitsToHost(limits: SandboxLimits, hostCpus: number): SandboxLimits {
+  const most = Math.max(1, Math.floor(hostCpus)) * 1e9;
+  return limits.nanoCpus > most ? { ...limits, nanoCpus: most } : limits;
+}
+
 /** Creates the container; false when a concurrent call created it first. */
 async function createContainer(docker: Docker, name: string, spec: SandboxSpec): Promise<boolean> {
   try {
@@ -110,30 +151,7 @@ async function createContainer(docker: Docker, name: string, spec: SandboxSpec):
     throw new ImageMissingError(spec.image);
   }
   try {
-    await docker.createContainer({
-      name,
-      Image: spec.image,
-      Cmd: ['sleep', 'infinity'],
-      WorkingDir: '/workspace',
-      Labels: {
-        ...spec.extraLabels,
-        [MANAGED_LABEL]: 'true',
-        [SANDBOX_LABELS.chat]: spec.jobId,
-        [SANDBOX_LABELS.group]: spec.groupId,
-        [SANDBOX_LABELS.generation]: String(spec.generation),
-        [SANDBOX_LABELS.attempt]: spec.attemptId,
-        [SANDBOX_LABELS.host]: spec.hostId,
-      },
-      Tty: false,
-      HostConfig: {
-        Memory: spec.limits.memoryBytes,
-        NanoCpus: spec.limits.nanoCpus,
-        NetworkMode: 'none',
-        // An init process reaps orphans of killed command groups.
-        Init: true,
-        AutoRemove: false,
-      },
-    });
+    await docker.createContainer(sandboxContainerOptions(name, spec));
     return true;
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 409) return false;

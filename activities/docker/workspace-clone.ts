@@ -6,7 +6,7 @@
  * from error messages. Accepted repository strings: `https://…` and `file://…` URLs.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,6 +21,8 @@ export interface CloneInput {
   baseRef?: string;
   baseSha?: string;
   cloneCredential?: string;
+  /** Largest checkout (working tree and `.git`) copied into the sandbox, bytes (host setting `repository_max_mib`). */
+  maxBytes?: number;
 }
 
 /** The repository string is not a supported URL (a permanent error). */
@@ -36,6 +38,15 @@ export class BaseRevisionNotFoundError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'BaseRevisionNotFound';
+  }
+}
+
+/** The checkout is larger than the repository size limit (a permanent error; the message is the owner's). */
+export class RepositoryTooLargeError extends Error {
+  constructor(bytes: number, maxBytes: number) {
+    const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+    super(`The repository is ${mib(bytes)} checked out, more than the limit of ${mib(maxBytes)} for new sandboxes; ask an operator to raise the repository size limit`);
+    this.name = 'RepositoryTooLarge';
   }
 }
 
@@ -65,6 +76,11 @@ export async function cloneIntoWorkspace(docker: Docker, containerName: string, 
   const dir = await mkdtemp(join(tmpdir(), 'agent-clone-'));
   try {
     const sha = await cloneOnHost(dir, url, input);
+    if (input.maxBytes !== undefined) {
+      // Measured on the host before anything reaches the sandbox (the host's temporary directory holds it briefly).
+      const bytes = await directoryBytes(dir);
+      if (bytes > input.maxBytes) throw new RepositoryTooLargeError(bytes, input.maxBytes);
+    }
     await copyIntoContainer(docker, containerName, dir);
     const owned = await execInContainer(docker, containerName, { cmd: ['chown', '-R', `${input.uid}:${input.uid}`, '/workspace'], user: '0' });
     if (owned.exitCode !== 0) throw new Error(`Cannot give /workspace to the member: ${owned.stderr.trim()}`);
@@ -130,6 +146,16 @@ function gitRunner(dir: string, credential: string | undefined): GitRunner {
       throw new Error(`git ${args[0]} failed: ${scrub((e.stderr ?? e.message).trim())}`);
     }
   };
+}
+
+/** Bytes of every file under `dir` (apparent sizes; a symbolic link counts as itself, never followed). */
+export async function directoryBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isDirectory()) continue;
+    total += (await lstat(join(entry.parentPath, entry.name))).size;
+  }
+  return total;
 }
 
 /** Streams the checkout (with its `.git`) into `/workspace` as a tar archive. */

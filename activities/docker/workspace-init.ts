@@ -14,7 +14,7 @@ import { cloneIntoWorkspace, validateCloneInput } from './workspace-clone';
 
 export type WorkspaceInput =
   | { uid: number; repo: null }
-  | { uid: number; repo: string; baseRef?: string; baseSha?: string; cloneCredential?: string };
+  | { uid: number; repo: string; baseRef?: string; baseSha?: string; cloneCredential?: string; maxBytes?: number };
 
 export interface WorkspaceBase {
   baseSha: string;

@@ -8,6 +8,7 @@ import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
 import type * as hostApi from '../../lib/contracts/host-api';
+import type { TurnLimits } from '../settings/host-settings';
 
 /** What the host runner reads (lib/contracts/host-api.ts `attemptContext`). */
 export type AttemptContext = ResponseOf<typeof hostApi.attemptContext>;
@@ -32,9 +33,15 @@ interface Row {
   generation: number | null;
   container_name: string | null;
   uid: number | null;
+  /** Recorded at admission (host settings); null for attempts admitted before them. */
+  limits: TurnLimits | null;
 }
 
-/** The context of `attemptId` for `hostId`; 409 when the attempt is not current on that host. */
+/**
+ * The context of `attemptId` for `hostId`; 409 when the attempt is not current on that host. The
+ * limits are the attempt's own (recorded at admission); `turnTimeLimitSeconds` is only the
+ * fallback for an attempt admitted before host settings.
+ */
 export async function attemptContext(db: Db, input: { hostId: string; attemptId: string; turnTimeLimitSeconds: number }): Promise<AttemptContext> {
   const row = await db('agent_attempts as a')
     .join('agent_turns as t', 't.turn_id', 'a.turn_id')
@@ -43,7 +50,7 @@ export async function attemptContext(db: Db, input: { hostId: string; attemptId:
     .leftJoin('agent_sandbox_members as m', 'm.job_id', 'j.job_id')
     .where('a.attempt_id', input.attemptId)
     .first<Row | undefined>('a.attempt_id', 'a.state', 'a.host_id', 'a.job_id', 't.seq', 't.prompt', 'j.model', 'j.driver', 'j.env', 'j.owner_id',
-      'j.group_id', 's.generation', 's.container_name', 'm.uid');
+      'j.group_id', 's.generation', 's.container_name', 'm.uid', 'a.limits');
   if (!row || row.host_id !== input.hostId || row.state !== 'running') throw new AppError('conflict', 'Attempt is not current');
   if (!row.group_id || row.generation === null || !row.container_name || row.uid === null) throw new AppError('conflict', 'Attempt has no sandbox');
   const owned = await db('agent_owner_variables').where({ user_id: row.owner_id }).select<Array<{ name: string; value: string }>>('name', 'value');
@@ -53,6 +60,13 @@ export async function attemptContext(db: Db, input: { hostId: string; attemptId:
   return {
     attempt_id: row.attempt_id, job_id: row.job_id, turn_seq: row.seq, prompt: row.prompt, model: row.model, driver: row.driver,
     group_id: row.group_id, generation: row.generation, container_name: row.container_name, uid: row.uid, env,
-    turn_time_limit_seconds: input.turnTimeLimitSeconds,
+    turn_time_limit_seconds: row.limits?.turnTimeLimitSeconds ?? input.turnTimeLimitSeconds,
+    ...(row.limits ? {
+      workspace_limits: {
+        command_timeout_seconds: row.limits.commandTimeoutSeconds,
+        command_output_max_bytes: row.limits.commandOutputMaxBytes,
+        file_read_max_bytes: row.limits.fileReadMaxBytes,
+      },
+    } : {}),
   };
 }

@@ -10,6 +10,7 @@ import { placeTurn, type PlacementWait } from '../hosts/placement';
 import { PENDING_STATES } from '../sandboxes/sandbox-actions';
 import { latestReceipt } from '../sandboxes/sandbox-archives';
 import type { SandboxArchiveReceipt } from '../../workflows/definitions/sandbox-group';
+import type { TurnLimits } from '../settings/host-settings';
 import { newId } from './job-store';
 import { claimNextTurn, startAttempt, type ClaimedJob, type TurnState } from './turn-transitions';
 
@@ -30,6 +31,8 @@ export type AdmittedTurn = {
   baseSha: string | null;
   /** The group was cold: the host restores this archive into the new generation's container first. */
   restore?: SandboxArchiveReceipt;
+  /** The limits this turn runs under, recorded on its attempt (absent in histories from before host settings). */
+  limits?: TurnLimits;
 };
 
 export type Admission =
@@ -47,6 +50,8 @@ export interface AdmissionLimits {
   staleSeconds: number;
   /** `AGENT_HOST_SLOTS`. */
   defaultSlots: number;
+  /** The host settings' limits now (docs/agent-admin.md "Host settings"): recorded on the attempt and returned. */
+  turnLimits?: TurnLimits;
 }
 
 type Group = { groupId: string; generation: number; uid: number; restore?: SandboxArchiveReceipt };
@@ -116,11 +121,13 @@ export async function admitTurn(db: Db, input: { jobId: string; seq: number }, l
       throw new Error(`turn ${turn.turn_id} left queued under its row lock`);
     }
     await trx('agent_sandboxes').where({ group_id: group.groupId }).update({ last_activity_at: trx.fn.now() });
+    if (limits.turnLimits) await trx('agent_attempts').where({ attempt_id: attemptId }).update({ limits: JSON.stringify(limits.turnLimits) });
     return {
       kind: 'admitted' as const, seq: turn.seq, turnId: turn.turn_id, attemptId, hostId: placed.hostId,
       groupId: group.groupId, generation: group.generation, uid: group.uid,
       repo: job.repo, baseRef: job.base_ref, baseSha: job.base_sha,
       ...(group.restore ? { restore: group.restore } : {}),
+      ...(limits.turnLimits ? { limits: limits.turnLimits } : {}),
     };
   });
 }

@@ -15,6 +15,7 @@ import type { Settings } from '../../lib/settings';
 import type { SecretSealer } from '../../lib/sealed-secret';
 import { recordAudit, type AuditAction, type AuditBy, type AuditCategory } from '../audit/audit-log';
 import { parseAllowlist } from '../jobs/entitlement';
+import { HOST_SETTING_DEFINITIONS } from './host-settings';
 
 /** An http(s) URL without credentials in it, at most 2,048 characters. */
 const httpUrl = z.string().max(2048).refine((text) => {
@@ -28,14 +29,15 @@ const httpUrl = z.string().max(2048).refine((text) => {
 
 const allowlistEntry = z.string().min(1).max(512).regex(/^\S+$/, 'must not contain spaces').refine((s) => !s.includes(','), 'must not contain commas');
 
-interface PlainDefinition<T> {
+/** A setting stored as JSON; `null` in a PUT returns it to its default. */
+export interface PlainDefinition<T> {
   credential: false;
   schema: z.ZodType<T>;
   /** The value without a saved one: the environment's (or the built-in default). */
   fallback: (env: Settings) => T;
 }
 
-interface CredentialDefinition {
+export interface CredentialDefinition {
   credential: true;
   schema: z.ZodType<string>;
 }
@@ -75,21 +77,29 @@ export const SETTING_DEFINITIONS = {
 export type SettingKey = keyof typeof SETTING_DEFINITIONS;
 export const SETTING_KEYS = Object.keys(SETTING_DEFINITIONS) as SettingKey[];
 
-type Defs = typeof SETTING_DEFINITIONS;
-/** The effective value of every setting (a credential: its plaintext, or null when not configured). */
+/**
+ * Every key the `agent_settings` table may hold: the admin settings and the host settings
+ * (host-settings.ts), one namespace, one change marker, one sync. Each route accepts only its own.
+ */
+export const STORED_SETTING_DEFINITIONS = { ...SETTING_DEFINITIONS, ...HOST_SETTING_DEFINITIONS };
+export type StoredSettingKey = keyof typeof STORED_SETTING_DEFINITIONS;
+const STORED_KEYS = Object.keys(STORED_SETTING_DEFINITIONS) as StoredSettingKey[];
+
+type Defs = typeof STORED_SETTING_DEFINITIONS;
+/** The effective value of every stored setting (a credential: its plaintext, or null when not configured). */
 export type SettingValues = {
-  [K in SettingKey]: Defs[K] extends PlainDefinition<infer T> ? T : string | null;
+  [K in StoredSettingKey]: Defs[K] extends PlainDefinition<infer T> ? T : string | null;
 };
 
-export function isCredential(key: SettingKey): boolean {
-  return SETTING_DEFINITIONS[key].credential;
+export function isCredential(key: StoredSettingKey): boolean {
+  return STORED_SETTING_DEFINITIONS[key].credential;
 }
 
 /** Values with nothing saved. */
 export function defaultValues(env: Settings): SettingValues {
   const values: Record<string, unknown> = {};
-  for (const key of SETTING_KEYS) {
-    const def = SETTING_DEFINITIONS[key];
+  for (const key of STORED_KEYS) {
+    const def = STORED_SETTING_DEFINITIONS[key];
     values[key] = def.credential ? null : def.fallback(env);
   }
   return values as SettingValues;
@@ -115,10 +125,10 @@ export async function readRevision(db: Knex): Promise<string> {
 }
 
 /** What a stored row means under this version's rules: a value, or why it cannot apply. */
-export function decodeStored(row: StoredSetting, sealer: SecretSealer | undefined): { key: SettingKey; value: unknown } | { problem: string } {
-  if (!(row.key in SETTING_DEFINITIONS)) return { problem: `${row.key}: not a setting this version knows` };
-  const key = row.key as SettingKey;
-  const def = SETTING_DEFINITIONS[key];
+export function decodeStored(row: StoredSetting, sealer: SecretSealer | undefined): { key: StoredSettingKey; value: unknown } | { problem: string } {
+  if (!(row.key in STORED_SETTING_DEFINITIONS)) return { problem: `${row.key}: not a setting this version knows` };
+  const key = row.key as StoredSettingKey;
+  const def = STORED_SETTING_DEFINITIONS[key];
   if (def.credential) {
     if (row.sealed === null) return { problem: `${key}: a credential stored without encryption` };
     if (!sealer) return { problem: `${key}: AGENT_SETTINGS_ENCRYPTION_KEY is not configured in this process` };
@@ -135,8 +145,13 @@ export function decodeStored(row: StoredSetting, sealer: SecretSealer | undefine
   return parsed.success ? { key, value: parsed.data } : { problem: `${key}: ${parsed.error.issues[0]?.message ?? 'invalid'} (stored ${JSON.stringify(row.value).slice(0, 200)})` };
 }
 
-/** The PUT body: `{settings: {<key>: <value>}}`, partial. Unknown keys and bad values are 400s naming `settings.<key>`. */
-export function parseSettingsPatch(body: unknown): Partial<Record<SettingKey, unknown>> {
+/**
+ * The PUT body: `{settings: {<key>: <value>}}`, partial, over `definitions` (the admin settings by
+ * default; the host settings on their route). Unknown keys and bad values are 400s naming `settings.<key>`.
+ */
+export function parseSettingsPatch<K extends StoredSettingKey = SettingKey>(
+  body: unknown, definitions: Readonly<Record<K, PlainDefinition<unknown> | CredentialDefinition>> = SETTING_DEFINITIONS as never,
+): Partial<Record<K, unknown>> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('invalid_request', 'Invalid request body: expected {"settings": {<key>: <value>}}');
   for (const field of Object.keys(body)) {
     if (field !== 'settings') throw new AppError('invalid_request', `Invalid field '${field}': unknown field (the body is {"settings": {...}})`, { param: field });
@@ -145,15 +160,15 @@ export function parseSettingsPatch(body: unknown): Partial<Record<SettingKey, un
   if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) {
     throw new AppError('invalid_request', 'Invalid field \'settings\': expected an object of settings', { param: 'settings' });
   }
-  const patch: Partial<Record<SettingKey, unknown>> = {};
-  for (const [key, value] of Object.entries(settings)) {
+  const patch: Partial<Record<K, unknown>> = {};
+  for (const [key, value] of Object.entries(settings as Record<string, unknown>)) {
     const param = `settings.${key}`;
-    if (!(key in SETTING_DEFINITIONS)) {
-      throw new AppError('invalid_request', `Invalid field '${param}': unknown setting (known: ${SETTING_KEYS.join(', ')})`, { param });
+    if (!Object.hasOwn(definitions, key)) {
+      throw new AppError('invalid_request', `Invalid field '${param}': unknown setting (known: ${Object.keys(definitions).join(', ')})`, { param });
     }
-    const def = SETTING_DEFINITIONS[key as SettingKey];
+    const def = definitions[key as K];
     if (value === null || (def.credential && value === '')) {
-      patch[key as SettingKey] = value;
+      patch[key as K] = value;
       continue;
     }
     const parsed = (def.schema as z.ZodType).safeParse(value);
@@ -162,7 +177,7 @@ export function parseSettingsPatch(body: unknown): Partial<Record<SettingKey, un
       const at = issue.path.length > 0 ? `[${issue.path.join('.')}]` : '';
       throw new AppError('invalid_request', `Invalid field '${param}${at}': ${issue.message}`, { param });
     }
-    patch[key as SettingKey] = parsed.data;
+    patch[key as K] = parsed.data;
   }
   return patch;
 }
@@ -181,20 +196,24 @@ export function assertGatewayOriginKept(next: string, env: Settings): void {
 
 export interface SaveResult {
   revision: string;
-  changed: SettingKey[];
+  changed: StoredSettingKey[];
 }
 
 /**
  * Saves a validated patch in one transaction: the marker row is locked (saves are serialized), the
  * rows change, the marker's revision increments when anything changed, and the audit row
- * (`agent.settings.update`, category `settings`, unless `audit` names the action that saved them)
- * commits with them. Credential values never reach the audit row: it says `replaced` or `cleared`.
+ * (`agent.settings.update`, category `settings`, target `settings`/`agent`, unless `audit` names
+ * the action that saved them) commits with them. Credential values never reach the audit row: it
+ * says `replaced` or `cleared`.
  */
 export async function saveSettings(
-  db: Knex, patch: Partial<Record<SettingKey, unknown>>,
-  options: { env: Settings; sealer: SecretSealer | undefined; by: AuditBy; audit?: { category: AuditCategory; action: AuditAction } },
+  db: Knex, patch: Partial<Record<StoredSettingKey, unknown>>,
+  options: {
+    env: Settings; sealer: SecretSealer | undefined; by: AuditBy;
+    audit?: { category: AuditCategory; action: AuditAction; target?: { type: string; id: string } };
+  },
 ): Promise<SaveResult> {
-  const wantsSecret = Object.entries(patch).some(([key, value]) => isCredential(key as SettingKey) && typeof value === 'string' && value !== '');
+  const wantsSecret = Object.entries(patch).some(([key, value]) => isCredential(key as StoredSettingKey) && typeof value === 'string' && value !== '');
   if (wantsSecret && !options.sealer) {
     throw new AppError('service_unavailable', 'Credential settings cannot be saved: AGENT_SETTINGS_ENCRYPTION_KEY is not configured on the control-plane API');
   }
@@ -203,11 +222,11 @@ export async function saveSettings(
     await trx('agent_settings_state').insert({ singleton: true, revision: 0 }).onConflict('singleton').ignore();
     const state = await trx('agent_settings_state').forUpdate().first<{ revision: string | number }>('revision');
     const rows = new Map((await trx('agent_settings').select<StoredSetting[]>('key', 'value', 'sealed', 'updated_at')).map((r) => [r.key, r]));
-    const changed: SettingKey[] = [];
+    const changed: StoredSettingKey[] = [];
     const before: Record<string, unknown> = {};
     const after: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(patch)) {
-      const key = name as SettingKey;
+      const key = name as StoredSettingKey;
       const saved = rows.get(key);
       if (isCredential(key)) {
         if (value === '') continue;
@@ -244,8 +263,9 @@ export async function saveSettings(
       const [next] = await trx('agent_settings_state').update({ revision: trx.raw('revision + 1'), updated_at: trx.fn.now() }).returning<Array<{ revision: string | number }>>('revision');
       revision = String(next?.revision ?? revision);
     }
+    const audit = options.audit ?? { category: 'settings', action: 'agent.settings.update' };
     await recordAudit(trx, {
-      ...options.by, ...(options.audit ?? { category: 'settings', action: 'agent.settings.update' }), target: { type: 'settings', id: 'agent' }, outcome: 'succeeded',
+      ...options.by, category: audit.category, action: audit.action, target: audit.target ?? { type: 'settings', id: 'agent' }, outcome: 'succeeded',
       details: { changed, before, after, revision },
     });
     return { revision, changed };

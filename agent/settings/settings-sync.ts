@@ -18,7 +18,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import { SecretSealer } from '../../lib/sealed-secret';
-import { decodeStored, defaultValues, readRevision, readStoredSettings, type SettingKey, type SettingValues } from './admin-settings';
+import { decodeStored, defaultValues, readRevision, readStoredSettings, type SettingValues, type StoredSettingKey } from './admin-settings';
 
 export interface SavedMeta {
   /** When the saved value was written; null when the key has its default. */
@@ -27,7 +27,7 @@ export interface SavedMeta {
 
 export class AgentSettings {
   private values: SettingValues;
-  private meta = new Map<SettingKey, SavedMeta>();
+  private meta = new Map<StoredSettingKey, SavedMeta>();
   private revision: string | undefined;
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
@@ -48,7 +48,7 @@ export class AgentSettings {
     return this.revision;
   }
 
-  savedMeta(key: SettingKey): SavedMeta {
+  savedMeta(key: StoredSettingKey): SavedMeta {
     return this.meta.get(key) ?? { updatedAt: null };
   }
 
@@ -64,13 +64,13 @@ export class AgentSettings {
     if (!force && this.revision !== undefined && (await readRevision(this.db)) === this.revision) return;
     const { revision, rows } = await readStoredSettings(this.db);
     const next: Record<string, unknown> = { ...defaultValues(this.env) };
-    const meta = new Map<SettingKey, SavedMeta>();
+    const meta = new Map<StoredSettingKey, SavedMeta>();
     for (const row of rows) {
       const decoded = decodeStored(row, this.sealer);
       if ('problem' in decoded) {
         this.log.warn({ event: 'agent_setting_not_applied', key: row.key.slice(0, 64) }, `saved setting not applied as stored: ${decoded.problem}`);
         // The last good value stays (the default when none applied before).
-        if (row.key in next) next[row.key] = this.values[row.key as SettingKey];
+        if (row.key in next) next[row.key] = this.values[row.key as StoredSettingKey];
         continue;
       }
       next[decoded.key] = decoded.value;
@@ -111,6 +111,10 @@ const LIVE_VARIABLES = {
   AGENT_TITLE_GENERATION_ENABLED: (v: SettingValues) => v.title_generation_enabled,
   AGENT_PROMPT_REWRITE_DEADLINE_SECONDS: (v: SettingValues) => v.prompt_rewrite_deadline_seconds,
   AGENT_GATEWAY_URL: (v: SettingValues) => v.gateway_api_url,
+  // Host settings (host-settings.ts): chats whose workflow starts afterwards, and the attempt context's fallback.
+  AGENT_TURN_TIME_LIMIT_SECONDS: (v: SettingValues) => v.turn_time_limit_seconds,
+  AGENT_SANDBOX_MEMORY_BYTES: (v: SettingValues) => v.container_memory_mib * 1024 * 1024,
+  AGENT_SANDBOX_CPUS: (v: SettingValues) => v.container_cpus,
 } satisfies Partial<{ [K in keyof Settings]: (v: SettingValues) => Settings[K] }>;
 
 /** `env` whose variables replaced by a setting read the synced value each time they are read. */

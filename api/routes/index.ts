@@ -17,6 +17,7 @@ import { adminHostsRouter } from './admin-hosts';
 import { adminAuditLogRouter } from './admin-audit-log';
 import { adminEventContentRouter } from './admin-event-content';
 import { adminSettingsRouter } from './admin-settings';
+import { adminHostSettingsRouter } from './admin-host-settings';
 import { adminDatabaseToolRouter } from './admin-database-tool';
 import { adminDatabaseBrowserRouter } from './admin-database-browser';
 import { adminSandboxesRouter } from './admin-sandboxes';
@@ -41,6 +42,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     adminAuditLogRouter(deps),
     adminEventContentRouter(deps),
     adminSettingsRouter(deps),
+    adminHostSettingsRouter(deps),
     adminDatabaseToolRouter(deps),
     adminDatabaseBrowserRouter(deps),
     adminSandboxesRouter(deps),

@@ -56,6 +56,12 @@ export const attemptContext = defineEndpoint({
     /** Platform base + the owner's variables + the task's own overrides. */
     env: z.record(z.string(), z.string()),
     turn_time_limit_seconds: z.number(),
+    /** The workspace limits the turn was admitted with (host settings); absent from an older API: the runner's built-in ones. */
+    workspace_limits: z.object({
+      command_timeout_seconds: z.number().int().positive(),
+      command_output_max_bytes: z.number().int().positive(),
+      file_read_max_bytes: z.number().int().positive(),
+    }).optional(),
   }),
 });
 

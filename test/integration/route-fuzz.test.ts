@@ -46,6 +46,7 @@ const SAMPLES: Record<string, unknown> = {
   'POST /admin/agent/database/pgadmin/setup': { url: 'http://127.0.0.1:1', password: 'a long enough password' },
   'PUT /admin/agent/settings': { settings: { workspace_download_max_mib: 64, repo_allowlist: ['acme/repo'], title_generation_enabled: true } },
   'POST /admin/agent/database/query': { table: 'agent_jobs', columns: ['job_id', 'title'], filters: [{ column: 'title', op: 'contains', value: 'x' }], sort: { column: 'created_at', direction: 'desc' }, limit: 10 },
+  'PUT /admin/agent/host-settings': { settings: { turn_time_limit_seconds: 900, container_memory_mib: 2048 } },
   'POST /admin/agent/sandboxes/batch': { action: 'stop', items: [{ group_id: 'grp_a', container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' }] },
   'POST /v1/agent/hosts/:hostId/heartbeat': { slots_total: 2, runtime: 'docker', runner_version: '1.0', capabilities: ['gpu'] },
   'POST /v1/agent/hosts/:hostId/inventory': {
@@ -207,7 +208,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 19, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 20, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });

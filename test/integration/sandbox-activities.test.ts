@@ -1,7 +1,8 @@
 /**
  * The host's sandbox activities in an activity context on the real Docker engine: prepareSandbox
  * builds the group container and workspace (asking the host for the clone credential), is
- * idempotent, and turns permanent problems into non-retryable failures with a type.
+ * idempotent, creates a container with the turn's caps (host settings), refuses a repository
+ * above the turn's size limit, and turns permanent problems into non-retryable failures with a type.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -102,6 +103,30 @@ describe('sandbox host activities', () => {
     const [a, b] = await Promise.all([ensureSandboxContainer(docker(), spec), ensureSandboxContainer(docker(), spec)]);
     assert.equal(a.containerId, b.containerId);
     assert.deepEqual([a.created, b.created].sort(), [false, true]);
+  });
+
+  it('creates a container with the caps the turn carries (CPUs fitted to the host); a container that exists keeps its own', async () => {
+    const hostCpus = ((await docker().info()) as { NCPU: number }).NCPU;
+    const first = await prepare({}, input('caps', { limits: { memoryBytes: 300 * 1024 * 1024, nanoCpus: 64e9 } }));
+    const created = await docker().getContainer(first.containerId).inspect();
+    assert.equal(created.HostConfig.Memory, 300 * 1024 * 1024, 'the turn\'s memory cap, not the runner\'s 512 MiB');
+    assert.equal(created.HostConfig.NanoCpus, Math.min(64, hostCpus) * 1e9);
+    const again = await prepare({}, input('caps', { attemptId: 'att_2', limits: { memoryBytes: 700 * 1024 * 1024, nanoCpus: 0.5e9 } }));
+    assert.equal(again.containerId, first.containerId);
+    assert.equal((await docker().getContainer(first.containerId).inspect()).HostConfig.Memory, 300 * 1024 * 1024, 'reused as it is');
+    const runnerDefault = await prepare({}, input('caps-default'));
+    assert.equal((await docker().getContainer(runnerDefault.containerId).inspect()).HostConfig.Memory, 512 * 1024 * 1024, 'no caps carried: the runner\'s own');
+  });
+
+  it('refuses a checkout above the turn\'s repository size limit without retry, before anything reaches the workspace', async () => {
+    const repo = `file://${bare}`;
+    await assert.rejects(prepare({}, input('big', { repo, repositoryMaxBytes: 1024 })), (err: { type?: string; nonRetryable?: boolean; message: string }) =>
+      failsWith('RepositoryTooLarge')(err) && /more than the limit of 0\.0 MiB/.test(err.message));
+    const container = await docker().getContainer(`sbx-grp-${testRunId}-big`).inspect();
+    const listing = await new DockerSandbox(docker(), container.Name.slice(1), 1001).exec(['ls', '-A', '/workspace'], { timeoutMs: 20_000, maxOutputBytes: 1000 });
+    assert.equal(listing.stdout.trim(), '', 'nothing was copied into the workspace');
+    const fits = await prepare({}, input('fits', { repo, repositoryMaxBytes: 100 * 1024 * 1024 }));
+    assert.equal(await new DockerSandbox(docker(), fits.containerName, 1001).readFile('app.txt', 100), 'app\n');
   });
 
   it('fails without retry for a missing image, an unsupported repository, a missing base and a generation mismatch', async () => {

@@ -125,7 +125,8 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: controlQueue,
         workflowBundle: await workflowBundle(),
-        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log, objectStore, temporal: env.client }),
+        // The API's synced settings (same database): admission reads the saved host settings as the control worker does.
+        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log, objectStore, temporal: env.client, agentSettings: api.deps.agentSettings }),
       });
       control = { worker, running: worker.run() };
     },

@@ -68,7 +68,7 @@ export const OWNER_FACING_FAILURE_TYPES: readonly string[] = [
   FailureType.turnFailed, FailureType.turnTimeLimit, FailureType.attemptNotCurrent, FailureType.turnsNotConfigured,
   FailureType.modelUnavailable, FailureType.grantsNotConfigured, FailureType.grantUnavailable, FailureType.controlPlaneUnavailable,
   FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound, FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing,
-  FailureType.archiveRestoreFailed,
+  FailureType.archiveRestoreFailed, FailureType.repositoryTooLarge,
 ];
 
 /** The owner's message for a turn that failed for a reason not written for them. */

@@ -11,6 +11,8 @@ export const FailureType = {
   unsupportedRepo: 'UnsupportedRepo',
   /** The requested base ref or commit does not exist in the repository. */
   baseRevisionNotFound: 'BaseRevisionNotFound',
+  /** The repository's checkout is larger than the host settings' repository size limit. */
+  repositoryTooLarge: 'RepositoryTooLarge',
   /** The sandbox container is of another generation than the turn expects. */
   sandboxGenerationMismatch: 'SandboxGenerationMismatch',
   /** The sandbox container (or its group record) no longer exists. */
@@ -49,6 +51,6 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
 /** Failures of sandbox preparation that retrying cannot fix (the host activities' permanent errors). */
 export const PERMANENT_SANDBOX_FAILURES: readonly FailureType[] = [
-  FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound,
+  FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound, FailureType.repositoryTooLarge,
   FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing, FailureType.archiveRestoreFailed,
 ];

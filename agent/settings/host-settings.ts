@@ -1,0 +1,130 @@
+/**
+ * Host settings: the sandbox and workspace limits of the agent platform (spec 4.4
+ * `PUT /admin/agent/host-settings`; docs/agent-admin.md "Host settings"). They are admin settings
+ * of their own route: stored in the same `agent_settings` table under their own keys, saved with
+ * the same change marker and synced by the same per-process copy (settings-sync.ts), so a change
+ * reaches the control worker within 5 s.
+ *
+ * A limit applies where a turn or a sandbox is created, never to one already running:
+ * - `new_turns`: read when a turn is admitted (agent/jobs/turn-admission.ts), recorded on its
+ *   attempt (`agent_attempts.limits`) and used for that turn only;
+ * - `new_sandboxes`: passed with the admitted turn to the host that creates the group's container
+ *   (a container that exists is reused as it is);
+ * - `stored_only`: validated and kept for the feature that will apply it (no terminal, idle stop,
+ *   fork or disk quota exists yet); nothing enforces it.
+ */
+import { z } from 'zod';
+import type { Settings } from '../../lib/settings';
+import type { PlainDefinition } from './admin-settings';
+
+/** Where a host setting takes effect. */
+export type HostSettingScope = 'new_turns' | 'new_sandboxes' | 'stored_only';
+
+interface HostDefinition<T> extends PlainDefinition<T> {
+  appliesTo: HostSettingScope;
+}
+
+const MIB = 1024 * 1024;
+const KIB = 1024;
+const integer = (min: number, max: number) => z.number().int().min(min).max(max);
+
+/** Built-in defaults of the limits that have no environment variable. */
+export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'
+  | 'sessions_per_sandbox' | 'terminals_per_sandbox' | 'terminal_idle_timeout_seconds', number>> = Object.freeze({
+  repository_max_mib: 10_240,
+  command_timeout_seconds: 600,
+  command_output_max_kib: 64,
+  file_read_max_kib: 256,
+  sessions_per_sandbox: 8,
+  terminals_per_sandbox: 2,
+  terminal_idle_timeout_seconds: 1800,
+});
+
+/** Every host setting. A new key: add it here and document it in docs/agent-admin.md "Host settings". */
+export const HOST_SETTING_DEFINITIONS = {
+  /** The overall limit of one turn, seconds (the runner's execution timeout, spec 8). */
+  turn_time_limit_seconds: {
+    credential: false, appliesTo: 'new_turns', schema: integer(60, 86_400), fallback: (env: Settings) => env.AGENT_TURN_TIME_LIMIT_SECONDS,
+  } satisfies HostDefinition<number>,
+  /** Largest checkout (with its `.git`) a new sandbox clones, MiB. */
+  repository_max_mib: {
+    credential: false, appliesTo: 'new_sandboxes', schema: integer(1, 102_400), fallback: () => HOST_SETTING_DEFAULTS.repository_max_mib,
+  } satisfies HostDefinition<number>,
+  /** CPU cap of a new sandbox container, in CPUs (spec 8: 2). */
+  container_cpus: {
+    credential: false, appliesTo: 'new_sandboxes', schema: z.number().min(0.25).max(64), fallback: (env: Settings) => env.AGENT_SANDBOX_CPUS,
+  } satisfies HostDefinition<number>,
+  /** Memory cap of a new sandbox container, MiB (spec 8: 4g). */
+  container_memory_mib: {
+    credential: false, appliesTo: 'new_sandboxes', schema: integer(256, 262_144), fallback: (env: Settings) => Math.floor(env.AGENT_SANDBOX_MEMORY_BYTES / MIB),
+  } satisfies HostDefinition<number>,
+  /** Disk quota of a sandbox container's writable layer, GiB; none by default. Stored only (see the header). */
+  container_disk_gib: {
+    credential: false, appliesTo: 'stored_only', schema: integer(1, 10_240), fallback: (): number | null => null,
+  } satisfies HostDefinition<number | null>,
+  /** Seconds a sandbox may stay idle before it is stopped; none by default. Stored only. */
+  idle_timeout_seconds: {
+    credential: false, appliesTo: 'stored_only', schema: integer(60, 604_800), fallback: (): number | null => null,
+  } satisfies HostDefinition<number | null>,
+  /** Chats (members: a chat and its forks) one sandbox group may hold. Stored only. */
+  sessions_per_sandbox: {
+    credential: false, appliesTo: 'stored_only', schema: integer(1, 64), fallback: () => HOST_SETTING_DEFAULTS.sessions_per_sandbox,
+  } satisfies HostDefinition<number>,
+  /** Longest one workspace command of the built-in driver may run, seconds (further bounded by the turn). */
+  command_timeout_seconds: {
+    credential: false, appliesTo: 'new_turns', schema: integer(1, 86_400), fallback: () => HOST_SETTING_DEFAULTS.command_timeout_seconds,
+  } satisfies HostDefinition<number>,
+  /** Output of one workspace command kept per stream (stdout, stderr), KiB. */
+  command_output_max_kib: {
+    credential: false, appliesTo: 'new_turns', schema: integer(1, 16_384), fallback: () => HOST_SETTING_DEFAULTS.command_output_max_kib,
+  } satisfies HostDefinition<number>,
+  /** Largest file the built-in driver's `read_file` reads, KiB. */
+  file_read_max_kib: {
+    credential: false, appliesTo: 'new_turns', schema: integer(1, 65_536), fallback: () => HOST_SETTING_DEFAULTS.file_read_max_kib,
+  } satisfies HostDefinition<number>,
+  /** Terminals open at once in one sandbox (0: none). Stored only. */
+  terminals_per_sandbox: {
+    credential: false, appliesTo: 'stored_only', schema: integer(0, 16), fallback: () => HOST_SETTING_DEFAULTS.terminals_per_sandbox,
+  } satisfies HostDefinition<number>,
+  /** Seconds an idle terminal stays open. Stored only. */
+  terminal_idle_timeout_seconds: {
+    credential: false, appliesTo: 'stored_only', schema: integer(60, 86_400), fallback: () => HOST_SETTING_DEFAULTS.terminal_idle_timeout_seconds,
+  } satisfies HostDefinition<number>,
+} as const;
+
+export type HostSettingKey = keyof typeof HOST_SETTING_DEFINITIONS;
+export const HOST_SETTING_KEYS = Object.keys(HOST_SETTING_DEFINITIONS) as HostSettingKey[];
+
+/** The effective value of every host setting. */
+export type HostSettingValues = { [K in HostSettingKey]: ReturnType<(typeof HOST_SETTING_DEFINITIONS)[K]['fallback']> };
+
+/**
+ * The limits one admitted turn runs under, decided once at admission from the host settings and
+ * recorded on its attempt: the workflow's timeouts, the container a new sandbox gets, and what the
+ * host's driver enforces all come from this one record.
+ */
+export interface TurnLimits {
+  turnTimeLimitSeconds: number;
+  /** Container caps of a sandbox this turn creates (an existing container keeps its own). */
+  memoryBytes: number;
+  nanoCpus: number;
+  /** Largest checkout a sandbox this turn creates may clone, bytes. */
+  repositoryMaxBytes: number;
+  commandTimeoutSeconds: number;
+  commandOutputMaxBytes: number;
+  fileReadMaxBytes: number;
+}
+
+/** The turn limits of the current host settings. */
+export function turnLimitsFrom(values: Pick<HostSettingValues, 'turn_time_limit_seconds' | 'container_memory_mib' | 'container_cpus'
+  | 'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'>): TurnLimits {
+  return {
+    turnTimeLimitSeconds: values.turn_time_limit_seconds,
+    memoryBytes: values.container_memory_mib * MIB,
+    nanoCpus: Math.round(values.container_cpus * 1e9),
+    repositoryMaxBytes: values.repository_max_mib * MIB,
+    commandTimeoutSeconds: values.command_timeout_seconds,
+    commandOutputMaxBytes: values.command_output_max_kib * KIB,
+    fileReadMaxBytes: values.file_read_max_kib * KIB,
+  };
+}
