@@ -14,6 +14,7 @@ import { ownerUsageRouter } from './owner-usage';
 import { ownerRunUsageRouter } from './owner-run-usage';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
+import { adminServersRouter } from './admin-servers';
 import { adminAuditLogRouter } from './admin-audit-log';
 import { adminSettingsRouter } from './admin-settings';
 import { adminDatabaseToolRouter } from './admin-database-tool';
@@ -36,6 +37,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     ownerRunUsageRouter(deps),
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
+    adminServersRouter(deps),
     adminAuditLogRouter(deps),
     adminSettingsRouter(deps),
     adminDatabaseToolRouter(deps),
