@@ -34,10 +34,10 @@ export function isAllocationId(raw: string): boolean {
   return ALLOCATION_ID.test(raw) && BigInt(raw) <= MAX_BIGINT;
 }
 
-/** `raw` as an allocation id, or 400 naming `param`. */
-export function allocationIdOf(raw: string | undefined, param = 'allocation_id'): string {
+/** The path parameter `allocation_id`, or 400 naming it. */
+export function allocationIdOf(raw: string | undefined): string {
   if (raw === undefined || !isAllocationId(raw)) {
-    throw new AppError('invalid_request', `Invalid ${param === 'allocation_id' ? 'path parameter' : 'query parameter'} '${param}': must be a server allocation id (a positive decimal integer)`, { param });
+    throw new AppError('invalid_request', `Invalid path parameter 'allocation_id': must be a server allocation id (a positive decimal integer)`, { param: 'allocation_id' });
   }
   return raw;
 }

@@ -12,13 +12,16 @@ import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { enrollHost } from '../../../../agent/hosts/host-registry';
 import type { AllocationView } from '../../../../agent/servers/server-allocations';
-import { admin, errorOf, type AdminResponse } from '../../../support/admin';
+import { admin, type AdminResponse } from '../../../support/admin';
 import { insertJobWithTurn, insertOwner } from '../../../support/agent-rows';
 import { startTestApi, type TestApi } from '../../../support/api';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
 import { endHostWorkflows, hostWorkflowState, startHostWorker, uniqueHostId } from '../../../support/host-workflows';
 import { temporalEnv, uniqueTaskQueue } from '../../../support/temporal';
 import { waitFor } from '../../../support/wait';
+
+/** The error message of an answer. */
+const messageOf = (res: { body: unknown }): string => (res.body as { error: { message: string } }).error.message;
 
 interface AuditRow { action: string; actor_type: string; outcome: string; reason: string | null; details: Record<string, unknown> }
 
@@ -81,7 +84,7 @@ describe('admin: releasing server allocations through the host workflow (Tempora
     ]);
     const again = await release(view.allocation_id, 3);
     assert.equal(again.status, 409);
-    assert.match(errorOf(again as AdminResponse).message, /already released \(revision 3\)/);
+    assert.match(messageOf(again), /already released \(revision 3\)/);
     assert.equal((await show(view.allocation_id)).revision, 3, 'nothing changed');
     await enrollHost(t.db, hostId);
     const anew = await admin<AllocationView>(api, 'POST', '/admin/agent/servers', { host_id: hostId });
@@ -100,7 +103,7 @@ describe('admin: releasing server allocations through the host workflow (Tempora
     assert.deepEqual([repeated.status, repeated.body.state, repeated.body.revision], [202, 'releasing', 2], 'the current revision again joins the same drain, changing nothing');
     const cancel = await admin(api, 'POST', `/admin/agent/runner-hosts/${hostId}/cancel-removal`);
     assert.equal(cancel.status, 409);
-    assert.match(errorOf(cancel).message, new RegExp(`being released by server allocation ${view.allocation_id}`));
+    assert.match(messageOf(cancel), new RegExp(`being released by server allocation ${view.allocation_id}`));
     const requested = await auditOf(view.allocation_id);
     assert.deepEqual(requested.slice(1).map((r) => [r.action, r.outcome, r.details]), [
       ['agent.server.delete', 'requested', { allocation_id: view.allocation_id, host_id: hostId, expected_revision: 1, revision: 2, held: ['1 chat(s) placed on it'] }],
@@ -124,7 +127,7 @@ describe('admin: releasing server allocations through the host workflow (Tempora
       const answers = await Promise.all([release(view.allocation_id, 1), release(view.allocation_id, 1)]);
       assert.deepEqual(answers.map((a) => a.status).sort(), busy ? [202, 409] : [200, 409], JSON.stringify(answers.map((a) => a.body)));
       const loser = answers.find((a) => a.status === 409)!;
-      assert.match(errorOf(loser as AdminResponse).message, /at revision 2, not 1.*Refresh/);
+      assert.match(messageOf(loser), /at revision 2, not 1.*Refresh/);
       const now = await show(view.allocation_id);
       assert.deepEqual([now.state, now.revision], busy ? ['releasing', 2] : ['released', 3]);
       const outcomes = (await auditOf(view.allocation_id)).filter((r) => r.action === 'agent.server.delete').map((r) => r.outcome).sort();
@@ -145,7 +148,7 @@ describe('admin: releasing server allocations through the host workflow (Tempora
       await t.db.raw('drop trigger refuse_removal_audit on agent_audit_log; drop function refuse_removal_audit()');
     }
     assert.equal(failed.status, 503, JSON.stringify(failed.body));
-    assert.match(errorOf(failed as AdminResponse).message, /releasing \(revision 2\).*could not be asked to drain.*expected_revision 2/);
+    assert.match(messageOf(failed), /releasing \(revision 2\).*could not be asked to drain.*expected_revision 2/);
     assert.deepEqual([(await show(view.allocation_id)).state, (await hostRow(hostId))?.removed_at], ['releasing', null], 'the host was not removed');
     assert.equal((await release(view.allocation_id, 1)).status, 409, 'the revision moved on');
     const done = await release(view.allocation_id, 2);
@@ -156,7 +159,7 @@ describe('admin: releasing server allocations through the host workflow (Tempora
     const { hostId, view } = await allocatedHost('srv-guard');
     const refused = await admin(api, 'DELETE', `/admin/agent/runner-hosts/${hostId}`);
     assert.equal(refused.status, 409);
-    assert.match(errorOf(refused).message, new RegExp(`DELETE /admin/agent/servers/${view.allocation_id}`));
+    assert.match(messageOf(refused), new RegExp(`DELETE /admin/agent/servers/${view.allocation_id}`));
     assert.equal((await hostRow(hostId))?.removal_requested_at, null, 'nothing started');
     const other = uniqueHostId('srv-unallocated');
     hosts.add(other);

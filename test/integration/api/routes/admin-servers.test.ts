@@ -127,6 +127,13 @@ describe('admin: server allocations (PostgreSQL)', function () {
     assert.equal((await create('gpu-bad', 'x'.repeat(200))).status, 201, '200 characters is the bound');
   });
 
+  it('allocates a host once when two operators ask at the same moment: one 201, one 409', async () => {
+    await insertHost(t.db, 'gpu-twice');
+    const answers = await Promise.all([create('gpu-twice', 'first'), create('gpu-twice', 'second')]);
+    assert.deepEqual(answers.map((a) => a.status).sort(), [201, 409]);
+    assert.equal((await t.db('agent_server_allocations').where({ host_id: 'gpu-twice' })).length, 1);
+  });
+
   it('refuses malformed allocation ids and release bodies with 400 naming them; unknown ids are 404; nothing changes', async () => {
     const { allocation_id: id } = await allocated('gpu-strict');
     for (const malformed of ['abc', '0', '01', '-1', '1.5', '1e3', '9223372036854775808', '99999999999999999999', '%20', 'a%00b']) {
