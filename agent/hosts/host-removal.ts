@@ -11,11 +11,14 @@
  * Every step runs with the host row locked `FOR UPDATE`, so no placement slips in between the
  * check and the removal, and writes its audit row (category `hosts`) in the same transaction:
  * `agent.host.removed` `requested` / `succeeded`, `agent.host.removal_cancelled` `succeeded`.
+ * The host's server allocation follows in that transaction (agent/servers/host-allocations.ts):
+ * released when the host is removed, its release audited `requested` when the drain starts.
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret } from '../../lib/crypto';
 import { recordAudit, type AuditBy } from '../audit/audit-log';
+import { noteAllocationsDraining, releaseAllocationsOfRemovedHost } from '../servers/host-allocations';
 import { HOST_ID } from './host-registry';
 
 /** A removal's state after a step. */
@@ -68,6 +71,7 @@ export async function requestHostRemoval(db: Db, hostId: string, by: AuditBy): P
     if (held.length === 0) {
       const tombstone = await deleteOrTombstone(trx, hostId);
       await recordAudit(trx, { ...by, ...auditOf(hostId), action: 'agent.host.removed', outcome: 'succeeded', details: { tombstone, drained: false } });
+      await releaseAllocationsOfRemovedHost(trx, hostId, by);
       return { kind: 'removed', tombstone };
     }
     const [updated] = await trx('agent_hosts').where({ host_id: hostId })
@@ -77,6 +81,7 @@ export async function requestHostRemoval(db: Db, hostId: string, by: AuditBy): P
       ...by, ...auditOf(hostId), action: 'agent.host.removed', outcome: 'requested',
       reason: `Host ${hostId} still has ${held.join(', ')}; it drains and is removed once nothing holds it`, details: { held },
     });
+    await noteAllocationsDraining(trx, hostId, held, by);
     return { kind: 'draining', requestedAt: updated!.removal_requested_at.toISOString(), held, alreadyRequested: false };
   });
 }
@@ -97,6 +102,7 @@ export async function finishHostRemoval(db: Db, hostId: string): Promise<Removal
     const tombstone = await deleteOrTombstone(trx, hostId);
     const by: AuditBy = row.removal_requested_by ?? { actor: { type: 'system', name: 'host-workflow' } };
     await recordAudit(trx, { ...by, ...auditOf(hostId), action: 'agent.host.removed', outcome: 'succeeded', details: { tombstone, drained: true, requested_at: requestedAt } });
+    await releaseAllocationsOfRemovedHost(trx, hostId, by);
     return { kind: 'removed', tombstone };
   });
 }

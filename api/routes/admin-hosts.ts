@@ -3,8 +3,10 @@
  * `GET /admin/agent/runner-hosts` lists hosts with their slot state;
  * `PUT /admin/agent/runner-hosts/:host/slots` `{slots: 2..128 | null}` saves a host's slots;
  * `DELETE /admin/agent/runner-hosts/:host` removes a host that holds nothing (200) or starts its
- * drain (202, removed once nothing holds it); `POST /admin/agent/runner-hosts/:host/cancel-removal`
- * takes a pending removal back. Each change goes to the host's workflow (`host:<hostId>`,
+ * drain (202, removed once nothing holds it), and refuses (409) a host with a server allocation,
+ * which leaves through `DELETE /admin/agent/servers/<id>` (agent/servers);
+ * `POST /admin/agent/runner-hosts/:host/cancel-removal` takes a pending removal back (not one a
+ * release started). Each change goes to the host's workflow (`host:<hostId>`,
  * update-with-start): 404 unknown host, 409 refused with the reason, 503 when it cannot be decided
  * now. Changes and refusals are audited (agent/audit, docs/agent-audit.md).
  */
@@ -16,6 +18,7 @@ import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
 import { getHost, listHosts } from '../../agent/hosts/host-admin';
 import { sendHostAction } from '../../agent/hosts/host-delivery';
+import { refuseAllocatedHost } from '../../agent/servers/host-allocations';
 import type { HostViewContext } from '../../agent/hosts/host-view';
 import type { HostActionBy } from '../../workflows/definitions/host';
 import type { ApiDeps } from '../app';
@@ -53,6 +56,7 @@ export function adminHostsRouter(deps: ApiDeps): Router<AgentState> {
 
   router.delete('/admin/agent/runner-hosts/:host', operator, async (ctx) => {
     const hostId = ctx.params.host ?? '';
+    await refuseAllocatedHost(deps.db, hostId, 'remove', byOf(ctx));
     const answer = await sendHostAction(delivery, hostId, { action: 'remove', by: byOf(ctx) });
     if (answer.state === 'removed') {
       ctx.state.log.info({ event: 'agent_host_removed', host_id: hostId, tombstone: answer.tombstone, operator: ctx.state.operator }, 'host removed');
@@ -68,6 +72,7 @@ export function adminHostsRouter(deps: ApiDeps): Router<AgentState> {
 
   router.post('/admin/agent/runner-hosts/:host/cancel-removal', operator, async (ctx) => {
     const hostId = ctx.params.host ?? '';
+    await refuseAllocatedHost(deps.db, hostId, 'cancel_removal', byOf(ctx));
     await sendHostAction(delivery, hostId, { action: 'cancel_removal', by: byOf(ctx) });
     ctx.state.log.info({ event: 'agent_host_removal_cancelled', host_id: hostId, operator: ctx.state.operator }, 'host removal cancelled');
     ctx.body = await getHost(deps.db, hostId, context);

@@ -14,6 +14,7 @@ import { ownerUsageRouter } from './owner-usage';
 import { ownerRunUsageRouter } from './owner-run-usage';
 import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
+import { adminServersRouter } from './admin-servers';
 import { adminAuditLogRouter } from './admin-audit-log';
 import { adminEventContentRouter } from './admin-event-content';
 import { adminSettingsRouter } from './admin-settings';
@@ -39,6 +40,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     ownerRunUsageRouter(deps),
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
+    adminServersRouter(deps),
     adminAuditLogRouter(deps),
     adminEventContentRouter(deps),
     adminSettingsRouter(deps),

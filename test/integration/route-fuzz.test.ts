@@ -42,6 +42,7 @@ const SAMPLES: Record<string, unknown> = {
   'POST /admin/agent/sandboxes/:groupId/stop': { container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' },
   'POST /admin/agent/sandboxes/:groupId/archive': { container_id: 'abcdef0123456789', generation: 1 },
   'PUT /admin/agent/runner-hosts/:host/slots': { slots: 4 },
+  'POST /admin/agent/servers': { host_id: 'fuzz-host', label: 'rack 1' },
   // Its url is set to the fake upstream's in before(): the proxy routes after it then forward there.
   'POST /admin/agent/database/pgadmin/setup': { url: 'http://127.0.0.1:1', password: 'a long enough password' },
   'PUT /admin/agent/settings': { settings: { workspace_download_max_mib: 64, repo_allowlist: ['acme/repo'], title_generation_enabled: true } },
@@ -68,6 +69,7 @@ const SAMPLES: Record<string, unknown> = {
 const QUERY_SAMPLES: Record<string, Record<string, string>> = {
   'GET /admin/agent/audit-log': { category: 'hosts', before: '5', limit: '10' },
   'GET /admin/agent/sandboxes': { state: 'all' },
+  'GET /admin/agent/servers': { state: 'all', before: '5', limit: '10' },
   'GET /v1/agent/usage/containers': { days: '30' },
   'GET /v1/agent/usage/containers/daily': { days: '7' },
   'DELETE /v1/agent/jobs/:jobId': { permanent: 'true' },
@@ -208,7 +210,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 20, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 22, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });
