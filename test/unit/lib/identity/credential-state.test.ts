@@ -14,15 +14,15 @@ import { CREDENTIAL_CASES, factsOf } from '../../../support/credential-cases';
 import { captureLogs } from '../../../support/logs';
 
 describe('credential validity rule (lib/identity)', () => {
-  const now = Date.now();
-
   for (const c of CREDENTIAL_CASES) {
     it(`${c.name}: ${c.expected}`, () => {
+      // The clock of this test, not of the file's loading: a loaded machine can be a minute apart.
+      const now = Date.now();
       assert.equal(credentialState(factsOf(c, now), now), c.expected, 'the rule');
 
       const cache = new ApiKeyCache(null, captureLogs('credential-cases').log);
       const secret = generateSecret('gk');
-      const issued = factsOf(c, Date.now());
+      const issued = factsOf(c, now);
       // Another key in the cache, so a secret never issued is looked up in a non-empty map.
       cache.put(hashSecret(generateSecret('gk')), { id: 999, userId: 999, prefix: 'gk_other', role: 'free', revoked: false, expiresAt: null, userSuspended: false, userDeleted: false });
       if (issued) cache.put(hashSecret(secret), { id: 1, userId: 1, prefix: secretPrefix(secret), role: 'pro', ...issued });
@@ -45,6 +45,7 @@ describe('credential validity rule (lib/identity)', () => {
   });
 
   it('a key expires at its expiry instant, not a millisecond later', () => {
+    const now = Date.now();
     const facts = { revoked: false, expiresAt: now, userSuspended: false, userDeleted: false };
     assert.equal(credentialState(facts, now - 1), 'valid');
     assert.equal(credentialState(facts, now), 'expired');
