@@ -198,6 +198,20 @@ describe('e2e: openai client against message-format routes', function () {
     await assert.rejects(countTokensUpstream(gw.deps.upstream, route, body, signal)!, { name: 'UpstreamError' });
   });
 
+  it('serves /v1/responses and /v1/completions through the same translation, streaming and not', async () => {
+    up.enqueue({ kind: 'message', content: [{ type: 'text', text: 'responded' }], usage: { input_tokens: 3, output_tokens: 1, cache_read_input_tokens: 5 } });
+    const response = await client.responses.create({ model: 'h-direct', instructions: 'Be brief.', input: 'Hi' });
+    assert.equal(response.output_text, 'responded');
+    assert.equal(response.usage?.input_tokens_details.cached_tokens, 5);
+    assert.equal(last().body.system, 'Be brief.');
+    let text = '';
+    for await (const event of await client.responses.create({ model: 'h-direct', input: 'Hi', stream: true })) if (event.type === 'response.output_text.delta') text += event.delta;
+    assert.equal(text, 'hello from messages');
+    let completed = '';
+    for await (const chunk of await client.completions.create({ model: 'h-direct', prompt: 'Say', stream: true })) completed += chunk.choices[0]?.text ?? '';
+    assert.equal(completed, 'hello from messages');
+  });
+
   it('never logs a route key', () => {
     const logged = JSON.stringify(gw.logs.lines);
     for (const key of KEYS) assert.equal(logged.includes(key), false, key);
