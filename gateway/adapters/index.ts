@@ -8,11 +8,13 @@ export {
   type AdapterProfileInit,
   type ChatPathStyle,
   type HeaderOptions,
+  type MessagesDialect,
   type ProfileHeaders,
   AdapterKindRegistry,
   BUILTIN_ADAPTER_KINDS,
   UnknownAdapterKindError,
-  assertRequestBuildable,
+  DIRECT_MESSAGES,
+  assertEmbeddingsBuildable,
   builtinAdapterProfile,
   createAdapterKindRegistry,
   defaultAdapterKindRegistry,
@@ -30,4 +32,6 @@ export {
   buildEmbeddingsBody,
 } from './wire-body';
 export { upstreamHeaders } from './headers';
+export { type MessagesUrls, messagesHeaders, messagesUrlsFor } from './message-format';
+export { checkedReasoningEffort, clampTokens } from './params';
 export { KeyPool } from './key-pool';

@@ -24,6 +24,19 @@ export interface HeaderOptions {
 /** Extra headers of a profile, given the header options; `undefined` when none apply. */
 export type ProfileHeaders = (options: HeaderOptions) => Readonly<Record<string, string>> | undefined;
 
+/**
+ * How a message-format kind speaks its messages API (docs/adapters.md):
+ * - `auth`: `x-api-key: <key>`, or `Authorization: Bearer <key>`.
+ * - `version`: the API version sent as the `anthropic-version` header, or as `anthropic_version` in the body.
+ * - `path`: `messages` (`<base>[/v1]/messages`, model in the body) or `raw_predict`
+ *   (`<base>/models/<provider_model_id>:rawPredict` / `:streamRawPredict`, no model in the body).
+ */
+export interface MessagesDialect {
+  readonly auth: 'x-api-key' | 'bearer';
+  readonly version: { readonly in: 'header' | 'body'; readonly value: string };
+  readonly path: 'messages' | 'raw_predict';
+}
+
 /** Everything the wire layer needs to know about one adapter kind. */
 export interface AdapterProfile {
   readonly kind: string;
@@ -36,6 +49,8 @@ export interface AdapterProfile {
   /** Sub-provider pinned by `aggregator[<slug>]`; sent as `provider.order` without fallbacks. */
   readonly pinnedProvider: string | undefined;
   readonly extraHeaders: ProfileHeaders | undefined;
+  /** Message-format kinds only: how the messages API is reached (default {@link DIRECT_MESSAGES}). */
+  readonly messages: MessagesDialect | undefined;
 }
 
 /** What an extension gives when registering a kind; omitted fields take compat defaults. */
@@ -49,15 +64,24 @@ export class UnknownAdapterKindError extends Error {
   }
 }
 
+/** `vendor_h_direct`: `x-api-key` and the `anthropic-version` header, `POST <base>/v1/messages`. */
+export const DIRECT_MESSAGES: MessagesDialect = Object.freeze<MessagesDialect>({ auth: 'x-api-key', version: { in: 'header', value: '2023-06-01' }, path: 'messages' });
+/** `vendor_g_api`: a bearer key, the version header, `POST <base>/v1/messages`. */
+const BEARER_MESSAGES: MessagesDialect = Object.freeze<MessagesDialect>({ auth: 'bearer', version: { in: 'header', value: '2023-06-01' }, path: 'messages' });
+/** `vendor_h_cloud`: a bearer token, the version in the body, `:rawPredict` / `:streamRawPredict` per model. */
+const CLOUD_MESSAGES: MessagesDialect = Object.freeze<MessagesDialect>({ auth: 'bearer', version: { in: 'body', value: 'vertex-2023-10-16' }, path: 'raw_predict' });
+
 function profile(kind: string, init: AdapterProfileInit = {}): AdapterProfile {
+  const family = init.family ?? 'compat';
   return Object.freeze({
     kind,
-    family: init.family ?? 'compat',
+    family,
     label: init.label ?? kind,
     chatPathStyle: init.chatPathStyle ?? 'versioned',
     usageProfile: init.usageProfile ?? false,
     pinnedProvider: init.pinnedProvider,
     extraHeaders: init.extraHeaders,
+    messages: family === 'message_format' ? init.messages ?? DIRECT_MESSAGES : undefined,
   });
 }
 
@@ -80,9 +104,9 @@ const builtins: ReadonlyMap<string, AdapterProfile> = new Map([
   profile('vendor_b', { label: 'Vendor B', usageProfile: true }),
   profile('vendor_c', { label: 'Vendor C', chatPathStyle: 'direct' }),
   profile('aggregator', aggregatorInit),
-  profile('vendor_g_api', { family: 'message_format', label: 'Vendor G API' }),
-  profile('vendor_h_cloud', { family: 'message_format', label: 'Vendor H cloud' }),
-  profile('vendor_h_direct', { family: 'message_format', label: 'Vendor H direct' }),
+  profile('vendor_g_api', { family: 'message_format', label: 'Vendor G API', messages: BEARER_MESSAGES }),
+  profile('vendor_h_cloud', { family: 'message_format', label: 'Vendor H cloud', messages: CLOUD_MESSAGES }),
+  profile('vendor_h_direct', { family: 'message_format', label: 'Vendor H direct', messages: DIRECT_MESSAGES }),
 ].map((p) => [p.kind, p]));
 
 /** The built-in kinds, excluding the open-ended `aggregator[<slug>]` form. */
@@ -161,9 +185,9 @@ export function resolveAdapterKind(kind: string, registry: AdapterKindRegistry =
   return registry.resolve(kind);
 }
 
-/** Throws a 501 `not_implemented` for kinds whose request building does not exist yet (message-format kinds). */
-export function assertRequestBuildable(adapter: AdapterProfile): void {
+/** Throws a 501 `not_implemented` for an embeddings request on a message-format kind (messages APIs have no embeddings). */
+export function assertEmbeddingsBuildable(adapter: AdapterProfile): void {
   if (adapter.family === 'message_format') {
-    throw new AppError('not_implemented', `Adapter kind ${adapter.kind} is not implemented yet`);
+    throw new AppError('not_implemented', `Adapter kind ${adapter.kind} serves no embeddings`);
   }
 }

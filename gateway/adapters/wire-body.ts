@@ -2,8 +2,9 @@
  * Building the JSON bodies sent upstream ("wire bodies") from a client request and a route.
  * Hot path: one pass over the client's keys into one new object; the client object is never mutated.
  */
-import { AppError } from '../../lib/errors';
-import { type AdapterKindRegistry, type AdapterProfile, assertRequestBuildable, defaultAdapterKindRegistry } from './kinds';
+import { buildMessagesBody } from '../translate/messages-upstream/request';
+import { type AdapterKindRegistry, type AdapterProfile, assertEmbeddingsBuildable, defaultAdapterKindRegistry } from './kinds';
+import { checkedReasoningEffort, clampTokens } from './params';
 
 /** The route fields the wire layer reads. */
 export interface WireRoute {
@@ -43,29 +44,8 @@ export interface ChatBodyOptions {
   readonly registry?: AdapterKindRegistry | undefined;
 }
 
-const NO_EFFORTS: readonly string[] = Object.freeze([]);
-
-function resolveBuildable(kind: string, registry: AdapterKindRegistry | undefined): AdapterProfile {
-  const adapter = (registry ?? defaultAdapterKindRegistry).resolve(kind);
-  assertRequestBuildable(adapter);
-  return adapter;
-}
-
-function clampTokens(param: string, value: unknown, max: number): unknown {
-  if (value === null) return value;
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new AppError('invalid_request', `Invalid '${param}': expected a number`, { param });
-  }
-  return value > max ? max : value;
-}
-
-function checkedReasoningEffort(value: unknown, route: WireRoute, supported: readonly string[]): unknown {
-  const allowed = supported.includes('reasoning_effort') ? (route.reasoningEfforts ?? NO_EFFORTS) : NO_EFFORTS;
-  if (typeof value === 'string' && allowed.includes(value)) return value;
-  const choices = allowed.length === 0 ? 'none (this model does not accept reasoning_effort)' : allowed.join(', ');
-  throw new AppError('invalid_request', `Invalid 'reasoning_effort': ${JSON.stringify(value)}. Allowed values: ${choices}`, {
-    param: 'reasoning_effort',
-  });
+function resolveAdapter(kind: string, registry: AdapterKindRegistry | undefined): AdapterProfile {
+  return (registry ?? defaultAdapterKindRegistry).resolve(kind);
 }
 
 /** Copies one client field onto the body if the route lets it through; unlisted parameters are dropped. */
@@ -90,7 +70,7 @@ function forwardClientField(
       if (route.supportsTools) body[key] = value;
       return;
     case 'reasoning_effort':
-      if (value !== null) body.reasoning_effort = checkedReasoningEffort(value, route, supported);
+      if (value !== null) body.reasoning_effort = checkedReasoningEffort(value, route.reasoningEfforts, supported);
       return;
     case 'max_tokens':
     case 'max_completion_tokens':
@@ -105,14 +85,16 @@ function forwardClientField(
  * The upstream chat-completions body: `extra_body` first, then validated client fields, then the
  * core fields (`model`, `stream`, `stream_options`, `priority`, aggregator pin), each overwriting
  * what came before. Throws `AppError` 400 for a rejected `reasoning_effort` or a non-numeric token
- * limit, 501 for message-format kinds, `UnknownAdapterKindError` for unknown kinds.
+ * limit, `UnknownAdapterKindError` for unknown kinds. A message-format kind gets the client's
+ * request translated into its messages-API body instead (`translate/messages-upstream/request.ts`).
  */
 export function buildChatBody(
   route: WireRoute,
   client: Readonly<Record<string, unknown>>,
   options: ChatBodyOptions,
 ): Record<string, unknown> {
-  const adapter = resolveBuildable(route.kind, options.registry);
+  const adapter = resolveAdapter(route.kind, options.registry);
+  if (adapter.messages !== undefined) return buildMessagesBody(route, client, options.stream, adapter.messages);
   const body: Record<string, unknown> = route.extraBody === undefined ? {} : { ...route.extraBody };
   const supported = route.supportedParams ?? DEFAULT_SUPPORTED_PARAMS;
   for (const key of Object.keys(client)) {
@@ -132,14 +114,14 @@ export function buildChatBody(
 
 /**
  * The upstream embeddings body: `{model, input}` plus `encoding_format` / `dimensions` when the
- * client gave them. Throws 501 for message-format kinds, `UnknownAdapterKindError` for unknown kinds.
+ * client gave them. Throws 501 for message-format kinds (no embeddings), `UnknownAdapterKindError` for unknown kinds.
  */
 export function buildEmbeddingsBody(
   route: WireRoute,
   client: Readonly<Record<string, unknown>>,
   registry?: AdapterKindRegistry,
 ): Record<string, unknown> {
-  resolveBuildable(route.kind, registry);
+  assertEmbeddingsBuildable(resolveAdapter(route.kind, registry));
   const body: Record<string, unknown> = { model: route.providerModelId, input: client.input };
   if (client.encoding_format !== undefined) body.encoding_format = client.encoding_format;
   if (client.dimensions !== undefined) body.dimensions = client.dimensions;

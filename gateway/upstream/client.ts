@@ -8,11 +8,13 @@
  */
 import { Pool } from 'undici';
 import type { ClientAbort } from '../../lib/http/client-abort';
-import { chatCompletionsUrl, embeddingsUrl, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
+import { chatUrlFor, embeddingsUrl, messagesUrlsFor, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
 import type { Route } from '../registry';
 import { PermitRefusedError, type ConcurrencyLimiter, type Lane, type PermitOutcome } from '../routing/concurrency';
 import { Http1Pool } from './http1-pool';
 import { BufferedExchange, ExchangeError, StreamExchange, type ExchangeFailure, type UpstreamStream } from './exchange';
+import { chatCompletionOf, type MessagesResponse } from '../translate/messages-upstream/response';
+import { openTranslatedStream } from './messages-stream';
 import { httpError, transportError, UpstreamError } from './upstream-error';
 
 export type { UpstreamStream, StreamSink } from './exchange';
@@ -31,9 +33,16 @@ interface OriginPool {
   close(): Promise<void>;
 }
 
+/** What a call is for: chat completions (or a messages call on message-format routes), embeddings, token counting. */
+export type UpstreamSurface = 'chat' | 'embeddings' | 'count_tokens';
+
 interface Target {
   origin: string;
   path: string;
+  /** The path of a streamed call (differs from `path` on `:rawPredict` routes only). */
+  streamPath: string;
+  /** A message-format route's chat target: bodies are messages-API bodies, answers are translated back. */
+  translated: boolean;
   keys: KeyPool;
   profile: AdapterProfile;
   /** Request headers by API key ('' for none), built once. */
@@ -65,8 +74,7 @@ export function isPermitTimeout(err: unknown): boolean {
 
 export class UpstreamClient {
   private readonly pools = new Map<string, OriginPool>();
-  private readonly chatTargets = new WeakMap<Route, Target>();
-  private readonly embeddingTargets = new WeakMap<Route, Target>();
+  private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap() };
 
   constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string, private readonly concurrency?: ConcurrencyLimiter) {}
 
@@ -82,13 +90,21 @@ export class UpstreamClient {
     return pool;
   }
 
-  private target(route: Route, surface: 'chat' | 'embeddings'): Target {
-    const cache = surface === 'chat' ? this.chatTargets : this.embeddingTargets;
+  private target(route: Route, surface: UpstreamSurface): Target {
+    const cache = this.targets[surface];
     let target = cache.get(route);
     if (!target) {
-      const url = new URL(surface === 'chat' ? chatCompletionsUrl(route.kind, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath));
+      const profile = resolveAdapterKind(route.kind);
+      const urls = profile.messages && surface !== 'embeddings' ? messagesUrlsFor(profile.messages, route.baseUrl, route.providerModelId) : undefined;
+      if (surface === 'count_tokens' && urls?.countTokens === undefined) throw new Error(`${route.kind} routes have no token counting`);
+      const raw = urls === undefined
+        ? (surface === 'chat' ? chatUrlFor(profile, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath))
+        : (surface === 'chat' ? urls.create : urls.countTokens!);
+      const url = new URL(raw);
+      const streamUrl = urls !== undefined && surface === 'chat' ? new URL(urls.stream) : url;
       target = {
-        origin: url.origin, path: `${url.pathname}${url.search}`, keys: new KeyPool(route.apiKeys), profile: resolveAdapterKind(route.kind),
+        origin: url.origin, path: `${url.pathname}${url.search}`, streamPath: `${streamUrl.pathname}${streamUrl.search}`,
+        translated: urls !== undefined && surface === 'chat', keys: new KeyPool(route.apiKeys), profile,
         headers: new Map(), limited: this.concurrency?.applies(url.hostname) ?? false, lanes: new Map(),
       };
       cache.set(route, target);
@@ -109,7 +125,7 @@ export class UpstreamClient {
    * Sends `body` once the call is admitted (a concurrency permit when the host is limited). The
    * permit is held until the exchange ends (a stream holds it to its end); `settled` releases it.
    */
-  private async dispatch<E extends BufferedExchange | StreamExchange>(route: Route, target: Target, body: string, admission: Admission | undefined, make: (settled: (failure?: ExchangeFailure) => void) => E): Promise<E> {
+  private async dispatch<E extends BufferedExchange | StreamExchange>(route: Route, target: Target, path: string, body: string, admission: Admission | undefined, make: (settled: (failure?: ExchangeFailure) => void) => E): Promise<E> {
     let key: string | undefined;
     let lane: Lane | undefined;
     if (!target.limited || !this.concurrency) key = target.keys.next();
@@ -120,7 +136,7 @@ export class UpstreamClient {
       const { outcome, retryAfter } = permitOutcome(failure);
       limiter.release(lane, outcome, retryAfter);
     });
-    this.pool(target.origin).dispatch({ method: 'POST', path: target.path, headers: this.headers(target, key), body }, exchange);
+    this.pool(target.origin).dispatch({ method: 'POST', path, headers: this.headers(target, key), body }, exchange);
     return exchange;
   }
 
@@ -128,36 +144,50 @@ export class UpstreamClient {
    * POSTs a JSON body and parses the 2xx answer. Rejects with an {@link UpstreamError} for
    * transport failures, non-2xx answers (their body read, bounded) and bodies that break off, are
    * too large or are not JSON (all before anything reached the client, so another route may help).
+   * A message-format route's chat answer is translated into a chat completion.
    */
-  async postJson<T>(route: Route, surface: 'chat' | 'embeddings', body: string, signal: ClientAbort, admission?: Admission): Promise<T> {
+  async postJson<T>(route: Route, surface: UpstreamSurface, body: string, signal: ClientAbort, admission?: Admission): Promise<T> {
     const target = this.target(route, surface);
-    const exchange = await this.dispatch(route, target, body, admission, (settled) => new BufferedExchange(signal, UPSTREAM_JSON_LIMIT, settled));
+    const exchange = await this.dispatch(route, target, target.path, body, admission, (settled) => new BufferedExchange(signal, UPSTREAM_JSON_LIMIT, settled));
     let raw: Buffer;
     try {
       raw = await exchange.result;
     } catch (err) {
       throw upstreamFailure(err, signal, 'body');
     }
+    let parsed: unknown;
     try {
-      return JSON.parse(raw.toString('utf8')) as T;
+      parsed = JSON.parse(raw.toString('utf8'));
     } catch (err) {
       throw new UpstreamError(`upstream returned a ${surface} body that is not JSON`, 'http', 502, true, { cause: err });
     }
+    return (target.translated ? chatCompletionOf(parsed as MessagesResponse) : parsed) as T;
   }
 
   /**
    * POSTs a chat body and resolves once the first chunk of a 2xx streamed answer has arrived (the
    * moment a stream commits to its route). Everything before that rejects with a retryable
-   * {@link UpstreamError}, as {@link postJson} does.
+   * {@link UpstreamError}, as {@link postJson} does. A message-format route's stream is translated
+   * into chat chunks as it arrives and opens with its first chat chunk (`messages-stream.ts`).
    */
   async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission): Promise<UpstreamStream> {
     const target = this.target(route, 'chat');
-    const exchange = await this.dispatch(route, target, body, admission, (settled) => new StreamExchange(signal, settled));
+    const exchange = await this.dispatch(route, target, target.streamPath, body, admission, (settled) => new StreamExchange(signal, settled));
+    let opened: UpstreamStream;
     try {
-      return await exchange.opened;
+      opened = await exchange.opened;
     } catch (err) {
       throw upstreamFailure(err, signal, 'first_byte');
     }
+    if (!target.translated) return opened;
+    return openTranslatedStream(opened, (err) => upstreamFailure(err, signal, 'first_byte'));
+  }
+
+  /** `input_tokens` of a token-count call on a message-format route (`body` already in the upstream's shape). */
+  async countTokens(route: Route, body: string, signal: ClientAbort): Promise<number> {
+    const answer = await this.postJson<{ input_tokens?: unknown }>(route, 'count_tokens', body, signal);
+    if (typeof answer?.input_tokens !== 'number') throw new UpstreamError('upstream token count carries no input_tokens', 'http', 502, true);
+    return answer.input_tokens;
   }
 
   /**

@@ -297,11 +297,11 @@ describe('chat completions', function () {
     assert.equal(a.requests.length + b.requests.length, 0);
   });
 
-  it('answers 501 for the message-format kinds until their adapters exist, without calling upstream', async () => {
-    gw = await startTestGateway({ modelsYaml: `models:\n  - { id: g, name: G, provider: vendor_g_api, base_url: "${a.url}" }\n` });
-    const res = await chat(gw, { model: 'g' });
+  it('answers 501 for embeddings on a message-format kind (messages APIs have none), without calling upstream', async () => {
+    gw = await startTestGateway({ modelsYaml: `models:\n  - { id: g, name: G, model_type: embedding, provider: vendor_g_api, base_url: "${a.url}" }\n` });
+    const res = await fetch(`${gw.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'g', input: 'x' }) });
     assert.equal(res.status, 501);
-    assert.match(((await res.json()) as { error: { message: string } }).error.message, /vendor_g_api is not implemented yet/);
+    assert.match(((await res.json()) as { error: { message: string } }).error.message, /vendor_g_api serves no embeddings/);
     assert.equal(a.requests.length, 0);
   });
 

@@ -112,11 +112,12 @@ describe('adapters: kinds', () => {
     assert.throws(() => resolveAdapterKind('engine_z'), UnknownAdapterKindError);
   });
 
-  it('message-format kinds resolve but building a request answers 501', () => {
+  it('message-format kinds build messages-API bodies and answer 501 for embeddings', () => {
     for (const kind of MESSAGE_FORMAT_KINDS) {
-      const pattern = new RegExp(`^Adapter kind ${kind} is not implemented yet$`);
-      assertAppError(() => buildChatBody(route({ kind }), { messages }, plain), 'not_implemented', 501, pattern);
-      assertAppError(() => buildEmbeddingsBody(route({ kind }), { input: 'x' }), 'not_implemented', 501, pattern);
+      const body = buildChatBody(route({ kind }), { messages }, plain);
+      assert.deepEqual(body.messages, [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], kind);
+      assert.equal(body.max_tokens, 1000, kind);
+      assertAppError(() => buildEmbeddingsBody(route({ kind }), { input: 'x' }), 'not_implemented', 501, new RegExp(`^Adapter kind ${kind} serves no embeddings$`));
     }
   });
 });
