@@ -8,15 +8,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FsObjectStore, ObjectVerificationError, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
+import { FsObjectStore, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
 import { ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
-import {
-  ArchiveRestoreError, ArchiveSourceChangedError, ArchiveSpoolMissingError, discardSpool, restoreArchive, spoolArchive, uploadArchive, uploadSpool,
-} from './docker/sandbox-archive';
+import { ArchiveRestoreError, ArchiveSpoolMissingError, discardSpool, restoreArchive, spoolArchive, uploadSpool } from './docker/sandbox-archive';
 import type { ContainerObservation, ContainerRemoval, SandboxArchiveReceipt, SpooledArchive } from '../workflows/definitions/sandbox-group';
 import type { WorkspaceArchiveResult } from '../workflows/definitions/workspace-archive';
 import { BaseRevisionNotFoundError, RepositoryTooLargeError, UnsupportedRepoError } from './docker/workspace-clone';
@@ -163,33 +161,21 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     },
 
     /**
-     * Archive, step 1 (spec 3.4): measures the exact stopped or dead container's archive on this
-     * host and answers its length and SHA-256 (for the upload grant); never starts the container.
-     * The container is the spool unless `toFile` asks for a spool file (a later round's fallback).
+     * Archive, step 1 (spec 3.4): spools the exact stopped or dead container's archive on this host
+     * and answers its length and SHA-256 (for the upload grant); never starts the container.
      */
-    async spoolSandboxArchive(input: ExactContainer & { groupId: string; toFile?: boolean }): Promise<SpooledArchive
+    async spoolSandboxArchive(input: ExactContainer & { groupId: string }): Promise<SpooledArchive
       | { status: 'not_stopped'; observation: ContainerObservation } | { status: 'too_large'; bytes: number; limit: number }> {
-      return heartbeating(() => perGroup(input.groupId, () => spoolArchive(deps.docker, input, spoolDir, { toFile: input.toFile === true })));
+      return heartbeating(() => perGroup(input.groupId, () => spoolArchive(deps.docker, input, spoolDir)));
     },
 
-    /**
-     * Archive, step 2: uploads with the control plane's grant, from the spool file (`path`) or from
-     * the stopped container measured in step 1 (`container`). `exists`: the store verifies it next.
-     * A container that no longer gives the granted bytes fails without retry (`ArchiveSourceChanged`):
-     * the next round spools to a file.
-     */
-    async uploadSandboxArchive(input: { grant: UploadGrant; path?: string; container?: ExactContainer }): Promise<UploadOutcome> {
-      const uploadDeps = deps.objectStore instanceof FsObjectStore ? { fsStore: deps.objectStore } : {};
+    /** Archive, step 2: uploads the spool with the control plane's grant (`exists`: the store verifies it next). */
+    async uploadSandboxArchive(input: { grant: UploadGrant; path: string }): Promise<UploadOutcome> {
       return heartbeating(async () => {
         try {
-          if (input.path !== undefined) return await uploadSpool(input.grant, input.path, uploadDeps);
-          if (!input.container) throw ApplicationFailure.nonRetryable('The upload names neither a spool file nor a container', 'InvalidArchiveSource');
-          return await uploadArchive(deps.docker, input.container, input.grant, uploadDeps);
+          return await uploadSpool(input.grant, input.path, deps.objectStore instanceof FsObjectStore ? { fsStore: deps.objectStore } : {});
         } catch (err) {
           if (err instanceof ArchiveSpoolMissingError) throw ApplicationFailure.nonRetryable(err.message, FailureType.archiveSpoolMissing);
-          if (input.path === undefined && (err instanceof ArchiveSourceChangedError || err instanceof ObjectVerificationError)) {
-            throw ApplicationFailure.nonRetryable(err.message, FailureType.archiveSourceChanged);
-          }
           throw err;
         }
       });

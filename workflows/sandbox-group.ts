@@ -206,20 +206,18 @@ export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<vo
   }
 
   /**
-   * Archive to object storage (spec 3.4): the host measures the stopped container's archive and
+   * Archive to object storage (spec 3.4): the host spools the stopped container's archive and
    * reports its length and SHA-256, the control plane grants exactly that upload (presigned single
-   * PUT, 15 minutes, `If-None-Match: *`), the host uploads it (from the stopped container again in
-   * the first round, from a spool file in later ones), and the receipt is committed only after the
-   * store verified the object. A lost spool, a source that changed or a failed upload (an expired
-   * grant) starts another round; after `ARCHIVE_ROUNDS` the action fails and the container is kept.
+   * PUT, 15 minutes, `If-None-Match: *`), the host uploads it, and the receipt is committed only
+   * after the store verified the object. A lost spool or a failed upload (an expired grant) starts
+   * another round; after `ARCHIVE_ROUNDS` the action fails and the container is kept.
    */
   async function archive(claim: ClaimedAction): Promise<{ ok: true } | { ok: false; error: string }> {
     const { hostWork, transfer } = onHost(claim.hostId ?? input.hostId);
     const target = { containerName: claim.containerName, containerId: claim.containerId, generation: claim.generation, groupId: input.groupId };
     let lastError = 'no archive round ran';
     for (let round = 1; round <= ARCHIVE_ROUNDS; round += 1) {
-      // Round 1 measures the stopped container and uploads from it again; a later round keeps the bytes in a spool file.
-      const spooled = await transfer.spoolSandboxArchive(round === 1 ? target : { ...target, toFile: true });
+      const spooled = await transfer.spoolSandboxArchive(target);
       if (spooled.status === 'not_stopped') return { ok: false, error: `The host did not confirm the container stopped or dead: ${describeObservation(spooled.observation)}` };
       if (spooled.status === 'too_large') return { ok: false, error: `The archive is larger than the 5 GiB single-upload limit (over ${spooled.bytes} bytes); the container is kept` };
       const expected = { groupId: input.groupId, generation: claim.generation, length: spooled.length, sha256: spooled.sha256 };
@@ -227,8 +225,7 @@ export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<vo
         const granted = await storeCalls.grantSandboxArchiveUpload(expected);
         if (granted.kind === 'refused') return { ok: false, error: granted.reason };
         try {
-          const source = spooled.path !== undefined ? { path: spooled.path } : { container: target };
-          await transfer.uploadSandboxArchive({ grant: granted.grant, ...source });
+          await transfer.uploadSandboxArchive({ grant: granted.grant, path: spooled.path });
         } catch (err) {
           lastError = `The archive upload failed: ${messageOf(err)}`;
           continue;
@@ -237,7 +234,7 @@ export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<vo
         if (committed.kind === 'refused') return { ok: false, error: committed.reason };
         return { ok: true };
       } finally {
-        if (spooled.path !== undefined) await hostWork.discardSandboxArchiveSpool({ path: spooled.path }).catch(() => undefined);
+        await hostWork.discardSandboxArchiveSpool({ path: spooled.path }).catch(() => undefined);
       }
     }
     return { ok: false, error: `${lastError}; the container is kept` };

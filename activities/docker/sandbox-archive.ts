@@ -6,17 +6,10 @@
  * dead container (never started for this).
  *
  * Archiving happens in two host steps around the control plane's upload grant:
- * 1. `spoolArchive` reads the joined tar once and answers its exact length and SHA-256, so the
- *    grant can fix both before anything is uploaded (a presigned single PUT needs them up front).
- *    By default nothing is written: **the stopped container is the spool**. Its filesystem cannot
- *    change while the group is archiving (turns wait, nothing starts it) and the engine's tar of
- *    an unchanged filesystem is the same bytes each time (PAX headers with whole-second mtimes, no
- *    access or change times). With `toFile` the bytes are also written to a spool file, the
- *    fallback of a later round.
- * 2. `uploadArchive` performs the grant (`uploadWithGrant`) from a second read of the same
- *    container, or from the spool file. Either way the store refuses bytes that are not exactly
- *    the granted length and SHA-256 (`ObjectVerificationError`), so a source that changed can
- *    never be stored under the grant.
+ * 1. `spoolArchive` streams the joined tar into a spool file on the host while hashing it, so the
+ *    grant can fix the exact length and SHA-256 before anything is uploaded (a presigned single
+ *    PUT needs both up front) and a retried upload sends the same bytes;
+ * 2. `uploadSpool` performs the grant from that file (`uploadWithGrant`).
  * Restoring downloads the object into a spool file while hashing it and extracts it into the new
  * container only when length and SHA-256 equal the committed receipt: what is extracted is
  * exactly what was read and checked.
@@ -25,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import {
   MAX_OBJECT_BYTES, uploadWithGrant, type ObjectStore, type StoredObject, type UploadDeps, type UploadGrant, type UploadOutcome,
@@ -57,14 +50,6 @@ export class ArchiveSpoolMissingError extends Error {
   constructor(path: string) {
     super(`The archive spool ${path} is missing or differs from the one granted`);
     this.name = 'ArchiveSpoolMissingError';
-  }
-}
-
-/** The archive's source (the stopped container) no longer gives the measured bytes: measure again, into a spool file. */
-export class ArchiveSourceChangedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ArchiveSourceChangedError';
   }
 }
 
@@ -126,21 +111,21 @@ async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: nu
   }
 }
 
-/** Hashes and counts `source` without keeping it. */
-async function measure(source: AsyncIterable<Buffer>, limit: number): Promise<StoredObject> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  for await (const chunk of source) {
-    bytes += chunk.length;
-    if (bytes > limit) throw new TooLarge(bytes);
-    hash.update(chunk);
+/**
+ * Spools the archive of the exact stopped or dead container. Answers `not_stopped` (with what the
+ * host sees) for anything else, and `too_large` above the single-upload limit (nothing kept).
+ */
+export async function spoolArchive(
+  docker: Docker, target: ExactContainer & { groupId: string }, spoolDir: string, limit: number = MAX_OBJECT_BYTES,
+): Promise<SpooledArchive | { status: 'not_stopped'; observation: ContainerObservation } | { status: 'too_large'; bytes: number; limit: number }> {
+  const seen = await observeSandboxContainer(docker, target);
+  if (!((seen.condition === 'stopped' || seen.condition === 'dead') && seen.containerId === target.containerId)) {
+    return { status: 'not_stopped', observation: seen };
   }
-  return { bytes, sha256: hash.digest('hex') };
-}
-
-/** The joined tar of the container's archived paths, read from the engine by container id (nothing runs in it). */
-function readArchive(docker: Docker, containerId: string): AsyncGenerator<Buffer> {
-  const container = docker.getContainer(containerId);
+  await mkdir(spoolDir, { recursive: true });
+  const path = spoolPath(spoolDir, target.groupId, target.generation);
+  // By id: the engine reads the stopped container's filesystem; nothing runs in it.
+  const container = docker.getContainer(target.containerId);
   // A path the container does not have (no base record: an initialization that never finished) is left out.
   const parts = ARCHIVED_PATHS.map(({ path: inside, rename: prefix }) => async (): Promise<TarPart | undefined> => {
     let stream: Readable;
@@ -152,61 +137,13 @@ function readArchive(docker: Docker, containerId: string): AsyncGenerator<Buffer
     }
     return { stream, ...(prefix ? { rename: prefix } : {}) };
   });
-  return joinTars(parts);
-}
-
-/** What the host sees when it is not the exact container, stopped or dead; `undefined` when it is. */
-async function notStopped(docker: Docker, target: ExactContainer): Promise<ContainerObservation | undefined> {
-  const seen = await observeSandboxContainer(docker, target);
-  return (seen.condition === 'stopped' || seen.condition === 'dead') && seen.containerId === target.containerId ? undefined : seen;
-}
-
-export interface SpoolOptions {
-  /** Also write the bytes to a spool file and upload from it (a later round's fallback). */
-  toFile?: boolean;
-  /** The single-upload limit (tests lower it). */
-  limit?: number;
-}
-
-/**
- * Reads the archive of the exact stopped or dead container once and answers its length and
- * SHA-256; with `toFile`, the bytes are kept in a spool file too (`path`). Answers `not_stopped`
- * (with what the host sees) for anything else, and `too_large` above the single-upload limit
- * (nothing kept).
- */
-export async function spoolArchive(
-  docker: Docker, target: ExactContainer & { groupId: string }, spoolDir: string, options: SpoolOptions = {},
-): Promise<SpooledArchive | { status: 'not_stopped'; observation: ContainerObservation } | { status: 'too_large'; bytes: number; limit: number }> {
-  const limit = options.limit ?? MAX_OBJECT_BYTES;
-  const seen = await notStopped(docker, target);
-  if (seen) return { status: 'not_stopped', observation: seen };
   try {
-    if (!options.toFile) {
-      const measured = await measure(readArchive(docker, target.containerId), limit);
-      return { status: 'spooled', length: measured.bytes, sha256: measured.sha256 };
-    }
-    await mkdir(spoolDir, { recursive: true });
-    const path = spoolPath(spoolDir, target.groupId, target.generation);
-    const stored = await writeSpool(readArchive(docker, target.containerId), path, limit);
+    const stored = await writeSpool(joinTars(parts), path, limit);
     return { status: 'spooled', path, length: stored.bytes, sha256: stored.sha256 };
   } catch (err) {
     if (err instanceof TooLarge) return { status: 'too_large', bytes: err.bytes, limit };
     throw err;
   }
-}
-
-/**
- * Uploads the archive with its grant from a second read of the exact stopped container (the
- * source `spoolArchive` measured). The store takes only the granted length and SHA-256: if the
- * container gives other bytes now, the upload fails with `ObjectVerificationError` and nothing is
- * stored. `ArchiveSourceChangedError` when the container is no longer the exact stopped one.
- */
-export async function uploadArchive(
-  docker: Docker, target: ExactContainer, grant: UploadGrant, deps: UploadDeps = {},
-): Promise<UploadOutcome> {
-  const seen = await notStopped(docker, target);
-  if (seen) throw new ArchiveSourceChangedError(`The container is no longer the stopped one measured (${seen.condition})`);
-  return uploadWithGrant(grant, Readable.from(readArchive(docker, target.containerId)), deps);
 }
 
 /** Uploads a spooled archive with its grant; the spool must still be the granted bytes (length checked here, SHA-256 by the store). */

@@ -21,8 +21,6 @@ export const FailureType = {
   archiveRestoreFailed: 'ArchiveRestoreFailed',
   /** The spooled archive an upload grant names is gone from the host (spool again). */
   archiveSpoolMissing: 'ArchiveSpoolMissing',
-  /** The stopped container no longer gives the archive's measured bytes (measure again, into a spool file). */
-  archiveSourceChanged: 'ArchiveSourceChanged',
   /** The host runner has no object store configured. */
   objectStoreMissing: 'ObjectStoreMissing',
   /** The chat's job row is gone. */

@@ -116,14 +116,11 @@ export interface SandboxArchiveReceipt {
   sha256: string;
 }
 
-/** An archive measured on the host, ready for its upload grant. */
+/** An archive spooled on the host, ready for its upload grant. */
 export interface SpooledArchive {
   status: 'spooled';
-  /**
-   * The spool file on the host holding the bytes (the upload reads it; same task queue, same
-   * host). Absent: the stopped container itself is the source, read again by the upload.
-   */
-  path?: string;
+  /** The spool file on the host (the upload reads it; same task queue, same host). */
+  path: string;
   length: number;
   sha256: string;
 }
