@@ -35,3 +35,4 @@ export { upstreamHeaders } from './headers';
 export { type MessagesUrls, messagesHeaders, messagesUrlsFor } from './message-format';
 export { checkedReasoningEffort, clampTokens } from './params';
 export { KeyPool } from './key-pool';
+export { modelsListUrl, reachabilityUrl } from './probe-urls';

@@ -58,7 +58,7 @@ export function candidateRow(modelId: string, input: RouteFields, providers: Rea
   }
   const kind = input.kind ?? (input.provider !== undefined ? undefined : previous?.kind) ?? custom?.kind ?? (provider && BUILTIN.has(provider) ? provider : 'generic_compat');
   try {
-    if (resolveAdapterKind(kind).family === 'message_format') throw invalid('kind', `adapter kind ${kind} cannot serve runtime routes yet`);
+    resolveAdapterKind(kind);
   } catch (err) {
     if ((err as Error).name === 'ValueError') throw invalid('kind', `unknown adapter kind '${kind}'`);
     throw err;

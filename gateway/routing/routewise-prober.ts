@@ -13,7 +13,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
-import { chatCompletionsUrl, resolveAdapterKind, upstreamHeaders } from '../adapters';
+import { reachabilityUrl, resolveAdapterKind, upstreamHeaders } from '../adapters';
 import type { Model, Registry, Route } from '../registry';
 import { acquireProbeLease, releaseProbeLease } from './routewise-leases';
 
@@ -61,10 +61,12 @@ export function probedRoutes(model: Pick<Model, 'routes'>): Route[] {
   return model.routes.filter((r) => r.weight > 0 && !r.onDemand);
 }
 
-/** The probe URL of a route: its chat-completions URL with `/chat/completions` replaced by `/models`. */
-export function probeUrl(route: Pick<Route, 'kind' | 'baseUrl'>): string {
-  const chat = chatCompletionsUrl(route.kind, route.baseUrl);
-  return chat.endsWith('/chat/completions') ? `${chat.slice(0, -'/chat/completions'.length)}/models` : `${new URL(chat).origin}/v1/models`;
+/**
+ * The probe URL of a route: its upstream's model listing (beside the chat-completions or messages
+ * path), or for a kind without one its model's resource (adapters/probe-urls.ts).
+ */
+export function probeUrl(route: Pick<Route, 'kind' | 'baseUrl'> & { providerModelId?: string }): string {
+  return reachabilityUrl(resolveAdapterKind(route.kind), route.baseUrl, route.providerModelId ?? '');
 }
 
 /**

@@ -1,10 +1,10 @@
 /**
  * Verification probes for admin "verify" endpoints: try an upstream without saving anything.
- * Either `GET <base>/models` (provider and key checks) or a one-token chat completion (route and
- * model checks). The key is sent to the upstream only; results never contain it.
+ * Either `GET <base>/models` (provider and key checks) or a one-token completion in the kind's
+ * wire format (route and model checks: chat completions, or a messages call for message-format kinds). The key is sent to the upstream only; results never contain it.
  */
 import { request } from 'undici';
-import { chatCompletionsUrl, resolveAdapterKind, upstreamHeaders } from '../adapters';
+import { chatUrlFor, messagesUrlsFor, modelsListUrl, resolveAdapterKind, upstreamHeaders, type AdapterProfile } from '../adapters';
 
 export interface ProbeTarget {
   kind: string;
@@ -27,20 +27,36 @@ export interface ProbeResult {
 
 const TIMEOUT_MS = 5000;
 
-/** The URL of a probe: the chat path, or its sibling `/models`. */
-export function probeUrl(target: ProbeTarget): string {
-  const chat = chatCompletionsUrl(target.kind, target.baseUrl);
-  return target.providerModelId ? chat : chat.replace(/\/chat\/completions$/, '/models');
+/** The URL of a probe: the chat path (or a message-format kind's messages path), or the upstream's model listing. */
+export function probeUrl(target: ProbeTarget): string | undefined {
+  const adapter = resolveAdapterKind(target.kind);
+  if (!target.providerModelId) return modelsListUrl(adapter, target.baseUrl);
+  if (adapter.messages !== undefined) return messagesUrlsFor(adapter.messages, target.baseUrl, target.providerModelId).create;
+  return chatUrlFor(adapter, target.baseUrl);
+}
+
+/** The body of a one-token completion in the kind's own wire format. */
+function probeBody(adapter: AdapterProfile, providerModelId: string): string {
+  const messages = [{ role: 'user', content: 'ping' }];
+  if (adapter.messages === undefined) return JSON.stringify({ model: providerModelId, messages, max_tokens: 1, stream: false });
+  const dialect = adapter.messages;
+  return JSON.stringify({
+    ...(dialect.path === 'raw_predict' ? {} : { model: providerModelId }),
+    ...(dialect.version.in === 'body' ? { anthropic_version: dialect.version.value } : {}),
+    messages, max_tokens: 1,
+  });
 }
 
 /** Runs one probe; never throws for upstream failures. */
 export async function probeUpstream(target: ProbeTarget): Promise<ProbeResult> {
-  const url = probeUrl(target);
+  const adapter = resolveAdapterKind(target.kind);
   const probe = target.providerModelId ? 'chat' : 'models';
-  const headers = upstreamHeaders(target.apiKey, resolveAdapterKind(target.kind), {});
-  const body = target.providerModelId
-    ? JSON.stringify({ model: target.providerModelId, messages: [{ role: 'user', content: 'ping' }], max_tokens: 1, stream: false })
-    : undefined;
+  const url = probeUrl(target);
+  if (url === undefined) {
+    return { ok: false, probe, url: target.baseUrl, status: null, latency_ms: 0, error: `adapter kind ${target.kind} lists no models: verify with a model` };
+  }
+  const headers = upstreamHeaders(target.apiKey, adapter, {});
+  const body = target.providerModelId ? probeBody(adapter, target.providerModelId) : undefined;
   const started = Date.now();
   try {
     const response = await request(url, {

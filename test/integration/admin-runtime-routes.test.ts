@@ -8,6 +8,7 @@ import { admin, ADMIN_TOKEN, assertInvalid, type EndpointCase, assertGuarded } f
 import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
+import { startFakeMessagesUpstream } from '../support/fake-messages-upstream';
 
 interface RouteView { route_id: string; endpoint_id: string; source: string; kind: string; provider: string; base_url: string; provider_model_id: string; keys: Array<{ prefix: string; fingerprint: string }> }
 interface ModelView { id: string; source: string; required_role: string | null; context_length: number; max_output_length: number; routes: RouteView[] }
@@ -70,6 +71,32 @@ describe('admin runtime models, runtime routes and retargets', function () {
     assert.equal(again.status, 200);
     assert.equal(gw.deps.registry.current.byName.get('rt-model')?.requiredRole, 'admin');
     assert.throws(() => gw!.deps.registry.resolve('rt-model', 'free', 'chat'), /does not exist or you do not have access/);
+  });
+
+  it('a runtime model on a message-format kind is verified with a messages call and served through chat completions', async () => {
+    const upstream = await startFakeMessagesUpstream();
+    try {
+      gw = await start();
+      const route = { kind: 'vendor_h_direct', base_url: upstream.origin, api_key: SECRET, provider_model_id: 'family-4.6' };
+      upstream.enqueue({ kind: 'message', content: [{ type: 'text', text: 'pong' }] });
+      const verified = await admin(gw, 'POST', '/admin/routing/provider-route-model-verifications', { id: 'msg-model', route });
+      assert.deepEqual([verified.status, verified.body.ok, verified.body.probe, verified.body.url], [200, true, 'chat', `${upstream.origin}/v1/messages`], JSON.stringify(verified.body));
+      assert.equal(upstream.requests[0]!.headers['x-api-key'], SECRET);
+      assert.deepEqual(upstream.requests[0]!.body, { model: 'family-4.6', messages: [{ role: 'user', content: 'ping' }], max_tokens: 1 });
+
+      const created = await admin<ModelView>(gw, 'POST', '/admin/routing/provider-route-models', { id: 'msg-model', route });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.equal(created.body.routes[0]!.kind, 'vendor_h_direct');
+      upstream.enqueue({ kind: 'message', content: [{ type: 'text', text: 'hello from messages' }] });
+      const response = await chat(gw, 'msg-model');
+      assert.equal(response.status, 200, await response.clone().text());
+      const completion = await response.json() as { choices: Array<{ message: { content: string } }> };
+      assert.equal(completion.choices[0]!.message.content, 'hello from messages');
+      assert.equal(upstream.requests[1]!.path, '/v1/messages');
+      assert.equal(gw.logs.lines.some((l) => JSON.stringify(l).includes(SECRET)), false, 'the key never appears in a log line');
+    } finally {
+      await upstream.close();
+    }
   });
 
   it('refuses invalid runtime models (400 naming the field) and a taken id (409)', async () => {

@@ -40,6 +40,14 @@ describe('routewise prober: parsing and selection', () => {
   it('probes GET <base>/models beside the chat path', () => {
     assert.equal(probeUrl({ kind: 'generic_compat', baseUrl: 'http://h/v1' }), 'http://h/v1/models');
     assert.equal(probeUrl({ kind: 'generic_compat', baseUrl: 'http://h/v1/' }), 'http://h/v1/models');
+    assert.equal(probeUrl({ kind: 'engine_a', baseUrl: 'http://h:8000' }), 'http://h:8000/models');
+  });
+
+  it('probes a message-format route beside its messages path, the cloud variant at its model', () => {
+    assert.equal(probeUrl({ kind: 'vendor_h_direct', baseUrl: 'http://h' }), 'http://h/v1/models');
+    assert.equal(probeUrl({ kind: 'vendor_g_api', baseUrl: 'http://h/api/v1/' }), 'http://h/api/v1/models');
+    assert.equal(probeUrl({ kind: 'vendor_h_cloud', baseUrl: 'http://h/projects/p/locations/l/publishers/x', providerModelId: 'family-4.6@2026' }),
+      'http://h/projects/p/locations/l/publishers/x/models/family-4.6@2026');
   });
 
   it('demotes on a recent failure or a latency above max_latency_ms; stale results and no threshold keep the route', () => {
