@@ -24,8 +24,20 @@ import { messagesErrorBody } from './translate/messages-surface/errors';
 import { responsesHandler } from './surfaces/responses';
 import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandler } from './surfaces/state';
 
-/** An inference route's handler; `errorShape` re-shapes its error bodies (absent: chat-shaped). */
-export type InferenceRoute = InferenceHandler & { errorShape?: ErrorBodyShape };
+/**
+ * An inference route's handler; `errorShape` re-shapes its error bodies (absent: chat-shaped);
+ * `xApiKey`: the key may also come as `X-Api-Key` when there is no `Authorization` header (how
+ * messages-API clients send it).
+ */
+export type InferenceRoute = InferenceHandler & { errorShape?: ErrorBodyShape; xApiKey?: boolean };
+
+/** The credential header of a request: `Authorization`, else (on `xApiKey` routes) `X-Api-Key` as a bearer token. */
+function authorizationOf(req: IncomingMessage, route: InferenceRoute): string | undefined {
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined || !route.xApiKey) return authorization;
+  const key = req.headers['x-api-key'];
+  return typeof key === 'string' && key.length > 0 ? `Bearer ${key}` : undefined;
+}
 
 /**
  * The inference routes, by path (all POST, all need an API key: `gate.admit` in `runInference`).
@@ -39,8 +51,8 @@ export function inferenceRoutes(deps: GatewayContextDeps, options: { messagesPre
     ['/v1/embeddings', embeddingsHandler(deps)],
   ]);
   const paths = messagesPaths(options.messagesPrefix);
-  const messages = Object.assign(messagesHandler(deps), { errorShape: messagesErrorBody });
-  const countTokens = Object.assign(countTokensHandler(deps), { errorShape: messagesErrorBody });
+  const messages = Object.assign(messagesHandler(deps), { errorShape: messagesErrorBody, xApiKey: true });
+  const countTokens = Object.assign(countTokensHandler(deps), { errorShape: messagesErrorBody, xApiKey: true });
   for (const path of paths.messages) routes.set(path, messages);
   for (const path of paths.countTokens) routes.set(path, countTokens);
   return routes;
@@ -63,12 +75,13 @@ async function runInference(handler: InferenceRoute, req: IncomingMessage, res: 
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
+    const authorization = authorizationOf(req, handler);
     if (deps.settings.USER_AUTH_ENABLED && deps.grants) {
       // Only inference grants may need a database read on a cache miss; API keys never wait here.
-      const token = bearerToken(req.headers.authorization);
+      const token = bearerToken(authorization);
       if (token !== undefined && isGrantToken(token)) await ensureGrantCached(deps.grants, token, () => deps.gate.blocklist.blocked(origin.client));
     }
-    state.caller = deps.gate.admit(origin.client, req.headers.authorization, path, state);
+    state.caller = deps.gate.admit(origin.client, authorization, path, state);
     if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
     await handler(new Context(req, res, state));
   } catch (thrown) {

@@ -39,7 +39,7 @@ describe('messages surface: official @anthropic-ai/sdk client', function () {
   it('creates a message: system and blocks in, text and messages usage out, max_tokens clamped', async () => {
     upstream.enqueue({ kind: 'json', content: 'hello client', usage: { prompt_tokens: 20, completion_tokens: 3, cached_tokens: 8 } });
     const message = await client.messages.create({
-      model: 'family-4.6', max_tokens: 5000, system: [{ type: 'text', text: 'Be brief.' }], temperature: 0.2, stop_sequences: ['END'],
+      model: 'family-4.6', max_tokens: 5000, system: [{ type: 'text', text: 'Be brief.' }], stop_sequences: ['END'],
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
     });
     assert.equal(message.type, 'message');
