@@ -45,10 +45,12 @@ export function messagesHandler(deps: GatewayContextDeps): InferenceHandler {
     ctx.state.surface = MESSAGES_SURFACE;
     const caller = callerOf(ctx.state);
     const raw = await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT);
+    const client = raw as { model: string; stop_sequences?: string[] } | undefined;
+    // The row records the name asked for even when the body is refused (cleaned when built).
+    if (typeof client?.model === 'string') ctx.state.model = client.model;
     const chat = messagesToChat(raw);
-    const client = raw as { model: string; stop_sequences?: string[] };
     const request = parseChatRequest(chat);
-    await serveChat(ctx, deps, request, caller.role, shapeFor({ model: client.model, stopSequences: client.stop_sequences }));
+    await serveChat(ctx, deps, request, caller.role, shapeFor({ model: client!.model, stopSequences: client!.stop_sequences }));
   };
 }
 

@@ -26,8 +26,12 @@ function event(type: string, payload: string): string {
   return `event: ${type}\ndata: ${payload}\n\n`;
 }
 
-function blockDelta(index: number, delta: Json): string {
-  return event('content_block_delta', JSON.stringify({ type: 'content_block_delta', index, delta }));
+/**
+ * A `content_block_delta` frame: `kind` the delta type, `field` its text field. Written as a
+ * template around the one string that needs escaping (the hot path of every streamed token).
+ */
+function blockDelta(index: number, kind: string, field: string, value: string): string {
+  return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"${kind}","${field}":${JSON.stringify(value)}}}\n\n`;
 }
 
 /** One request's stream translation (a fresh object per stream). */
@@ -58,11 +62,11 @@ export class MessagesStream implements StreamShape {
     const reasoning = delta.reasoning_content ?? (typeof delta.reasoning === 'string' ? delta.reasoning : undefined);
     if (reasoning) {
       this.ensure(out, 'thinking', { type: 'thinking', thinking: '', signature: '' });
-      out.push(blockDelta(this.open!.index, { type: 'thinking_delta', thinking: reasoning }));
+      out.push(blockDelta(this.open!.index, 'thinking_delta', 'thinking', reasoning));
     }
     if (delta.content) {
       this.ensure(out, 'text', { type: 'text', text: '' });
-      out.push(blockDelta(this.open!.index, { type: 'text_delta', text: delta.content }));
+      out.push(blockDelta(this.open!.index, 'text_delta', 'text', delta.content));
     }
     if (delta.tool_calls) for (const call of delta.tool_calls) this.toolCall(out, call);
     if (choice.finish_reason) {
@@ -121,7 +125,7 @@ export class MessagesStream implements StreamShape {
       this.tools.set(key, index);
     }
     const args = call.function?.arguments;
-    if (args) out.push(blockDelta(index, { type: 'input_json_delta', partial_json: args }));
+    if (args) out.push(blockDelta(index, 'input_json_delta', 'partial_json', args));
   }
 }
 
