@@ -8,7 +8,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../lib/errors';
-import { sendError, toAppError } from '../lib/http/error-middleware';
+import { sendError, toAppError, type ErrorBodyShape } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
 import type { RouteEntry } from '../lib/http/route-access';
 import { createGatewayApp, type GatewayDeps } from './app';
@@ -19,17 +19,43 @@ import { bearerToken } from '../lib/http/json-body';
 import { chatHandler } from './surfaces/chat';
 import { completionsHandler } from './surfaces/completions';
 import { embeddingsHandler } from './surfaces/embeddings';
+import { countTokensHandler, messagesHandler, messagesPaths } from './surfaces/messages';
+import { messagesErrorBody } from './translate/messages-surface/errors';
 import { responsesHandler } from './surfaces/responses';
 import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandler } from './surfaces/state';
 
-/** The inference routes, by path (all POST, all need an API key: `gate.admit` in `runInference`). */
-export function inferenceRoutes(deps: GatewayContextDeps): ReadonlyMap<string, InferenceHandler> {
-  return new Map<string, InferenceHandler>([
+/**
+ * An inference route's handler; `errorShape` re-shapes its error bodies (absent: chat-shaped);
+ * `xApiKey`: the key may also come as `X-Api-Key` when there is no `Authorization` header (how
+ * messages-API clients send it).
+ */
+export type InferenceRoute = InferenceHandler & { errorShape?: ErrorBodyShape; xApiKey?: boolean };
+
+/** The credential header of a request: `Authorization`, else (on `xApiKey` routes) `X-Api-Key` as a bearer token. */
+function authorizationOf(req: IncomingMessage, route: InferenceRoute): string | undefined {
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined || !route.xApiKey) return authorization;
+  const key = req.headers['x-api-key'];
+  return typeof key === 'string' && key.length > 0 ? `Bearer ${key}` : undefined;
+}
+
+/**
+ * The inference routes, by path (all POST, all need an API key: `gate.admit` in `runInference`).
+ * The messages surface is served under `/v1` and `/<messagesPrefix>/v1` with messages-shaped errors.
+ */
+export function inferenceRoutes(deps: GatewayContextDeps, options: { messagesPrefix: string }): ReadonlyMap<string, InferenceRoute> {
+  const routes = new Map<string, InferenceRoute>([
     ['/v1/chat/completions', chatHandler(deps)],
     ['/v1/completions', completionsHandler(deps)],
     ['/v1/responses', responsesHandler(deps)],
     ['/v1/embeddings', embeddingsHandler(deps)],
   ]);
+  const paths = messagesPaths(options.messagesPrefix);
+  const messages = Object.assign(messagesHandler(deps), { errorShape: messagesErrorBody, xApiKey: true });
+  const countTokens = Object.assign(countTokensHandler(deps), { errorShape: messagesErrorBody, xApiKey: true });
+  for (const path of paths.messages) routes.set(path, messages);
+  for (const path of paths.countTokens) routes.set(path, countTokens);
+  return routes;
 }
 
 class Context implements InferenceContext {
@@ -40,7 +66,7 @@ class Context implements InferenceContext {
   }
 }
 
-async function runInference(handler: InferenceHandler, req: IncomingMessage, res: ServerResponse, path: string, deps: GatewayDeps): Promise<void> {
+async function runInference(handler: InferenceRoute, req: IncomingMessage, res: ServerResponse, path: string, deps: GatewayDeps): Promise<void> {
   const origin = describeRequest(deps.clientAddress, deps.log, req);
   const state: GatewayState = beginRequest(req, res, deps.log, path, origin.fields);
   state.client = origin.client;
@@ -49,17 +75,18 @@ async function runInference(handler: InferenceHandler, req: IncomingMessage, res
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
+    const authorization = authorizationOf(req, handler);
     if (deps.settings.USER_AUTH_ENABLED && deps.grants) {
       // Only inference grants may need a database read on a cache miss; API keys never wait here.
-      const token = bearerToken(req.headers.authorization);
+      const token = bearerToken(authorization);
       if (token !== undefined && isGrantToken(token)) await ensureGrantCached(deps.grants, token, () => deps.gate.blocklist.blocked(origin.client));
     }
-    state.caller = deps.gate.admit(origin.client, req.headers.authorization, path, state);
+    state.caller = deps.gate.admit(origin.client, authorization, path, state);
     if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
     await handler(new Context(req, res, state));
   } catch (thrown) {
     state.errorCode = toAppError(thrown).code;
-    sendError(thrown, res, state.log);
+    sendError(thrown, res, state.log, handler.errorShape);
   } finally {
     // The response has ended (or the client left): charge the quota, queue one request-log row.
     if (state.usage !== undefined) deps.limits.charge(state.caller?.userId, state);
@@ -80,7 +107,7 @@ export type GatewayListener = RequestListener & { routes: readonly RouteEntry[] 
 
 /** The request listener to give `http.createServer`. */
 export function createGatewayListener(deps: GatewayDeps): GatewayListener {
-  const routes = inferenceRoutes(deps);
+  const routes = inferenceRoutes(deps, { messagesPrefix: deps.settings.MESSAGES_PREFIX });
   const app = createGatewayApp(deps);
   const koa = app.callback();
   const table: RouteEntry[] = [...[...routes.keys()].map((path): RouteEntry => ({ methods: ['POST'], path, access: 'key' })), ...app.routes];

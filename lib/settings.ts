@@ -99,6 +99,13 @@ export const settingsShape = {
   /** Credential of the bundled example registry, read through `${AGGREGATOR_API_KEY}` in `config/models.yaml`. A secret. */
   AGGREGATOR_API_KEY: optionalString(),
 
+  /**
+   * The path segment under which the messages surface is mirrored (spec 4.1, 9): `/<prefix>/v1/messages`
+   * and `/<prefix>/v1/messages/count_tokens` answer like `/v1/…`. One segment of letters, digits, `_`,
+   * `-` or `.` (not `v1`, `admin`, `auth` or `health`). Default `anthropic`.
+   */
+  MESSAGES_PREFIX: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/, 'one path segment: letters, digits, _ . - (no slash)')
+    .refine((v) => !['v1', 'admin', 'auth', 'health'].includes(v), 'must not be a path the gateway already serves (v1, admin, auth, health)').default('anthropic'),
   /** Largest accepted request body on the inference surfaces, in MiB (413 above). Default 32. */
   GATEWAY_MAX_BODY_MIB: z.coerce.number().positive().max(1024).default(32),
   /** Seconds to open a TCP/TLS connection to an upstream before trying the next route. Default 10. */

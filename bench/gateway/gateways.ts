@@ -24,6 +24,9 @@ const REQUEST = { model: 'bench-model', messages: [{ role: 'user', content: 'Hel
 const BODY = JSON.stringify(REQUEST);
 const STREAM_BODY = JSON.stringify({ ...REQUEST, stream: true });
 const CHAT_PATH = '/v1/chat/completions';
+/** The same request on the messages surface (served through the chat path). */
+const MESSAGES_REQUEST = { model: 'bench-model', max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }] };
+const MESSAGES_PATH = '/v1/messages';
 
 export interface RunningGateway {
   target: Target;
@@ -59,7 +62,7 @@ async function verify(target: Target): Promise<string | undefined> {
   if (!plain.text.includes('How can I help you today?')) return `unexpected answer: ${plain.text.slice(0, 120)}`;
   const stream = await probe(target, true);
   if (stream.status !== 200) return `streaming unavailable (${stream.status})`;
-  if (!stream.text.includes('tok63') || !stream.text.includes('data: [DONE]')) return `incomplete stream: ${stream.text.slice(-120)}`;
+  if (!stream.text.includes('tok63') || !stream.text.includes(target.streamEnd ?? 'data: [DONE]')) return `incomplete stream: ${stream.text.slice(-120)}`;
   return undefined;
 }
 
@@ -86,6 +89,8 @@ export interface OurGatewayOptions {
   identity?: BenchIdentity;
   /** More settings for the gateway (e.g. `REQUEST_LOG_BATCH_SIZE`), applied last. */
   env?: NodeJS.ProcessEnv;
+  /** The surface the load goes to (default chat completions). */
+  surface?: 'chat' | 'messages';
 }
 
 export interface BenchIdentity {
@@ -158,12 +163,14 @@ export async function startOurGateway(options: OurGatewayOptions): Promise<Gatew
     core: options.core, command: process.execPath, args: [...(process.env.BENCH_GATEWAY_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []), main], env, cwd: options.root,
     logFile: join(options.workDir, `gateway-${options.logLevel}${options.identity ? '-identity' : ''}.log`),
   });
+  const messages = options.surface === 'messages';
   const target: Target = {
     origin: `http://127.0.0.1:${port}`,
-    path: CHAT_PATH,
+    path: messages ? MESSAGES_PATH : CHAT_PATH,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${options.identity?.key ?? 'x'}` },
-    body: BODY,
-    streamBody: STREAM_BODY,
+    body: messages ? JSON.stringify(MESSAGES_REQUEST) : BODY,
+    streamBody: messages ? JSON.stringify({ ...MESSAGES_REQUEST, stream: true }) : STREAM_BODY,
+    ...(messages ? { streamEnd: 'event: message_stop' } : {}),
   };
   return startAndVerify(started, target, () => waitForHttp(`${target.origin}/health`, 20_000, started.child, 200));
 }

@@ -17,6 +17,8 @@ export interface Target {
   body: string;
   /** Streaming request body. */
   streamBody: string;
+  /** What a complete stream ends with (default `data: [DONE]`; the messages surface: `message_stop`). */
+  streamEnd?: string;
 }
 
 export interface Percentiles {
@@ -25,7 +27,7 @@ export interface Percentiles {
   count: number;
 }
 
-const DONE = Buffer.from('data: [DONE]');
+const DONE = 'data: [DONE]';
 
 /** Unmeasured requests before a c=1 measurement: at least `requests`, for at least `ms`. */
 export interface Warmup {
@@ -46,8 +48,8 @@ export function percentiles(samplesNs: BigInt64Array | bigint[]): Percentiles {
   return { p50: at(0.5), p99: at(0.99), count: ms.length };
 }
 
-function endsWithDone(tail: Buffer): boolean {
-  return tail.includes(DONE);
+function endsWithDone(tail: Buffer, end: string): boolean {
+  return tail.includes(end);
 }
 
 /** Fails unless the status is 200. */
@@ -81,15 +83,15 @@ export async function latencyC1(target: Target, warmup: Warmup, count: number): 
   return sampleC1(client, warmup, count, once);
 }
 
-/** Reads a stream body; returns the time its first chunk arrived and whether it ended with `[DONE]`. */
-async function readStream(body: AsyncIterable<Buffer>): Promise<{ firstAt: bigint; complete: boolean }> {
+/** Reads a stream body; returns the time its first chunk arrived and whether it ended with `end`. */
+async function readStream(body: AsyncIterable<Buffer>, end = DONE): Promise<{ firstAt: bigint; complete: boolean }> {
   let firstAt = 0n;
   let tail = Buffer.alloc(0);
   for await (const chunk of body) {
     if (firstAt === 0n) firstAt = process.hrtime.bigint();
     tail = Buffer.concat([tail, chunk.subarray(-64)]).subarray(-64);
   }
-  return { firstAt, complete: endsWithDone(tail) };
+  return { firstAt, complete: endsWithDone(tail, end) };
 }
 
 /** c=1 streaming time to first body byte (the stream is then read whole and checked). */
@@ -99,8 +101,8 @@ export async function ttfbC1(target: Target, warmup: Warmup, count: number): Pro
     const started = process.hrtime.bigint();
     const res = await client.request({ method: 'POST', path: target.path, headers: target.headers, body: target.streamBody });
     ensureOk(res.statusCode, 'stream request');
-    const { firstAt, complete } = await readStream(res.body);
-    if (!complete) throw new Error('stream did not end with data: [DONE]');
+    const { firstAt, complete } = await readStream(res.body, target.streamEnd);
+    if (!complete) throw new Error(`stream did not end with ${target.streamEnd ?? DONE}`);
     return firstAt - started;
   };
   return sampleC1(client, warmup, count, once);
@@ -149,7 +151,7 @@ export async function streamsPerSecond(target: Target, connections: number, dura
       try {
         const res = await pool.request({ method: 'POST', path: target.path, headers: target.headers, body: target.streamBody });
         const status = res.statusCode;
-        const { complete } = await readStream(res.body);
+        const { complete } = await readStream(res.body, target.streamEnd);
         const now = process.hrtime.bigint();
         if (now < measureFrom || now > endAt) continue;
         if (status === 200 && complete) ok += 1;

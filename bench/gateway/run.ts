@@ -94,6 +94,24 @@ async function measureGateway(name: string, start: () => Promise<GatewayStart>):
   }
 }
 
+const CHAT_ROW = 'ours (LOG_LEVEL=warn)';
+const MESSAGES_ROW = 'ours, /v1/messages (LOG_LEVEL=warn)';
+/** The messages surface's target: at least this share of the chat surface's req/s and streams/s in the same run. */
+const MESSAGES_TARGET_RATIO = 0.9;
+
+/** The messages row against the chat row (issue 19: ≥ 0.9× in the same run). */
+function messagesRatio(rows: readonly Row[]): string[] {
+  const chat = rows.find((r) => r.name === CHAT_ROW)?.result;
+  const messages = rows.find((r) => r.name === MESSAGES_ROW)?.result;
+  if (!chat || !messages || 'unavailable' in chat || 'unavailable' in messages) return ['messages vs chat: not measured (a row is unavailable).'];
+  const ratio = (a: number, b: number): string => (b > 0 ? (a / b).toFixed(2) : 'n/a');
+  const rps = ratio(messages.rps.perSecond, chat.rps.perSecond);
+  const streams = ratio(messages.streams.perSecond, chat.streams.perSecond);
+  const line = `messages vs chat (same run, LOG_LEVEL=warn): ${rps}× req/s, ${streams}× streams/s (target ≥ ${MESSAGES_TARGET_RATIO}×).`;
+  console.log(`bench: ${line}`);
+  return [line];
+}
+
 async function main(): Promise<void> {
   installCleanupHooks();
   const haltPoll = applyHaltPollFromEnv();
@@ -134,6 +152,9 @@ async function main(): Promise<void> {
         root, core: GATEWAY_CORE, upstreamPort, logLevel, workDir,
       })));
     }
+    // The messages surface next to the chat row it is compared with (same settings, same run).
+    rows.push(await measureGateway(MESSAGES_ROW, () => startOurGateway({ root, core: GATEWAY_CORE, upstreamPort, logLevel: 'warn', workDir, surface: 'messages' })));
+    notes.push(...messagesRatio(rows));
     for (const requestLog of [false, true]) {
       rows.push(await measureGateway(`ours (API key${requestLog ? ' + request log' : ''}, LOG_LEVEL=warn)`, async () => {
         const identity = { ...(await prepareBenchIdentity()), requestLog };

@@ -23,6 +23,8 @@ export interface StreamShape {
   start(): string[];
   frames(chunk: ChatCompletionChunk): string[];
   done(): string[];
+  /** The frame reporting an upstream failure after the first byte (absent: chat's `data: {"error": …}`). */
+  error?(message: string): string;
 }
 
 export interface StreamOutcome {
@@ -270,7 +272,8 @@ export function relayChatStream(res: ServerResponse, route: Route, opened: Upstr
       const message = (err as Error).message ?? String(err);
       relay.flush(); // the frames already relayed, then the error event
       state.log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
-      res.end(sseEvent(JSON.stringify({ error: { message: `Upstream stream failed: ${message}`, type: 'server_error', code: 'upstream_error' } })));
+      const text = `Upstream stream failed: ${message}`;
+      res.end(shape?.error ? shape.error(text) : sseEvent(JSON.stringify({ error: { message: text, type: 'server_error', code: 'upstream_error' } })));
       settle({ usage: relay.usage, completed: false, error: message });
     };
     const onAbort = (): void => fail(signal.reason ?? new Error('client closed the connection'));

@@ -74,6 +74,12 @@ function attribution(route: Route, failed: readonly FailedAttempt[], offload: Of
 export interface SurfaceShape {
   completion(body: ChatCompletion & { usage?: Usage }): unknown;
   stream(): StreamShape;
+  /**
+   * `true`: the surface picks one adapter (the messages surface, spec 4.1): the routing order still
+   * chooses it (affinity, weights, breakers skipping open circuits), but the first route tried is
+   * the only attempt: its failure is the client's error, never retried on another route.
+   */
+  oneAttempt?: boolean;
 }
 
 /**
@@ -101,7 +107,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
   const fallbackOptions: FallbackOptions = {
-    modelId: model.id, state: ctx.state, pinned, observer: ticket, offload: run,
+    modelId: model.id, state: ctx.state, pinned: pinned || shape?.oneAttempt === true, observer: ticket, offload: run,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
       { event: 'upstream_auth_misconfig', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, status: err.options.upstreamStatus },
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,

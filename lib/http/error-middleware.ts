@@ -65,10 +65,13 @@ export function handleError(thrown: unknown, res: ServerResponse, log: Logger): 
   return { status: err.status, headers: err.headers, body: errorBody(err.status, err.code, err.expose ? err.message : 'Internal server error', err.param) };
 }
 
-/** Writes an error response straight to a Node response (outside Koa). */
-export function sendError(thrown: unknown, res: ServerResponse, log: Logger): void {
+/** Re-shapes the error body for a surface with its own error format (e.g. the messages surface). */
+export type ErrorBodyShape = (status: number, body: ErrorBody) => unknown;
+
+/** Writes an error response straight to a Node response (outside Koa), in `shape` when given. */
+export function sendError(thrown: unknown, res: ServerResponse, log: Logger, shape?: ErrorBodyShape): void {
   const response = handleError(thrown, res, log);
-  if (response) writeJson(res, response.status, response.body, response.headers);
+  if (response) writeJson(res, response.status, shape ? shape(response.status, response.body) : response.body, response.headers);
 }
 
 /** Renders errors thrown below it, and 404s for unmatched routes. */

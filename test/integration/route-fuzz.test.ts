@@ -63,6 +63,16 @@ const SAMPLES: Record<string, unknown> = {
   'POST /v1/embeddings': { model: 'fuzz-model', input: 'x' },
   'POST /v1/responses': { model: 'fuzz-model', input: 'hi' },
   'POST /v1/completions': { model: 'fuzz-model', prompt: 'hi' },
+  'POST /v1/messages': {
+    model: 'fuzz-model', max_tokens: 10, system: 'be brief', metadata: { user_id: 'u' }, stop_sequences: ['END'],
+    tools: [{ name: 'bash', description: 'run', input_schema: { type: 'object' } }], tool_choice: { type: 'tool', name: 'bash' },
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'a.txt', is_error: false }] },
+    ],
+  },
+  'POST /v1/messages/count_tokens': { model: 'fuzz-model', system: [{ type: 'text', text: 'x' }], messages: [{ role: 'user', content: 'hi' }] },
 };
 
 /** Valid queries of routes that read query parameters; each value is replaced in turn by a bad one. */
@@ -203,7 +213,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the gateway, and stays up', async () => {
     const { sent, covered } = await fuzz(gw.url, gw.routes);
     assert.ok(sent > 1000);
-    assert.equal(covered.length, 10, 'every gateway sample names a served route');
+    assert.equal(covered.length, 12, 'every gateway sample names a served route');
     assert.equal((await send(gw.url, { method: 'GET', path: '/health' })).status, 200);
   });
 

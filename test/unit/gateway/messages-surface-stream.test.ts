@@ -1,0 +1,126 @@
+/**
+ * Chat-completions SSE streams (recorded shapes: text with usage, reasoning then text, parallel tool
+ * calls with split arguments, a length stop, multibyte text) translated to messages events by the
+ * real relay with the messages shape, the upstream bytes cut at every byte boundary and one byte at
+ * a time: the output is the same as for the whole stream, and it is the documented event sequence.
+ */
+import assert from 'node:assert/strict';
+import type { Route } from '../../../gateway/registry';
+import { ChatStreamRelay } from '../../../gateway/surfaces/chat-stream';
+import { MessagesStream } from '../../../gateway/translate/messages-surface/stream';
+
+const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
+
+const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish, ...extra }] })}\n\n`;
+const usage = (prompt: number, completion: number, cached?: number): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-1', choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, ...(cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: cached } }) } })}\n\n`;
+
+const STREAMS: Record<string, string> = {
+  text: chunk({ role: 'assistant', content: '' }) + chunk({ content: 'Hel' }) + chunk({ content: 'lo' }) + chunk({}, 'stop') + usage(10, 2, 4) + 'data: [DONE]\n\n',
+  reasoning: chunk({ role: 'assistant', reasoning_content: 'think ' }) + chunk({ reasoning_content: 'hard' }) + chunk({ content: 'answer' }) + chunk({}, 'stop', { stop_reason: 'END' }) + usage(5, 9) + 'data: [DONE]\n\n',
+  tools: chunk({ role: 'assistant', content: 'Let me look.' })
+    + chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'read', arguments: '' } }] })
+    + chunk({ tool_calls: [{ index: 0, function: { arguments: '{"path":' } }] })
+    + chunk({ tool_calls: [{ index: 0, function: { arguments: '"a.txt"}' } }] })
+    + chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'ls', arguments: '{}' } }] })
+    + chunk({}, 'tool_calls') + usage(30, 12) + 'data: [DONE]\n\n',
+  'length, multibyte, CRLF': (chunk({ content: 'héllo 🌍 ' }) + chunk({ content: '日本語' }) + chunk({}, 'length')).replaceAll('\n', '\r\n') + usage(3, 4),
+};
+
+interface Event { event: string; data: Record<string, unknown> }
+
+function translate(bytes: Buffer, cuts: number[], stopSequences?: string[]): string {
+  const out: Buffer[] = [];
+  const res = { writableNeedDrain: false, destroyed: false, write: (c: string | Buffer) => out.push(Buffer.from(c)) > 0 };
+  const relay = new ChatStreamRelay(res, ROUTE, new MessagesStream({ model: 'client-model', stopSequences }));
+  let start = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    if (cut > start) relay.push(bytes.subarray(start, cut));
+    start = Math.max(start, cut);
+  }
+  relay.end();
+  return Buffer.concat(out).toString('utf8');
+}
+
+function events(text: string): Event[] {
+  return text.split('\n\n').filter(Boolean).map((frame) => {
+    const [eventLine, dataLine] = frame.split('\n');
+    assert.match(eventLine!, /^event: /);
+    const data = JSON.parse(dataLine!.slice('data: '.length)) as Record<string, unknown>;
+    const event = eventLine!.slice('event: '.length);
+    assert.equal(data.type, event);
+    return { event, data };
+  });
+}
+
+/** The message a client assembles from the events (as the SDK's accumulator does). */
+function assemble(list: Event[]): { content: Array<Record<string, unknown>>; delta: Record<string, unknown>; usage: unknown } {
+  const content: Array<Record<string, unknown>> = [];
+  let final: Event | undefined;
+  for (const { event, data } of list) {
+    if (event === 'content_block_start') content[data.index as number] = { ...(data.content_block as object) };
+    if (event === 'content_block_delta') {
+      const block = content[data.index as number]!;
+      const delta = data.delta as Record<string, string>;
+      if (delta.type === 'text_delta') block.text = `${block.text as string}${delta.text}`;
+      if (delta.type === 'thinking_delta') block.thinking = `${block.thinking as string}${delta.thinking}`;
+      if (delta.type === 'input_json_delta') block.json = `${(block.json as string | undefined) ?? ''}${delta.partial_json}`;
+    }
+    if (event === 'message_delta') final = { event, data };
+  }
+  return { content, delta: final!.data.delta as Record<string, unknown>, usage: final!.data.usage };
+}
+
+describe('messages surface: chat stream → messages events', () => {
+  for (const [name, text] of Object.entries(STREAMS)) {
+    it(`${name}: the same events at every byte cut and one byte at a time`, () => {
+      const bytes = Buffer.from(text, 'utf8');
+      const whole = translate(bytes, [], ['END']);
+      for (let i = 1; i < bytes.length; i += 1) assert.equal(translate(bytes, [i], ['END']), whole, `cut at byte ${i}`);
+      assert.equal(translate(bytes, Array.from({ length: bytes.length }, (_, i) => i), ['END']), whole);
+      const list = events(whole);
+      assert.deepEqual(list.slice(0, 2).map((e) => e.event), ['message_start', 'ping']);
+      assert.deepEqual(list.slice(-2).map((e) => e.event), ['message_delta', 'message_stop']);
+      const starts = list.filter((e) => e.event === 'content_block_start').length;
+      assert.equal(list.filter((e) => e.event === 'content_block_stop').length, starts);
+    });
+  }
+
+  it('text: one text block; usage counts cached tokens apart', () => {
+    const got = assemble(events(translate(Buffer.from(STREAMS.text!), [])));
+    assert.deepEqual(got.content, [{ type: 'text', text: 'Hello' }]);
+    assert.deepEqual(got.delta, { stop_reason: 'end_turn', stop_sequence: null });
+    assert.deepEqual(got.usage, { input_tokens: 6, output_tokens: 2, cache_read_input_tokens: 4, cache_creation_input_tokens: 0 });
+    const start = events(translate(Buffer.from(STREAMS.text!), []))[0]!.data.message as Record<string, unknown>;
+    assert.equal(start.id, 'msg_chatcmpl-1');
+    assert.equal(start.model, 'client-model');
+  });
+
+  it('reasoning: a thinking block before the text block; a matched stop sequence is reported', () => {
+    const got = assemble(events(translate(Buffer.from(STREAMS.reasoning!), [], ['END'])));
+    assert.deepEqual(got.content, [{ type: 'thinking', thinking: 'think hard', signature: '' }, { type: 'text', text: 'answer' }]);
+    assert.deepEqual(got.delta, { stop_reason: 'stop_sequence', stop_sequence: 'END' });
+  });
+
+  it('tools: text, then one tool_use block per call with its arguments as input_json_delta', () => {
+    const got = assemble(events(translate(Buffer.from(STREAMS.tools!), [])));
+    assert.deepEqual(got.content, [
+      { type: 'text', text: 'Let me look.' },
+      { type: 'tool_use', id: 'call_a', name: 'read', input: {}, json: '{"path":"a.txt"}' },
+      { type: 'tool_use', id: 'call_b', name: 'ls', input: {}, json: '{}' },
+    ]);
+    assert.equal(got.delta.stop_reason, 'tool_use');
+  });
+
+  it('length: max_tokens; multibyte text intact through CRLF framing and a stream without [DONE]', () => {
+    const got = assemble(events(translate(Buffer.from(STREAMS['length, multibyte, CRLF']!), [])));
+    assert.deepEqual(got.content, [{ type: 'text', text: 'héllo 🌍 日本語' }]);
+    assert.equal(got.delta.stop_reason, 'max_tokens');
+  });
+
+  it('an empty stream still opens and closes the message', () => {
+    const list = events(translate(Buffer.from('data: [DONE]\n\n'), []));
+    assert.deepEqual(list.map((e) => e.event), ['message_start', 'ping', 'message_delta', 'message_stop']);
+  });
+});
