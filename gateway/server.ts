@@ -20,6 +20,7 @@ import { chatHandler } from './surfaces/chat';
 import { completionsHandler } from './surfaces/completions';
 import { embeddingsHandler } from './surfaces/embeddings';
 import { countTokensHandler, messagesHandler, messagesPaths } from './surfaces/messages';
+import { upstreamTokenCount } from './surfaces/messages-count-upstream';
 import { messagesErrorBody } from './translate/messages-surface/errors';
 import { responsesHandler } from './surfaces/responses';
 import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandler } from './surfaces/state';
@@ -52,7 +53,7 @@ export function inferenceRoutes(deps: GatewayContextDeps, options: { messagesPre
   ]);
   const paths = messagesPaths(options.messagesPrefix);
   const messages = Object.assign(messagesHandler(deps), { errorShape: messagesErrorBody, xApiKey: true });
-  const countTokens = Object.assign(countTokensHandler(deps), { errorShape: messagesErrorBody, xApiKey: true });
+  const countTokens = Object.assign(countTokensHandler(deps, upstreamTokenCount(deps)), { errorShape: messagesErrorBody, xApiKey: true });
   for (const path of paths.messages) routes.set(path, messages);
   for (const path of paths.countTokens) routes.set(path, countTokens);
   return routes;
