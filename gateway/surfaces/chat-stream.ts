@@ -25,6 +25,12 @@ export interface StreamShape {
   done(): string[];
   /** The frame reporting an upstream failure after the first byte (absent: chat's `data: {"error": …}`). */
   error?(message: string): string;
+  /**
+   * The frames of a plain event's data text without parsing it (no `usage`, no `_routing`, the
+   * default processor), or `undefined` when the event needs {@link frames} (parsed). A shape's fast
+   * path for the common token delta; it must answer exactly what `frames` would.
+   */
+  plain?(data: string): string | undefined;
 }
 
 export interface StreamOutcome {
@@ -214,9 +220,16 @@ export class ChatStreamRelay {
       this.done();
       return;
     }
-    if (!this.processor && !this.shape && !data.includes('"_routing"') && !USAGE_OBJECT.test(data)) {
-      this.text += sseEvent(data);
-      return;
+    if (!this.processor && !data.includes('"_routing"') && !USAGE_OBJECT.test(data)) {
+      if (!this.shape) {
+        this.text += sseEvent(data);
+        return;
+      }
+      const frames = this.shape.plain?.(data);
+      if (frames !== undefined) {
+        this.text += frames;
+        return;
+      }
     }
     let chunk: ChatCompletionChunk & { _routing?: unknown; usage?: Usage | null };
     try {

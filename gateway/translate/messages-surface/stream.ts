@@ -34,6 +34,40 @@ function blockDelta(index: number, kind: string, field: string, value: string): 
   return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"${kind}","${field}":${JSON.stringify(value)}}}\n\n`;
 }
 
+function textDeltaFrame(index: number, literal: string): string {
+  return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":${literal}}}\n\n`;
+}
+
+const CONTENT_DELTA = '"choices":[{"index":0,"delta":{"content":"';
+const QUOTE = 34;
+const BACKSLASH = 92;
+const CLOSE_BRACE = 125;
+
+/**
+ * The JSON string literal (quotes included) of a chunk whose only choice is index 0 with a delta
+ * of exactly one non-empty `content` and no finish reason, or `undefined` for any other chunk.
+ * Scans the text; never parses it. The literal is valid JSON as the upstream wrote it (the
+ * splitter decoded the bytes; an unterminated literal answers `undefined`).
+ */
+export function plainContentLiteral(data: string): string | undefined {
+  const at = data.indexOf(CONTENT_DELTA);
+  if (at === -1 || data.indexOf(CONTENT_DELTA, at + 1) !== -1) return undefined;
+  const open = at + CONTENT_DELTA.length - 1;
+  let i = open + 1;
+  for (; i < data.length; i += 1) {
+    const c = data.charCodeAt(i);
+    if (c === BACKSLASH) i += 1;
+    else if (c === QUOTE) break;
+  }
+  if (i >= data.length || i === open + 1 || data.charCodeAt(i + 1) !== CLOSE_BRACE) return undefined;
+  // After the delta: only `finish_reason: null` and fields of no meaning here, and no second choice.
+  const rest = data.slice(i + 2);
+  if (rest.includes('"index"') || rest.includes('"tool_calls"') || rest.includes('"reasoning')) return undefined;
+  const finish = rest.indexOf('"finish_reason":');
+  if (finish !== -1 && !rest.startsWith('null', finish + 16)) return undefined;
+  return data.slice(open, i + 1);
+}
+
 /** One request's stream translation (a fresh object per stream). */
 export class MessagesStream implements StreamShape {
   private started = false;
@@ -88,6 +122,18 @@ export class MessagesStream implements StreamShape {
 
   error(message: string): string {
     return messagesErrorEvent(message);
+  }
+
+  /**
+   * The fast path of the common chunk, a text delta continuing the open text block: its content's
+   * JSON string literal is copied into the `text_delta` frame as it is (both are JSON strings), with
+   * no parse. Anything else (the first chunk, another block kind, tool calls, reasoning, a finish
+   * reason, a second choice, an empty or unusual delta) answers `undefined` and is parsed.
+   */
+  plain(data: string): string | undefined {
+    if (this.open?.kind !== 'text') return undefined;
+    const literal = plainContentLiteral(data);
+    return literal === undefined ? undefined : textDeltaFrame(this.open.index, literal);
   }
 
   private begin(out: string[], chatId: string | undefined): void {

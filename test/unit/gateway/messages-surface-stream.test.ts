@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { Route } from '../../../gateway/registry';
 import { ChatStreamRelay } from '../../../gateway/surfaces/chat-stream';
-import { MessagesStream } from '../../../gateway/translate/messages-surface/stream';
+import { MessagesStream, plainContentLiteral } from '../../../gateway/translate/messages-surface/stream';
 
 const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
 
@@ -122,5 +122,49 @@ describe('messages surface: chat stream → messages events', () => {
   it('an empty stream still opens and closes the message', () => {
     const list = events(translate(Buffer.from('data: [DONE]\n\n'), []));
     assert.deepEqual(list.map((e) => e.event), ['message_start', 'ping', 'message_delta', 'message_stop']);
+  });
+
+  it('the unparsed fast path of text deltas writes exactly what the parsed path writes', () => {
+    class ParsedOnly extends MessagesStream {
+      override plain(): undefined {
+        return undefined;
+      }
+    }
+    const run = (shape: MessagesStream, bytes: Buffer): string => {
+      const out: Buffer[] = [];
+      const res = { writableNeedDrain: false, destroyed: false, write: (c: string | Buffer) => out.push(Buffer.from(c)) > 0 };
+      const relay = new ChatStreamRelay(res, ROUTE, shape);
+      relay.push(bytes);
+      relay.end();
+      return Buffer.concat(out).toString('utf8');
+    };
+    const escaped = chunk({ role: 'assistant', content: 'a' }) + chunk({ content: 'quote " backslash \\ newline \n tab \t \u0001 é 🌍' })
+      + chunk({ content: '</s>' }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
+    for (const [name, stream] of Object.entries({ ...STREAMS, escaped })) {
+      const bytes = Buffer.from(stream);
+      const fast = new MessagesStream({ model: 'client-model' });
+      let plainHits = 0;
+      const counted = Object.assign(fast, { plain: (data: string) => {
+        const frames = MessagesStream.prototype.plain.call(fast, data);
+        if (frames !== undefined) plainHits += 1;
+        return frames;
+      } });
+      assert.equal(run(counted, bytes), run(new ParsedOnly({ model: 'client-model' }), bytes), name);
+      if (name === 'text' || name === 'escaped') assert.ok(plainHits >= 1, `${name}: the fast path was taken`);
+    }
+  });
+
+  it('takes the fast path only for a lone index-0 choice whose delta is exactly a non-empty content', () => {
+    const data = (choices: unknown[], extra: Record<string, unknown> = {}) => JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra });
+    assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: 'tok' }, finish_reason: null, logprobs: null }])), '"tok"');
+    const tricky = 'a "quoted" \\ back\nslash';
+    assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: tricky }, finish_reason: null }])), JSON.stringify(tricky));
+    assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: '' }, finish_reason: null }])), undefined, 'empty content');
+    assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: 'x', role: 'assistant' } }])), undefined, 'another delta field');
+    assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: 'x' }, finish_reason: 'stop' }])), undefined, 'a finish reason');
+    assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: 'x' } }, { index: 1, delta: { content: 'y' } }])), undefined, 'a second choice');
+    assert.equal(plainContentLiteral(data([{ index: 1, delta: { content: 'y' } }])), undefined, 'not choice 0');
+    assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: 'x' }, finish_reason: null, tool_calls: [] }])), undefined, 'tool calls');
+    assert.equal(plainContentLiteral('{"choices":[{"index":0,"delta":{"content":"unterminated'), undefined);
   });
 });
