@@ -142,14 +142,14 @@ describe('messages surface: chat stream → messages events', () => {
       + chunk({ content: '</s>' }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
     for (const [name, stream] of Object.entries({ ...STREAMS, escaped })) {
       const bytes = Buffer.from(stream);
-      const fast = new MessagesStream({ model: 'client-model' });
+      const fast = new MessagesStream({ model: 'client-model', stopSequences: undefined });
       let plainHits = 0;
       const counted = Object.assign(fast, { plain: (data: string) => {
         const frames = MessagesStream.prototype.plain.call(fast, data);
         if (frames !== undefined) plainHits += 1;
         return frames;
       } });
-      assert.equal(run(counted, bytes), run(new ParsedOnly({ model: 'client-model' }), bytes), name);
+      assert.equal(run(counted, bytes), run(new ParsedOnly({ model: 'client-model', stopSequences: undefined }), bytes), name);
       if (name === 'text' || name === 'escaped') assert.ok(plainHits >= 1, `${name}: the fast path was taken`);
     }
   });
