@@ -60,10 +60,13 @@ describe('agent event store', () => {
     const read = async () => {
       let last = '0';
       while (writing || seen.length < writers * perWriter) {
+        // Whether writers were still at work when this read began: an empty page ends the reading
+        // only if the read started after the last commit (a read begun earlier may miss it).
+        const afterWriters = !writing;
         const page = await listEvents(db, concurrentJob, last, 37);
         seen.push(...page);
         if (page.length > 0) last = page[page.length - 1]!.event_id;
-        if (!writing && page.length === 0) break;
+        if (afterWriters && page.length === 0) break;
       }
     };
     const reader = read();
