@@ -118,4 +118,24 @@ describe('messages surface: keys, errors and the request log (PostgreSQL)', func
     const logged = (await row(id))!;
     assert.deepEqual([logged.surface, logged.stream, logged.prompt_tokens, logged.cache_read_tokens], ['messages', true, 11, 5]);
   });
+
+  it('honours X-Probe: synthetic from an internal key only: X-Provider named and no request-log row; from a free key a plain logged request', async () => {
+    const internal = await createKey(gw!.url, await signUpAndLogIn(gw!.url, t.db, 'probe-internal@example.com'));
+    await t.db('users').where({ email: 'probe-internal@example.com' }).update({ role: 'internal', updated_at: t.db.fn.now() });
+    await eventually(() => Promise.resolve(gw!.deps.keys?.lookup(internal)?.role === 'internal'), 'the key cache to see the internal role');
+    const send = (credential: string) => fetch(`${gw!.url}/v1/messages`, {
+      method: 'POST', headers: { 'x-api-key': credential, 'x-probe': 'synthetic', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'family-4.6', max_tokens: 5, messages: [{ role: 'user', content: 'probe' }] }),
+    });
+    upstream.enqueue({ kind: 'json', content: 'ok' });
+    const probe = await send(internal);
+    assert.equal(probe.status, 200, await probe.clone().text());
+    assert.equal(probe.headers.get('x-provider'), 'vendor_a');
+    upstream.enqueue({ kind: 'json', content: 'ok' });
+    const free = await send(key);
+    assert.equal(free.status, 200);
+    assert.equal(free.headers.get('x-provider'), null, 'a free key\'s probe header is not honoured');
+    await eventually(async () => (await row(free.headers.get('x-request-id'))) !== undefined, 'the free key\'s row');
+    assert.equal(await row(probe.headers.get('x-request-id')), undefined, 'the honoured probe is not logged');
+  });
 });
