@@ -12,7 +12,9 @@
  * | `[DONE]` / end | `content_block_stop`, `message_delta` (stop_reason, stop_sequence, usage), `message_stop` |
  *
  * A block is stopped when a block of another kind (or another tool call) starts. A late argument
- * fragment of an already stopped tool call is still sent, with that call's block index.
+ * fragment of an already stopped tool call is still sent, with that call's block index. A tool
+ * call's `content_block_start` waits for its first argument fragment (or the next other event), so
+ * a name some upstreams send in pieces before the arguments arrives whole; nothing else waits.
  */
 import type { ChatCompletionChunk, ToolCallDelta } from '../../processors/types';
 import type { StreamShape } from '../../surfaces/chat-stream';
@@ -79,6 +81,8 @@ export class MessagesStream implements StreamShape {
   private finish: string | null = null;
   private matched: unknown;
   private usage: Usage | undefined;
+  /** A tool call seen but not yet started: its name may still be arriving in fragments. */
+  private pending: { key: number; id: string; name: string } | undefined;
 
   constructor(private readonly context: MessageContext) {}
 
@@ -94,6 +98,7 @@ export class MessagesStream implements StreamShape {
     if (!choice) return out;
     const delta = (choice.delta ?? {}) as ChatCompletionChunk['choices'][number]['delta'] & { reasoning?: unknown };
     const reasoning = delta.reasoning_content ?? (typeof delta.reasoning === 'string' ? delta.reasoning : undefined);
+    if (this.pending && (reasoning || delta.content)) this.startPending(out);
     if (reasoning) {
       this.ensure(out, 'thinking', { type: 'thinking', thinking: '', signature: '' });
       out.push(blockDelta(this.open!.index, 'thinking_delta', 'thinking', reasoning));
@@ -113,6 +118,7 @@ export class MessagesStream implements StreamShape {
   done(): string[] {
     const out: string[] = [];
     if (!this.started) this.begin(out, undefined);
+    this.startPending(out);
     this.close(out);
     const stop = stopInfo(this.finish, this.matched, this.context.stopSequences, this.tools.size > 0);
     out.push(event('message_delta', JSON.stringify({ type: 'message_delta', delta: stop, usage: messagesUsage(this.usage) })));
@@ -131,7 +137,7 @@ export class MessagesStream implements StreamShape {
    * reason, a second choice, an empty or unusual delta) answers `undefined` and is parsed.
    */
   plain(data: string): string | undefined {
-    if (this.open?.kind !== 'text') return undefined;
+    if (this.open?.kind !== 'text' || this.pending) return undefined;
     const literal = plainContentLiteral(data);
     return literal === undefined ? undefined : textDeltaFrame(this.open.index, literal);
   }
@@ -164,14 +170,30 @@ export class MessagesStream implements StreamShape {
 
   private toolCall(out: string[], call: ToolCallDelta): void {
     const key = typeof call.index === 'number' ? call.index : 0;
+    const name = call.function?.name;
     let index = this.tools.get(key);
     if (index === undefined) {
-      const id = call.id || `toolu_${this.nextIndex}`;
-      index = this.ensure(out, key, { type: 'tool_use', id, name: call.function?.name ?? '', input: {} });
-      this.tools.set(key, index);
+      if (this.pending?.key === key) {
+        if (name) this.pending.name += name;
+      } else {
+        this.startPending(out);
+        this.pending = { key, id: call.id || `toolu_${this.nextIndex}`, name: name ?? '' };
+      }
     }
     const args = call.function?.arguments;
-    if (args) out.push(blockDelta(index, 'input_json_delta', 'partial_json', args));
+    if (!args) return;
+    index = this.tools.get(key) ?? this.startPending(out);
+    out.push(blockDelta(index!, 'input_json_delta', 'partial_json', args));
+  }
+
+  /** Starts the pending tool call's block; its block index, or `undefined` when none is pending. */
+  private startPending(out: string[]): number | undefined {
+    const call = this.pending;
+    if (!call) return undefined;
+    this.pending = undefined;
+    const index = this.ensure(out, call.key, { type: 'tool_use', id: call.id, name: call.name, input: {} });
+    this.tools.set(call.key, index);
+    return index;
   }
 }
 

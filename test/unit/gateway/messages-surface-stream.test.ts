@@ -25,6 +25,15 @@ const STREAMS: Record<string, string> = {
     + chunk({ tool_calls: [{ index: 0, function: { arguments: '"a.txt"}' } }] })
     + chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'ls', arguments: '{}' } }] })
     + chunk({}, 'tool_calls') + usage(30, 12) + 'data: [DONE]\n\n',
+  'split tool names': chunk({ tool_calls: [{ index: 0, id: 'call_s', type: 'function', function: { name: 'read_', arguments: '' } }] })
+    + chunk({ tool_calls: [{ index: 0, function: { name: 'file' } }] })
+    + chunk({ tool_calls: [{ index: 0, function: { arguments: '{"p":1}' } }] })
+    + chunk({ tool_calls: [{ index: 1, id: 'call_t', type: 'function', function: { name: 'gr' } }] })
+    + chunk({ tool_calls: [{ index: 1, function: { name: 'ep' } }] })
+    + chunk({ content: 'after' })
+    + chunk({ tool_calls: [{ index: 2, id: 'call_u', type: 'function', function: { name: 'l' } }] })
+    + chunk({ tool_calls: [{ index: 2, function: { name: 's' } }] })
+    + chunk({}, 'tool_calls') + 'data: [DONE]\n\n',
   'length, multibyte, CRLF': (chunk({ content: 'héllo 🌍 ' }) + chunk({ content: '日本語' }) + chunk({}, 'length')).replaceAll('\n', '\r\n') + usage(3, 4),
 };
 
@@ -111,6 +120,22 @@ describe('messages surface: chat stream → messages events', () => {
       { type: 'tool_use', id: 'call_b', name: 'ls', input: {}, json: '{}' },
     ]);
     assert.equal(got.delta.stop_reason, 'tool_use');
+  });
+
+  it('split tool names: a name sent in pieces arrives whole, before its arguments, text, or the end', () => {
+    const list = events(translate(Buffer.from(STREAMS['split tool names']!), []));
+    const got = assemble(list);
+    assert.deepEqual(got.content, [
+      { type: 'tool_use', id: 'call_s', name: 'read_file', input: {}, json: '{"p":1}' },
+      { type: 'tool_use', id: 'call_t', name: 'grep', input: {} },
+      { type: 'text', text: 'after' },
+      { type: 'tool_use', id: 'call_u', name: 'ls', input: {} },
+    ]);
+    assert.equal(got.delta.stop_reason, 'tool_use');
+    assert.deepEqual(list.filter((e) => e.event.startsWith('content_block_')).map((e) => `${e.event}:${e.data.index as number}`), [
+      'content_block_start:0', 'content_block_delta:0', 'content_block_stop:0', 'content_block_start:1', 'content_block_stop:1',
+      'content_block_start:2', 'content_block_delta:2', 'content_block_stop:2', 'content_block_start:3', 'content_block_stop:3',
+    ]);
   });
 
   it('length: max_tokens; multibyte text intact through CRLF framing and a stream without [DONE]', () => {
