@@ -147,6 +147,41 @@ describe('inference grants at the gateway', function () {
     assert.match(((await embeddings.json()) as { error: { message: string } }).error.message, /allows only model 'm'/);
   });
 
+  it('serves the messages surface with a grant (X-Api-Key or Bearer): charged and logged to the owner, one model, errors in the messages shape', async () => {
+    const issued = await issueTurn();
+    const messages = (token: string, model: string, header: 'x-api-key' | 'authorization', requestId: string, path = '/v1/messages') => fetch(`${gw.url}${path}`, {
+      method: 'POST',
+      headers: { [header]: header === 'authorization' ? `Bearer ${token}` : token, 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-request-id': requestId },
+      body: JSON.stringify({ model, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const spentBefore = gw.deps.limits.spentToday(owner);
+    const viaKey = await messages(issued.token, 'm', 'x-api-key', 'grant-messages-1');
+    assert.equal(viaKey.status, 200, await viaKey.clone().text());
+    assert.equal(((await viaKey.json()) as { type: string }).type, 'message');
+    assert.ok(gw.deps.limits.spentToday(owner) > spentBefore, 'the owner’s daily quota is charged');
+    const viaBearer = await messages(issued.token, 'm', 'authorization', 'grant-messages-2');
+    assert.equal(viaBearer.status, 200);
+    const logged = await waitFor(() => t.db('api_logs').where({ request_id: 'grant-messages-1' }).first<{ user_id: string; api_key_id: string | null; metadata: Record<string, unknown> }>(), 'the request-log row');
+    assert.equal(Number(logged.user_id), owner);
+    assert.equal(logged.api_key_id, null);
+    assert.equal(logged.metadata.grant_id, issued.grant_id);
+
+    const other = await messages(issued.token, 'other', 'x-api-key', 'grant-messages-3');
+    assert.equal(other.status, 403);
+    const refusal = (await other.json()) as { type: string; error: { type: string; message: string } };
+    assert.equal(refusal.type, 'error');
+    assert.equal(refusal.error.type, 'permission_error');
+    assert.match(refusal.error.message, /allows only model 'm'/);
+    const count = await messages(issued.token, 'm', 'x-api-key', 'grant-count-1', '/v1/messages/count_tokens');
+    assert.equal(count.status, 200, await count.clone().text());
+    assert.ok(((await count.json()) as { input_tokens: number }).input_tokens > 0);
+
+    assert.equal((await dispatch(gw.url, `/${issued.grant_id}/revoke`, {})).status, 200);
+    const revoked = await messages(issued.token, 'm', 'x-api-key', 'grant-messages-4');
+    assert.equal(revoked.status, 401);
+    assert.equal(((await revoked.json()) as { error: { type: string } }).error.type, 'authentication_error');
+  });
+
   it('refuses unknown and revoked grants with 401; revoking is idempotent, unknown grants 404', async () => {
     assert.equal((await chat(gw.url, 'agr_unknownunknownunknownunknownunknownunknown1')).status, 401);
     const issued = await issueTurn();
