@@ -13,13 +13,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { BootstrapError, DATA, LOGS, RUN, TOOLS, run, runLogged, say, tcpOpen } from './sh';
 import { processAlive } from '../../lib/process-alive';
+import { withBuildLock } from './build-lock';
 
 export const SEAWEEDFS_MODULE = 'github.com/seaweedfs/seaweedfs';
 /** Pinned pseudo-version (SeaweedFS 4.53's S3 layer: `If-None-Match: *` → 412, `BadDigest`, checksum on HEAD). */
@@ -43,51 +44,6 @@ function findGo(): string | undefined {
 function binaryWorks(binary: string): boolean {
   return existsSync(binary) && run(binary, ['version']).status === 0;
 }
-
-/** Takes `<dir>.lock` (a directory: atomic to create); a lock whose owner died is taken over. */
-async function withBuildLock<T>(dir: string, fn: () => T): Promise<T> {
-  const lock = `${dir}.lock`;
-  const deadline = Date.now() + 20 * 60_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      writeFileSync(join(lock, 'pid'), String(process.pid));
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = Number(readFileSafe(join(lock, 'pid')));
-      const ageMs = Date.now() - statSafeMtime(lock);
-      if ((owner && !processAlive(owner)) || (!owner && ageMs > 60_000)) {
-        rmSync(lock, { recursive: true, force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new BootstrapError('seaweedfs', `build lock ${lock} held by pid ${owner} for 20 minutes`);
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-  }
-  try {
-    return fn();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
-}
-
-function readFileSafe(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-function statSafeMtime(path: string): number {
-  try {
-    return statSync(path).mtimeMs;
-  } catch {
-    return Date.now();
-  }
-}
-
 
 /** Builds and caches `weed` unless the cached binary of this version runs. Idempotent. */
 export async function ensureSeaweedfsBinary(version: string = SEAWEEDFS_VERSION): Promise<string> {
