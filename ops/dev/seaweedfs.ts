@@ -32,7 +32,7 @@ export function seaweedfsBinary(version: string = SEAWEEDFS_VERSION): string {
 }
 
 /** A `go` of at least 1.21 (which fetches the toolchain go.mod asks for from the module proxy). */
-function findGo(): string | undefined {
+export function findGo(): string | undefined {
   for (const candidate of ['go', '/usr/local/go/bin/go', '/usr/lib/go/bin/go']) {
     const version = run(candidate, ['version']);
     const minor = /go1\.(\d+)/.exec(version.stdout)?.[1];
@@ -205,13 +205,14 @@ export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<Se
   return server;
 }
 
-async function waitReady(endpoint: string, credentials: S3Credentials, timeoutMs: number, child: ChildProcess): Promise<void> {
+/** Polls a signed ListBuckets until it answers; fails early when `child` (named `name`) exits. */
+export async function waitReady(endpoint: string, credentials: S3Credentials, timeoutMs: number, child: ChildProcess, name = 'weed'): Promise<void> {
   const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
   const deadline = Date.now() + timeoutMs;
   let last = '';
   try {
     while (Date.now() < deadline) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`weed exited (${child.exitCode ?? child.signalCode}) before S3 answered`);
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before S3 answered`);
       if (await tcpOpen('127.0.0.1', Number(new URL(endpoint).port))) {
         try {
           await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(3000) });
