@@ -7,7 +7,8 @@
  * built gateway of another checkout, e.g. a worktree of the previous commit, in alternation),
  * `--against-log-level info|warn` (the other checkout's level, e.g. `--against . --against-log-level warn`
  * to weigh the info line in one build; an A/B ends with the median of the rounds' differences), `--key` (our gateway authenticates an API key; needs PostgreSQL, as `npm start` brings up),
- * `--request-log` (implies `--key`; also writes the request log). "others" is the CPU that
+ * `--request-log` (implies `--key`; also writes the request log), `--messages` (the A/B is ours on
+ * `/v1/messages` against ours on chat completions, same build: issue 19's surface cost). "others" is the CPU that
  * processes outside the bench (PostgreSQL, for the request log) spent in the window, per request.
  * Targets 127.0.0.1 only; bounded.
  */
@@ -31,8 +32,8 @@ function cpuTicks(pid: number): [number, number] {
 
 let connections = 64;
 
-async function load(origin: string, headers: Record<string, string>, body: string, seconds: number): Promise<number> {
-  const result = await autocannon({ url: `${origin}/v1/chat/completions`, method: 'POST', headers, body, connections, duration: seconds });
+async function load(origin: string, path: string, headers: Record<string, string>, body: string, seconds: number): Promise<number> {
+  const result = await autocannon({ url: `${origin}${path}`, method: 'POST', headers, body, connections, duration: seconds });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`non2xx ${result.non2xx} errors ${result.errors}`);
   return result.requests.total;
 }
@@ -45,12 +46,12 @@ async function measure(name: string, start: () => Promise<GatewayStart>, seconds
   const { pid } = started.gateway;
   try {
     const body = stream ? target.streamBody : target.body;
-    await load(target.origin, target.headers, body, 2);
+    await load(target.origin, target.path, target.headers, body, 2);
     if (pid === undefined) throw new Error('no pid');
     const before = cpuTicks(pid);
     const machineBefore = cpuSnapshot();
     const startedAt = process.hrtime.bigint();
-    const requests = await load(target.origin, target.headers, body, seconds);
+    const requests = await load(target.origin, target.path, target.headers, body, seconds);
     const after = cpuTicks(pid);
     const { others } = cpuUse(machineBefore, cpuSnapshot());
     const wallSeconds = Number(process.hrtime.bigint() - startedAt) / 1e9;
@@ -79,7 +80,7 @@ function pairSummary(pairs: readonly number[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' }, 'against-log-level': { type: 'string' }, connections: { type: 'string', default: '64' }, key: { type: 'boolean', default: false }, 'request-log': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '2' }, only: { type: 'string' }, 'log-level': { type: 'string', default: 'warn' }, stream: { type: 'boolean', default: false }, against: { type: 'string' }, 'against-log-level': { type: 'string' }, connections: { type: 'string', default: '64' }, key: { type: 'boolean', default: false }, 'request-log': { type: 'boolean', default: false }, messages: { type: 'boolean', default: false } } });
   connections = Number(values.connections);
   installCleanupHooks();
   pinSelf(0);
@@ -101,12 +102,17 @@ async function main(): Promise<void> {
     for (let round = 0; round < Number(values.rounds); round += 1) {
       if (values.only !== 'ours') await measure('bare Node proxy (floor)', () => startBareProxy(root, 1, upstream.port, workDir), seconds, values.stream);
       const ours = values.only === 'bare' ? undefined : await measure(`ours (${label})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir, identity }), seconds, values.stream);
+      if (values.messages) {
+        const messages = await measure(`ours /v1/messages (${label})`, () => startOurGateway({ root, core: 1, upstreamPort: upstream.port, logLevel, workDir, identity, surface: 'messages' }), seconds, values.stream);
+        if (ours !== undefined) pairs.push(messages - ours);
+        continue;
+      }
       const against = values.against;
       if (!against) continue;
       const theirs = await measure(`against (${againstLabel})`, () => startOurGateway({ root: resolve(against), core: 1, upstreamPort: upstream.port, logLevel: againstLevel, workDir, identity }), seconds, values.stream);
       if (ours !== undefined) pairs.push(ours - theirs);
     }
-    if (pairs.length > 0) console.log(pairSummary(pairs));
+    if (pairs.length > 0) console.log(values.messages ? pairSummary(pairs).replace('ours − against', 'messages − chat').replace(/ours lower in (\d+), against lower in (\d+)/, 'messages lower in $1, chat lower in $2') : pairSummary(pairs));
   } finally {
     await upstream.close();
   }

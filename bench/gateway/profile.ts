@@ -1,6 +1,6 @@
 /**
  * `npm run bench:gateway:profile`: CPU profile of the built gateway under c=64 non-streaming load
- * (or streaming with `--stream`). Prints the functions with the most self time and leaves the
+ * (or streaming with `--stream`; on the messages surface with `--messages`). Prints the functions with the most self time and leaves the
  * `.cpuprofile` in `.data/bench/` (open it in Chrome DevTools). Targets 127.0.0.1 only; bounded.
  */
 import { spawn } from 'node:child_process';
@@ -15,7 +15,7 @@ import { freePort, pinSelf, waitForHttp } from './processes';
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, stream: { type: 'boolean', default: false }, 'log-level': { type: 'string', default: 'info' }, identity: { type: 'boolean', default: false }, bare: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, stream: { type: 'boolean', default: false }, messages: { type: 'boolean', default: false }, 'log-level': { type: 'string', default: 'info' }, identity: { type: 'boolean', default: false }, bare: { type: 'boolean', default: false } } });
   // --identity: API keys required and the request log written (a fresh gw_bench database).
   pinSelf(0); // load generator and fake upstream on core 0, the profiled server alone on core 1
   const identity = values.identity ? await prepareBenchIdentity() : undefined;
@@ -40,8 +40,10 @@ async function main(): Promise<void> {
   });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/health`, 15_000, gateway);
+    // --messages: the same request on the messages surface (`/v1/messages`, translated to the chat route).
     const body = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, ...(values.stream ? { stream: true } : {}) });
-    const result = await autocannon({ url: `http://127.0.0.1:${port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', ...(identity ? { authorization: `Bearer ${identity.key}` } : {}) }, body, connections: 64, duration: Number(values.seconds) });
+    const path = values.messages ? '/v1/messages' : '/v1/chat/completions';
+    const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, method: 'POST', headers: { 'content-type': 'application/json', ...(identity ? { authorization: `Bearer ${identity.key}` } : {}) }, body, connections: 64, duration: Number(values.seconds) });
     console.log(`req/s ${Math.round(result.requests.average)}  non2xx ${result.non2xx}  errors ${result.errors}`);
   } finally {
     gateway.kill('SIGTERM');

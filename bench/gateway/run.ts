@@ -9,6 +9,7 @@
  * Environment: `BENCH_QUICK=1` shortens every phase (a smoke run; figures are not comparable),
  * `BENCH_SKIP_BUILD=1` skips `npm run build`, `BENCH_NO_RESULTS=1` does not append to RESULTS.md,
  * `BENCH_GUEST_HALT_POLL_NS=<ns>` sets the VM guest's halt polling for the run (see idle.ts).
+ * `BENCH_MESSAGES_ROUNDS=N` measures only the chat and messages rows, alternated N times (issue 19's ratio).
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -112,6 +113,23 @@ function messagesRatio(rows: readonly Row[]): string[] {
   return [line];
 }
 
+/**
+ * `BENCH_MESSAGES_ROUNDS=N`: the chat and messages rows alone, alternated N times (chat, messages,
+ * chat, …) so both see the same machine; the ratio is of the rounds' sums.
+ */
+function messagesRoundsRatio(rows: readonly Row[]): string[] {
+  const sum = (prefix: string, pick: (r: Measured) => number): number => rows
+    .filter((r) => r.name.startsWith(prefix) && !('unavailable' in r.result))
+    .reduce((total, r) => total + pick(r.result as Measured), 0);
+  const ratio = (pick: (r: Measured) => number): string => {
+    const chat = sum(`${CHAT_ROW} round`, pick);
+    return chat > 0 ? (sum(`${MESSAGES_ROW} round`, pick) / chat).toFixed(2) : 'n/a';
+  };
+  const line = `messages vs chat (${rows.length - 1} rows alternated, ratio of sums, LOG_LEVEL=warn): ${ratio((r) => r.rps.perSecond)}× req/s, ${ratio((r) => r.streams.perSecond)}× streams/s (target ≥ ${MESSAGES_TARGET_RATIO}×).`;
+  console.log(`bench: ${line}`);
+  return [line];
+}
+
 async function main(): Promise<void> {
   installCleanupHooks();
   const haltPoll = applyHaltPollFromEnv();
@@ -146,6 +164,18 @@ async function main(): Promise<void> {
     await latencyC1(directTarget(upstreamPort), PLAN.prewarm, 1);
     await ttfbC1(directTarget(upstreamPort), { requests: PLAN.prewarm.requests / 10, ms: PLAN.prewarm.ms / 3 }, 1);
     rows.push({ name: DIRECT, result: await measure(DIRECT, directTarget(upstreamPort)) });
+    const messagesRounds = Number(process.env.BENCH_MESSAGES_ROUNDS ?? 0);
+    for (let round = 1; round <= messagesRounds; round += 1) {
+      rows.push(await measureGateway(`${CHAT_ROW} round ${round}`, () => startOurGateway({ root, core: GATEWAY_CORE, upstreamPort, logLevel: 'warn', workDir })));
+      rows.push(await measureGateway(`${MESSAGES_ROW} round ${round}`, () => startOurGateway({ root, core: GATEWAY_CORE, upstreamPort, logLevel: 'warn', workDir, surface: 'messages' })));
+    }
+    if (messagesRounds > 0) notes.push(...messagesRoundsRatio(rows));
+    else await allRows();
+  } finally {
+    await upstream.stop();
+  }
+
+  async function allRows(): Promise<void> {
     rows.push(await measureGateway('bare Node proxy (floor)', () => startBareProxy(root, GATEWAY_CORE, upstreamPort, workDir)));
     for (const logLevel of ['info', 'warn'] as const) {
       rows.push(await measureGateway(`ours (LOG_LEVEL=${logLevel})`, () => startOurGateway({
@@ -162,8 +192,6 @@ async function main(): Promise<void> {
       }));
     }
     rows.push(await measureGateway(`Portkey ${PORTKEY_VERSION}`, () => startPortkey(root, GATEWAY_CORE, upstreamPort, workDir)));
-  } finally {
-    await upstream.stop();
   }
 
   const table = renderTable(rows, DIRECT);

@@ -31,6 +31,13 @@ export interface StreamShape {
    * path for the common token delta; it must answer exactly what `frames` would.
    */
   plain?(data: string): string | undefined;
+  /**
+   * {@link plain} on the upstream's bytes: the data of one whole plain event is
+   * `chunk[start, end)` (as the upstream wrote it, never decoded); the frames as byte pieces, or
+   * `undefined` for the parsing path. A shape that has it takes part in the relay's byte path
+   * (see {@link ChatStreamRelay}); it must answer exactly the bytes `frames` would.
+   */
+  plainBytes?(chunk: Buffer, start: number, end: number): Buffer[] | undefined;
 }
 
 export interface StreamOutcome {
@@ -111,6 +118,8 @@ function plainEventEnd(chunk: Buffer, pos: number, stop: number): number {
  * exactly the bytes the parsing path would write for it. Everything else (usage chunks,
  * attribution, CRLF framing, comments, multi-line events, an event split across upstream chunks,
  * `[DONE]`) takes the parsing path, which then holds any partial event until it completes.
+ * A shape with {@link StreamShape.plainBytes} (the messages surface) takes the same byte path:
+ * each such event is handed to it as bytes, and one it declines goes to the parser alone.
  */
 export class ChatStreamRelay {
   private readonly splitter = new SseSplitter();
@@ -128,7 +137,7 @@ export class ChatStreamRelay {
 
   constructor(private readonly res: Pick<ServerResponse, 'write' | 'writableNeedDrain' | 'destroyed'>, private readonly route: Route, private readonly shape: StreamShape | undefined, options: { passThrough?: boolean } = {}) {
     this.processor = route.processor === 'default' ? undefined : createStreamProcessor(route.processor);
-    this.passThrough = options.passThrough !== false && !this.processor && !shape;
+    this.passThrough = options.passThrough !== false && !this.processor && (!shape || shape.plainBytes !== undefined);
     if (shape) for (const frame of shape.start()) this.text += frame;
   }
 
@@ -179,13 +188,23 @@ export class ChatStreamRelay {
   private pushEvents(chunk: Buffer): void {
     const n = chunk.length;
     const stop = firstMarker(chunk);
+    const shape = this.shape;
     let pos = 0;
     while (pos < n) {
       const end = plainEventEnd(chunk, pos, stop);
       if (end === -1) break;
+      if (shape) {
+        const frames = shape.plainBytes!(chunk, pos + DATA_PREFIX.length, end - 2);
+        if (frames === undefined) {
+          this.parse(chunk.subarray(pos, end)); // a whole event: the parser is idle after it
+        } else {
+          this.closeText();
+          for (const frame of frames) this.pieces.push(frame);
+        }
+      }
       pos = end;
     }
-    if (pos > 0) this.bytes(pos === n ? chunk : chunk.subarray(0, pos));
+    if (pos > 0 && !shape) this.bytes(pos === n ? chunk : chunk.subarray(0, pos));
     if (pos < n) this.parse(pos === 0 ? chunk : chunk.subarray(pos));
   }
 

@@ -70,6 +70,71 @@ export function plainContentLiteral(data: string): string | undefined {
   return data.slice(open, i + 1);
 }
 
+// `{"cont`: under 7 bytes and led by a byte that is rare in a chunk, so Buffer#indexOf memchrs it.
+const CONTENT_PROBE = Buffer.from('{"cont');
+const CONTENT_DELTA_BYTES = Buffer.from(CONTENT_DELTA);
+const PROBE_OFFSET = CONTENT_DELTA.length - '{"content":"'.length;
+/** Keys (after their opening quote) that send an event to the parsing path, as in {@link plainContentLiteral}. */
+const REST_KEYS = [Buffer.from('index"'), Buffer.from('tool_calls"'), Buffer.from('reasoning')];
+const FINISH_KEY = Buffer.from('finish_reason":null');
+/** Those keys by their first byte (the scan looks one up at each `"`). */
+const KEY_BY_LETTER: Array<Buffer | undefined> = [];
+for (const key of [...REST_KEYS, FINISH_KEY]) KEY_BY_LETTER[key[0]!] = key;
+const TEXT_DELTA_SUFFIX = Buffer.from('}}\n\n');
+
+/** The bytes of a text-delta frame before the literal, for block `index` (a few indexes, kept). */
+const textDeltaPrefixes: Buffer[] = [];
+function textDeltaPrefix(index: number): Buffer {
+  let prefix = textDeltaPrefixes[index];
+  if (prefix === undefined) {
+    prefix = Buffer.from(textDeltaFrame(index, '').slice(0, -4));
+    if (index < 64) textDeltaPrefixes[index] = prefix;
+  }
+  return prefix;
+}
+
+/** Whether `chunk[at, at + length)` equals `key[0, length)` (a short JS loop: cheaper than a native call here). */
+function bytesAt(chunk: Buffer, at: number, key: Buffer, length = key.length): boolean {
+  if (at < 0 || at + length > chunk.length) return false;
+  for (let k = 0; k < length; k += 1) if (chunk[at + k] !== key[k]) return false;
+  return true;
+}
+
+/**
+ * {@link plainContentLiteral} on bytes: the `[start, end)` range of the content's JSON string
+ * literal (quotes included) in the event data `chunk[start, end)`, or `undefined`, by the text
+ * version's rules. One native search (the content key, found in this event or, when absent, in
+ * the next one); the rest is a scan of the event's own bytes.
+ */
+export function plainContentBytes(chunk: Buffer, start: number, end: number): [number, number] | undefined {
+  const probe = chunk.indexOf(CONTENT_PROBE, start);
+  const open = probe + CONTENT_DELTA.length - PROBE_OFFSET - 1;
+  if (probe === -1 || open >= end) return undefined;
+  const at = probe - PROBE_OFFSET;
+  if (at < start || !bytesAt(chunk, at, CONTENT_DELTA_BYTES)) return undefined;
+  // A second `"choices":[{"index":0,…` (never inside the literal, whose quotes are escaped) comes
+  // with an `"index"` key after it, which the scan below refuses.
+  let i = open + 1;
+  for (; i < end; i += 1) {
+    const c = chunk[i];
+    if (c === BACKSLASH) i += 1;
+    else if (c === QUOTE) break;
+  }
+  if (i + 1 >= end || i === open + 1 || chunk[i + 1] !== CLOSE_BRACE) return undefined;
+  for (let k = i + 2; k < end; k += 1) {
+    if (chunk[k] !== QUOTE) continue;
+    const key = KEY_BY_LETTER[chunk[k + 1]!];
+    if (key === undefined) continue;
+    if (key === FINISH_KEY) {
+      // `"finish_reason":` must be followed by `null`.
+      if (bytesAt(chunk, k + 1, key, key.length - 4) && !(bytesAt(chunk, k + 1, key) && k + 1 + key.length <= end)) return undefined;
+    } else if (bytesAt(chunk, k + 1, key) && k + 1 + key.length <= end) {
+      return undefined;
+    }
+  }
+  return [open, i + 1];
+}
+
 /** One request's stream translation (a fresh object per stream). */
 export class MessagesStream implements StreamShape {
   private started = false;
@@ -140,6 +205,45 @@ export class MessagesStream implements StreamShape {
     if (this.open?.kind !== 'text' || this.pending) return undefined;
     const literal = plainContentLiteral(data);
     return literal === undefined ? undefined : textDeltaFrame(this.open.index, literal);
+  }
+
+  /**
+   * {@link plain} on the upstream's bytes: the literal is copied between two constant pieces. An
+   * upstream writes its token chunks alike but for the literal, so the bytes around the last
+   * accepted literal are kept: an event with the same bytes before and after its literal passes
+   * the same checks, and is taken with two comparisons and a scan of the literal.
+   */
+  plainBytes(chunk: Buffer, start: number, end: number): Buffer[] | undefined {
+    if (this.open?.kind !== 'text' || this.pending) return undefined;
+    const literal = this.likeLast(chunk, start, end) ?? plainContentBytes(chunk, start, end);
+    if (literal === undefined) return undefined;
+    if (this.last === undefined || literal !== this.lastRange) this.remember(chunk, start, end, literal);
+    return [textDeltaPrefix(this.open.index), chunk.subarray(literal[0], literal[1]), TEXT_DELTA_SUFFIX];
+  }
+
+  /** The bytes before and after the last accepted literal (copies: the upstream's buffer is not kept). */
+  private last: { before: Buffer; after: Buffer } | undefined;
+  /** The range {@link likeLast} answered (so an event it matched is not remembered again). */
+  private lastRange: [number, number] | undefined;
+
+  private likeLast(chunk: Buffer, start: number, end: number): [number, number] | undefined {
+    const last = this.last;
+    if (last === undefined) return undefined;
+    const open = start + last.before.length;
+    if (open >= end || chunk.compare(last.before, 0, last.before.length, start, open) !== 0) return undefined;
+    let i = open + 1;
+    for (; i < end; i += 1) {
+      const c = chunk[i];
+      if (c === BACKSLASH) i += 1;
+      else if (c === QUOTE) break;
+    }
+    if (i >= end || i === open + 1 || end - (i + 1) !== last.after.length || chunk.compare(last.after, 0, last.after.length, i + 1, end) !== 0) return undefined;
+    this.lastRange = [open, i + 1];
+    return this.lastRange;
+  }
+
+  private remember(chunk: Buffer, start: number, end: number, literal: [number, number]): void {
+    this.last = { before: Buffer.from(chunk.subarray(start, literal[0])), after: Buffer.from(chunk.subarray(literal[1], end)) };
   }
 
   private begin(out: string[], chatId: string | undefined): void {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { Route } from '../../../gateway/registry';
 import { ChatStreamRelay } from '../../../gateway/surfaces/chat-stream';
-import { MessagesStream, plainContentLiteral } from '../../../gateway/translate/messages-surface/stream';
+import { MessagesStream, plainContentBytes, plainContentLiteral } from '../../../gateway/translate/messages-surface/stream';
 
 const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
 
@@ -149,33 +149,48 @@ describe('messages surface: chat stream → messages events', () => {
     assert.deepEqual(list.map((e) => e.event), ['message_start', 'ping', 'message_delta', 'message_stop']);
   });
 
-  it('the unparsed fast path of text deltas writes exactly what the parsed path writes', () => {
+  it('the unparsed fast paths of text deltas (text and bytes) write exactly what the parsed path writes', () => {
     class ParsedOnly extends MessagesStream {
       override plain(): undefined {
         return undefined;
       }
     }
-    const run = (shape: MessagesStream, bytes: Buffer): string => {
+    Object.defineProperty(ParsedOnly.prototype, 'plainBytes', { value: undefined });
+    // Pushed whole (one read), one event per read (both take the byte path for whole events), and
+    // one byte at a time (the parser's text path).
+    type Mode = 'whole' | 'per event' | 'byte by byte';
+    const run = (shape: MessagesStream, bytes: Buffer, mode: Mode): string => {
       const out: Buffer[] = [];
       const res = { writableNeedDrain: false, destroyed: false, write: (c: string | Buffer) => out.push(Buffer.from(c)) > 0 };
       const relay = new ChatStreamRelay(res, ROUTE, shape);
-      relay.push(bytes);
+      if (mode === 'per event') for (const event of bytes.toString('utf8').split(/(?<=\n\n)/)) relay.push(Buffer.from(event));
+      else if (mode === 'byte by byte') for (let i = 0; i < bytes.length; i += 1) relay.push(bytes.subarray(i, i + 1));
+      else relay.push(bytes);
       relay.end();
       return Buffer.concat(out).toString('utf8');
     };
     const escaped = chunk({ role: 'assistant', content: 'a' }) + chunk({ content: 'quote " backslash \\ newline \n tab \t \u0001 é 🌍' })
-      + chunk({ content: '</s>' }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
+      + chunk({ content: '</s>' }) + chunk({ content: 'x' }, null, { logprobs: null }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
     for (const [name, stream] of Object.entries({ ...STREAMS, escaped })) {
       const bytes = Buffer.from(stream);
-      const fast = new MessagesStream({ model: 'client-model', stopSequences: undefined });
-      let plainHits = 0;
-      const counted = Object.assign(fast, { plain: (data: string) => {
-        const frames = MessagesStream.prototype.plain.call(fast, data);
-        if (frames !== undefined) plainHits += 1;
-        return frames;
-      } });
-      assert.equal(run(counted, bytes), run(new ParsedOnly({ model: 'client-model', stopSequences: undefined }), bytes), name);
-      if (name === 'text' || name === 'escaped') assert.ok(plainHits >= 1, `${name}: the fast path was taken`);
+      for (const mode of ['whole', 'per event', 'byte by byte'] as const) {
+        const fast = new MessagesStream({ model: 'client-model', stopSequences: undefined });
+        const hits = { text: 0, bytes: 0 };
+        const counted = Object.assign(fast, {
+          plain: (data: string) => {
+            const frames = MessagesStream.prototype.plain.call(fast, data);
+            if (frames !== undefined) hits.text += 1;
+            return frames;
+          },
+          plainBytes: (chunkBytes: Buffer, start: number, end: number) => {
+            const frames = MessagesStream.prototype.plainBytes.call(fast, chunkBytes, start, end);
+            if (frames !== undefined) hits.bytes += 1;
+            return frames;
+          },
+        });
+        assert.equal(run(counted, bytes, mode), run(new ParsedOnly({ model: 'client-model', stopSequences: undefined }), bytes, mode), `${name}, ${mode}`);
+        if (name === 'text' || name === 'escaped') assert.ok((mode === 'byte by byte' ? hits.text : hits.bytes) >= 1, `${name}, ${mode}: the fast path was taken`);
+      }
     }
   });
 
@@ -191,5 +206,30 @@ describe('messages surface: chat stream → messages events', () => {
     assert.equal(plainContentLiteral(data([{ index: 1, delta: { content: 'y' } }])), undefined, 'not choice 0');
     assert.equal(plainContentLiteral(data([{ index: 0, delta: { content: 'x' }, finish_reason: null, tool_calls: [] }])), undefined, 'tool calls');
     assert.equal(plainContentLiteral('{"choices":[{"index":0,"delta":{"content":"unterminated'), undefined);
+  });
+
+  it('the byte scan agrees with the text scan, within the event range only', () => {
+    const data = (choices: unknown[], extra: Record<string, unknown> = {}) => JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra });
+    const samples = [
+      data([{ index: 0, delta: { content: 'tok' }, finish_reason: null, logprobs: null }]),
+      data([{ index: 0, delta: { content: 'a "quoted" \\ back\nslash é 🌍' }, finish_reason: null }]),
+      data([{ index: 0, delta: { content: '' }, finish_reason: null }]),
+      data([{ index: 0, delta: { content: 'x', role: 'assistant' } }]),
+      data([{ index: 0, delta: { content: 'x' }, finish_reason: 'stop' }]),
+      data([{ index: 0, delta: { content: 'x' } }, { index: 1, delta: { content: 'y' } }]),
+      data([{ index: 1, delta: { content: 'y' } }]),
+      data([{ index: 0, delta: { content: 'x' }, finish_reason: null, tool_calls: [] }]),
+      data([{ index: 0, delta: { content: 'x' }, finish_reason: null }], { reasoning: 'r' }),
+      '{"choices":[{"index":0,"delta":{"content":"unterminated',
+    ];
+    for (const sample of samples) {
+      const text = plainContentLiteral(sample);
+      // Framed in other bytes: the scan never reads outside [start, end).
+      const framed = Buffer.from(`data: ${sample}\n\ndata: {"choices":[{"index":0,"delta":{"content":"next"}}]}\n\n`);
+      const start = 6;
+      const end = start + Buffer.byteLength(sample);
+      const range = plainContentBytes(framed, start, end);
+      assert.equal(range === undefined ? undefined : framed.subarray(range[0], range[1]).toString('utf8'), text, sample);
+    }
   });
 });
