@@ -1,0 +1,153 @@
+/**
+ * The model relay (issue 26; docs/agent-drivers.md "Model relay"): a native coding CLI in the
+ * sandbox reaches the gateway only through it. The container keeps `NetworkMode: none`; the host
+ * runner serves HTTP on a Unix socket in a directory bind-mounted read-only into the container
+ * (`/run/agent-relay/<uid>.sock`, owned by the member's UID, mode 0600, present only while that
+ * member's turn runs), and a forwarder inside the container (`agent-relay-run`, socat) gives the
+ * CLI a loopback TCP address for it.
+ *
+ * What passes: `POST` to the inference paths (chat completions, responses, messages and its
+ * count_tokens) and `GET /v1/models`, a body of at most `maxBodyBytes`, a few content headers.
+ * Everything else is answered here (403 for another path or method, 413 for a larger body) and
+ * never reaches the gateway. The CLI holds a placeholder key: the relay replaces any credential
+ * with the turn's grant, which so never enters the container. Responses stream back unbuffered.
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, chownSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+
+/** Where the relay's socket directory is mounted in the container. */
+export const RELAY_MOUNT = '/run/agent-relay';
+/** Inference paths a CLI may call (POST), besides `GET /v1/models`. */
+export const RELAY_POST_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens']);
+/** Request headers passed to the gateway (everything else, credentials included, is dropped). */
+const FORWARDED_HEADERS = ['content-type', 'accept', 'anthropic-version', 'anthropic-beta', 'openai-beta', 'user-agent', 'x-request-id'];
+/** Response headers not passed back (hop-by-hop). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+/** The longest Unix socket path Linux accepts (108 bytes with its NUL). */
+const SOCKET_PATH_MAX = 107;
+
+/** A container's relay directory on the host: short (socket paths are limited), one per container. */
+export function relayHostDir(root: string, containerName: string): string {
+  return join(root, createHash('sha256').update(containerName).digest('hex').slice(0, 16));
+}
+
+/** The member's socket inside the container. */
+export function relayContainerSocket(uid: number): string {
+  return `${RELAY_MOUNT}/${uid}.sock`;
+}
+
+/** The member's loopback port inside the container (members of a group have distinct UIDs from 1000). */
+export function relayContainerPort(uid: number): number {
+  return 20_000 + ((uid - 1000) % 40_000);
+}
+
+export interface ModelRelayOptions {
+  /** The container's relay directory on the host ({@link relayHostDir}). */
+  hostDir: string;
+  uid: number;
+  /** The gateway's base URL, e.g. `http://127.0.0.1:8080`. */
+  gatewayUrl: string;
+  /** The turn's inference grant (`agr_…`), sent as `Authorization: Bearer`. */
+  grantToken: string;
+  maxBodyBytes: number;
+}
+
+export interface ModelRelay {
+  socketPath: string;
+  /** Requests forwarded to the gateway, and refused here. */
+  readonly counts: { forwarded: number; refused: number };
+  close(): Promise<void>;
+}
+
+function refuse(res: ServerResponse, status: number, message: string): void {
+  const body = JSON.stringify({ error: { type: 'relay_refused', message } });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
+/** Starts a member's relay for one turn; `close` removes the socket. */
+export async function startModelRelay(options: ModelRelayOptions): Promise<ModelRelay> {
+  const socketPath = join(options.hostDir, `${options.uid}.sock`);
+  if (Buffer.byteLength(socketPath) > SOCKET_PATH_MAX) throw new Error(`The model relay's socket path is too long (${socketPath}): set AGENT_RELAY_DIR to a shorter directory`);
+  mkdirSync(options.hostDir, { recursive: true, mode: 0o755 });
+  rmSync(socketPath, { force: true });
+  const gateway = new URL(options.gatewayUrl);
+  const send = gateway.protocol === 'https:' ? httpsRequest : httpRequest;
+  const counts = { forwarded: 0, refused: 0 };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const allowed = (req.method === 'POST' && RELAY_POST_PATHS.has(path)) || (req.method === 'GET' && path === '/v1/models');
+    if (!allowed) {
+      counts.refused += 1;
+      req.resume();
+      refuse(res, 403, `The model relay forwards only inference requests (POST ${[...RELAY_POST_PATHS].join(', ')}; GET /v1/models)`);
+      return;
+    }
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > options.maxBodyBytes) {
+      counts.refused += 1;
+      req.resume();
+      refuse(res, 413, `The request body is larger than the model relay's limit (${options.maxBodyBytes} bytes)`);
+      return;
+    }
+    const headers: Record<string, string> = { authorization: `Bearer ${options.grantToken}` };
+    for (const name of FORWARDED_HEADERS) {
+      const value = req.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    if (req.headers['content-length'] !== undefined) headers['content-length'] = String(declared);
+    else if (req.method === 'POST') headers['transfer-encoding'] = 'chunked';
+    const target = new URL(url, gateway);
+    const upstream = send(target, { method: req.method, headers }, (answer) => {
+      const back: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+      res.writeHead(answer.statusCode ?? 502, back);
+      answer.pipe(res);
+    });
+    counts.forwarded += 1;
+    upstream.on('error', () => {
+      if (!res.headersSent) refuse(res, 502, 'The model relay could not reach the gateway');
+      else res.destroy();
+    });
+    res.on('close', () => upstream.destroy());
+    let received = 0;
+    req.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > options.maxBodyBytes) {
+        upstream.destroy();
+        req.unpipe(upstream);
+        if (!res.headersSent) refuse(res, 413, `The request body is larger than the model relay's limit (${options.maxBodyBytes} bytes)`);
+        req.destroy();
+      }
+    });
+    req.pipe(upstream);
+  };
+
+  const server = createServer(handle);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => resolve());
+  });
+  try {
+    chownSync(socketPath, options.uid, options.uid);
+    chmodSync(socketPath, 0o600);
+  } catch (err) {
+    server.close();
+    rmSync(socketPath, { force: true });
+    throw new Error(`The model relay's socket could not be given to member ${options.uid}: ${(err as Error).message}`, { cause: err });
+  }
+  return {
+    socketPath,
+    counts,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+      rmSync(socketPath, { force: true });
+    }),
+  };
+}
