@@ -21,11 +21,12 @@ async function main(): Promise<void> {
   await ensurePostgres();
   await ensureDockerd();
   await ensureTemporalServer();
+  // The real coding-agent CLIs (issue 26), fetched once per pinned version: the tests run them,
+  // and the sandbox image carries them.
+  await ensureAgentClis();
   ensureSandboxImage();
   // The tests' S3 server (and npm start's with OBJECT_STORE_BACKEND=s3); started where needed.
   await ensureSeaweedfsBinary();
-  // The real coding-agent CLIs the tests run (issue 26), fetched once per pinned version.
-  await ensureAgentClis();
   say(`services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (postgres 127.0.0.1:5432, dockerd, temporal 127.0.0.1:7233, UI http://127.0.0.1:8233)`);
 }
 
