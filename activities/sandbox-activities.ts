@@ -6,8 +6,10 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
+import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { relayHostDir, sandboxContainerName } from '../agent/sandboxes/names';
 import { FsObjectStore, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
@@ -33,6 +35,8 @@ export interface SandboxActivityDeps {
   sandboxLabels?: Record<string, string>;
   /** Where archives are spooled before upload and after download (default `<tmpdir>/agent-archive-spool`). */
   archiveSpoolDir?: string;
+  /** Root of the containers' model-relay directories on this host (`AGENT_RELAY_DIR`); absent: no relay mount. */
+  relayRoot?: string;
 }
 
 export interface PrepareSandboxInput {
@@ -110,6 +114,13 @@ function keyedSerializer(): <T>(key: string, work: () => Promise<T>) => Promise<
   };
 }
 
+/** A group's model-relay directory on this host (created here: Docker would create a missing bind source as root's). */
+function relayDirFor(root: string, groupId: string): string {
+  const dir = relayHostDir(root, sandboxContainerName(groupId));
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  return dir;
+}
+
 export function createSandboxActivities(deps: SandboxActivityDeps) {
   const perGroup = keyedSerializer();
   const spoolDir = deps.archiveSpoolDir ?? join(tmpdir(), 'agent-archive-spool');
@@ -130,6 +141,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
           jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
           hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input),
           ...(deps.sandboxLabels ? { extraLabels: deps.sandboxLabels } : {}),
+          ...(deps.relayRoot ? { relayDir: relayDirFor(deps.relayRoot, input.groupId) } : {}),
         });
         if (input.restore) await restoreInto(deps, ensured, input.restore, spoolDir);
         const base = input.repo === null

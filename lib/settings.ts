@@ -6,6 +6,10 @@
  */
 import { z } from 'zod';
 
+/** The agent drivers a chat may use (docs/agent-drivers.md). */
+export const AGENT_DRIVERS = ['builtin', 'cli', 'codex', 'claude-code'] as const;
+export type AgentDriverKind = (typeof AGENT_DRIVERS)[number];
+
 /** A boolean given as an environment string: true/1/yes/on and false/0/no/off (case-insensitive). */
 const flag = (defaultValue: boolean) => z.stringbool().default(defaultValue);
 
@@ -279,10 +283,21 @@ export const settingsShape = {
   AGENT_SOURCE_CONTROL_APP_ID: optionalString(),
   /** Path of the source-control app's private key (PEM). */
   AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: optionalString(),
-  /** Agent driver of new jobs: `builtin` (tool loop against the gateway) or `cli` (a coding CLI in the container). */
-  AGENT_DRIVER: z.enum(['builtin', 'cli']).default('builtin'),
+  /**
+   * Agent driver of new jobs: `builtin` (tool loop against the gateway), `codex` (Codex CLI) or
+   * `claude-code` (Claude Code) in the container through the model relay, or `cli` (the configured
+   * JSON-lines CLI below). docs/agent-drivers.md.
+   */
+  AGENT_DRIVER: z.enum(AGENT_DRIVERS).default('builtin'),
   /** Command line of the coding CLI the `cli` driver runs inside the container (JSON-lines on stdout). */
   AGENT_CLI_COMMAND: z.string().default('agent-cli --json'),
+  /**
+   * Root of the model relay's per-container socket directories on a host (docs/agent-drivers.md
+   * "Model relay"); kept short: a Unix socket path has at most 107 bytes. Default `<tmpdir>/agent-relay`.
+   */
+  AGENT_RELAY_DIR: z.string().min(1).optional(),
+  /** Largest request body the model relay forwards for a native CLI, MiB. */
+  AGENT_RELAY_MAX_BODY_MIB: z.coerce.number().positive().default(32),
   /** Largest workspace archive download before compression, MiB (spec 8: 1024). */
   WORKSPACE_DOWNLOAD_MAX_MIB: z.coerce.number().int().positive().default(1024),
 

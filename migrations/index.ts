@@ -19,6 +19,7 @@ import * as agentSandboxArchives from './20261125060000_agent_sandbox_archives';
 import * as agentChatDeletion from './20261125070000_agent_chat_deletion';
 import * as agentSettings from './20261125080000_agent_settings';
 import * as agentAttemptLimits from './20261126030000_agent_attempt_limits';
+import * as agentNativeDrivers from './20261126050000_agent_native_drivers';
 import * as agentServerAllocations from './20261126040000_agent_server_allocations';
 
 export interface Migration {
@@ -47,4 +48,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261125080000_agent_settings', ...agentSettings },
   { name: '20261126030000_agent_attempt_limits', ...agentAttemptLimits },
   { name: '20261126040000_agent_server_allocations', ...agentServerAllocations },
+  { name: '20261126050000_agent_native_drivers', ...agentNativeDrivers },
 ];

@@ -17,6 +17,7 @@ import { openObjectStore } from '../lib/object-store';
 import { hostTaskQueue } from '../workflows/definitions/task-queues';
 import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 import { createInventoryReporter } from './host-inventory';
+import { relayRoot } from '../agent/sandboxes/names';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -41,9 +42,11 @@ async function main(): Promise<void> {
       image: settings.AGENT_SANDBOX_IMAGE,
       limits: { memoryBytes: settings.AGENT_SANDBOX_MEMORY_BYTES, nanoCpus: Math.round(settings.AGENT_SANDBOX_CPUS * 1e9) },
       objectStore: await openObjectStore(settings),
+      relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
       turns: {
         api: new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL }),
         apiUrl: settings.AGENT_API_URL, credential: settings.AGENT_HOST_CREDENTIAL, gatewayUrl: settings.AGENT_GATEWAY_URL, settings,
+        relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
       },
     }),
     // Admission (slots) is the control plane's; this only must not undercut a raised slot count.

@@ -3,16 +3,23 @@
  * command line (`AGENT_CLI_COMMAND`) is split into argv here without any shell: see
  * {@link splitCommandLine} and docs/agent-events.md ("CLI command line").
  */
-import type { Settings } from '../../lib/settings';
+import type { AgentDriverKind, Settings } from '../../lib/settings';
 import type { AgentDriver } from './types';
 import { builtinDriver } from './builtin-driver';
 import { cliDriver } from './cli-driver';
+import { nativeDriver } from './native-driver';
 
-export type DriverKind = 'builtin' | 'cli';
+export type DriverKind = AgentDriverKind;
 
 export function driverFor(kind: DriverKind, settings: Pick<Settings, 'AGENT_CLI_COMMAND'>): AgentDriver {
   if (kind === 'builtin') return builtinDriver;
+  if (kind === 'codex' || kind === 'claude-code') return nativeDriver(kind);
   return cliDriver({ command: splitCommandLine(settings.AGENT_CLI_COMMAND) });
+}
+
+/** Whether a driver runs a native CLI through the model relay. */
+export function usesModelRelay(kind: DriverKind): boolean {
+  return kind === 'codex' || kind === 'claude-code';
 }
 
 /**

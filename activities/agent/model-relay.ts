@@ -12,14 +12,14 @@
  * never reaches the gateway. The CLI holds a placeholder key: the relay replaces any credential
  * with the turn's grant, which so never enters the container. Responses stream back unbuffered.
  */
-import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
+import { RELAY_MOUNT } from '../../agent/sandboxes/names';
 
-/** Where the relay's socket directory is mounted in the container. */
-export const RELAY_MOUNT = '/run/agent-relay';
+export { RELAY_MOUNT, relayHostDir } from '../../agent/sandboxes/names';
+
 /** Inference paths a CLI may call (POST), besides `GET /v1/models`. */
 export const RELAY_POST_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens']);
 /** Request headers passed to the gateway (everything else, credentials included, is dropped). */
@@ -28,11 +28,6 @@ const FORWARDED_HEADERS = ['content-type', 'accept', 'anthropic-version', 'anthr
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 /** The longest Unix socket path Linux accepts (108 bytes with its NUL). */
 const SOCKET_PATH_MAX = 107;
-
-/** A container's relay directory on the host: short (socket paths are limited), one per container. */
-export function relayHostDir(root: string, containerName: string): string {
-  return join(root, createHash('sha256').update(containerName).digest('hex').slice(0, 16));
-}
 
 /** The member's socket inside the container. */
 export function relayContainerSocket(uid: number): string {

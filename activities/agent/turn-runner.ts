@@ -11,7 +11,8 @@ import { FailureType } from '../../workflows/definitions/failures';
 import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
 import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink, AttemptFencedError } from './api-event-sink';
-import { driverFor } from './drivers';
+import { driverFor, usesModelRelay } from './drivers';
+import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
 import type { ExecOptions, ExecResult, SandboxExec, WorkspaceLimits } from './types';
@@ -23,7 +24,9 @@ export interface TurnRunnerDeps {
   apiUrl: string;
   credential: string;
   gatewayUrl: string;
-  settings: Pick<Settings, 'AGENT_CLI_COMMAND'>;
+  settings: Pick<Settings, 'AGENT_CLI_COMMAND' | 'AGENT_RELAY_MAX_BODY_MIB'>;
+  /** Root of the containers' model-relay directories on this host (`AGENT_RELAY_DIR`). */
+  relayRoot: string;
 }
 
 export interface RunTurnInput {
@@ -97,9 +100,17 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   const onCancel = () => abort.abort(new Error('turn cancelled'));
   ctx.cancellationSignal.addEventListener('abort', onCancel);
   const beat = setInterval(() => ctx.heartbeat(), 1000);
+  let relay: ModelRelay | undefined;
   try {
     const driver = driverFor(context.driver, deps.settings);
+    if (usesModelRelay(context.driver)) {
+      relay = await startModelRelay({
+        hostDir: relayHostDir(deps.relayRoot, context.container_name), uid: context.uid, gatewayUrl: deps.gatewayUrl,
+        grantToken: grant.token, maxBodyBytes: deps.settings.AGENT_RELAY_MAX_BODY_MIB * 1024 * 1024,
+      });
+    }
     const outcome = await driver({
+      ...(relay ? { relay: { socket: relayContainerSocket(context.uid), port: relayContainerPort(context.uid) } } : {}),
       prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
       jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: memberPaths(context.uid).sessionDir,
       sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
@@ -111,6 +122,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
     throw ApplicationFailure.nonRetryable((err as Error).message || 'The agent failed', FailureType.turnFailed);
   } finally {
+    await relay?.close();
     clearTimeout(limitTimer);
     clearInterval(beat);
     ctx.cancellationSignal.removeEventListener('abort', onCancel);

@@ -85,6 +85,8 @@ export interface DriverInput {
   signal: AbortSignal;
   /** Deadline of the whole turn (epoch ms). */
   deadline: number;
+  /** The model relay of this turn (native drivers): the member's socket and loopback port inside the container. */
+  relay?: { socket: string; port: number };
   /** The turn's workspace limits; absent: the driver's built-in ones. */
   workspaceLimits?: WorkspaceLimits;
   /** Injected for tests: sleeping and jitter. */

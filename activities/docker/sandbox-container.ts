@@ -6,7 +6,7 @@
  * with its fixed UID (`member-<uid>`, home `/home/member-<uid>`, session dir `.agent`).
  */
 import type Docker from 'dockerode';
-import { sandboxContainerName } from '../../agent/sandboxes/names';
+import { RELAY_MOUNT, sandboxContainerName } from '../../agent/sandboxes/names';
 import { execInContainer } from './container-exec';
 import { ImageMissingError, MANAGED_LABEL, type SandboxLimits } from './sandbox-command';
 
@@ -23,6 +23,8 @@ export interface SandboxSpec {
   limits: SandboxLimits;
   /** More labels (tests mark their containers). */
   extraLabels?: Record<string, string>;
+  /** The container's model-relay directory on the host, mounted read-only at `RELAY_MOUNT` (native drivers). */
+  relayDir?: string;
 }
 
 export interface EnsuredSandbox {
@@ -127,6 +129,7 @@ export function sandboxContainerOptions(name: string, spec: SandboxSpec): Docker
       Memory: spec.limits.memoryBytes,
       NanoCpus: spec.limits.nanoCpus,
       NetworkMode: 'none',
+      ...(spec.relayDir ? { Binds: [`${spec.relayDir}:${RELAY_MOUNT}:ro`] } : {}),
       // An init process reaps orphans of killed command groups.
       Init: true,
       AutoRemove: false,

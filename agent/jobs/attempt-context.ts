@@ -5,6 +5,7 @@
  * Environment = platform base + the owner's global variables + the task's own overrides.
  */
 import type { Db } from '../../lib/db';
+import type { AgentDriverKind } from '../../lib/settings';
 import { AppError } from '../../lib/errors';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
 import type * as hostApi from '../../lib/contracts/host-api';
@@ -26,7 +27,7 @@ interface Row {
   seq: number;
   prompt: string;
   model: string;
-  driver: 'builtin' | 'cli';
+  driver: AgentDriverKind;
   env: Record<string, string>;
   owner_id: string;
   group_id: string | null;

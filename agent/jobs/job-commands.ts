@@ -5,6 +5,7 @@
  * queued in PostgreSQL and the control worker's reconciler delivers it later: nothing is lost.
  */
 import { z } from 'zod';
+import { AGENT_DRIVERS, type AgentDriverKind } from '../../lib/settings';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { newId, type JobRow } from './job-store';
@@ -38,7 +39,7 @@ export const createJobSchema = z.object({
   title: z.string().trim().min(1).max(200).optional(),
   env: z.record(z.string().regex(ENV_NAME, 'environment variable names are letters, digits and _'), z.string().max(32_768))
     .refine((env) => Object.keys(env).length <= 64, 'at most 64 variables').optional(),
-  driver: z.enum(['builtin', 'cli']).optional(),
+  driver: z.enum(AGENT_DRIVERS).optional(),
 }).strict().superRefine((body, ctx) => {
   if (body.repo !== null) return;
   for (const field of ['base_ref', 'base_sha', 'environment_id'] as const) {
@@ -53,7 +54,7 @@ export type CreateJobBody = z.infer<typeof createJobSchema>;
 export type { QueuedTurn };
 
 /** Creates a job and its first turn. */
-export async function createJob(db: Db, input: { ownerId: number; body: CreateJobBody; defaultDriver: 'builtin' | 'cli' }): Promise<{ job: JobRow; turn: QueuedTurn }> {
+export async function createJob(db: Db, input: { ownerId: number; body: CreateJobBody; defaultDriver: AgentDriverKind }): Promise<{ job: JobRow; turn: QueuedTurn }> {
   const { body } = input;
   const jobId = newId('job');
   return db.transaction(async (trx) => {

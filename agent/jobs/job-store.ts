@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../lib/db';
+import type { AgentDriverKind } from '../../lib/settings';
 import { AppError } from '../../lib/errors';
 
 export interface JobRow {
@@ -17,7 +18,7 @@ export interface JobRow {
   base_sha: string | null;
   environment_id: string | null;
   env: Record<string, string>;
-  driver: 'builtin' | 'cli';
+  driver: AgentDriverKind;
   host_id: string | null;
   group_id: string | null;
   created_at: Date;

@@ -8,6 +8,7 @@
  * answer 409 `Attempt is not current` once the attempt has ended, moved or is another host's.
  */
 import { z } from 'zod';
+import { AGENT_DRIVERS } from '../settings';
 import { defineEndpoint } from './endpoint';
 
 /** The most slots a host may report, or an operator may save for it (spec 8). */
@@ -48,7 +49,7 @@ export const attemptContext = defineEndpoint({
     turn_seq: z.number().int(),
     prompt: z.string(),
     model: z.string(),
-    driver: z.enum(['builtin', 'cli']),
+    driver: z.enum(AGENT_DRIVERS),
     group_id: z.string(),
     generation: z.number().int(),
     container_name: z.string(),

@@ -29,6 +29,7 @@ import { startTestGateway, type TestGateway } from './gateway';
 import { captureLogs, type CapturedLogs } from './logs';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from './temporal';
 import { endHostWorkflows } from './host-workflows';
+import { relayRoot } from '../../agent/sandboxes/names';
 
 export const DISPATCH_TOKEN = 'test-dispatch-token-0123456789-abcdefghij';
 export const AGENT_MODEL = 'agent-model';
@@ -140,10 +141,10 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: hostTaskQueue(hostId),
         activities: createHostActivities({
-          docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(), objectStore,
+          docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(), objectStore, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
           turns: {
             api: new HostApiClient({ apiUrl: api.url, hostId, credential }), apiUrl: api.url, credential,
-            gatewayUrl: gateway.url, settings,
+            gatewayUrl: gateway.url, settings, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
           },
         }),
       });

@@ -1,0 +1,165 @@
+/**
+ * The native drivers (issue 26; docs/agent-drivers.md): Codex CLI (`codex`) and Claude Code
+ * (`claude-code`) run unchanged inside the member's container, as the member's UID, reaching the
+ * gateway only through the model relay (`agent-relay-run` serves the member's relay socket on a
+ * loopback port for as long as the CLI runs). Their native event streams are normalized as they
+ * arrive (native-lines.ts); the turn's result is the CLI's final answer.
+ *
+ * Sessions: each CLI keeps its files under the member's session directory (`<sessionDir>/codex`,
+ * `<sessionDir>/claude`), kept in the retained sandbox (and in its archive); the session id of the
+ * last successful run is stored beside them (`<cli>.session`) and the next turn resumes it. A
+ * resume that ends without any model output (a lost or corrupt session) is run again fresh, after a
+ * `notice` (`session_reset`).
+ */
+import { LineSplitter, type CliLine } from './cli-lines';
+import { redactSecret, tailWithMarker } from './driver-text';
+import { claudeLine, codexLine, newNativeRun, type NativeRun } from './native-lines';
+import { DriverAbortedError } from './retry-policy';
+import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult } from './types';
+import type { SplitLine } from './cli-lines';
+
+export type NativeKind = 'codex' | 'claude-code';
+
+/** Bytes of stdout/stderr the sandbox keeps of one run (stdout is consumed as it streams). */
+const OUTPUT_BYTES = 256 * 1024;
+/** The placeholder key a CLI holds: the relay replaces it with the turn's grant. */
+const PLACEHOLDER_KEY = 'relay-holds-the-grant';
+/** Exit status of `agent-relay-run` when the relay socket or forwarder is missing. */
+const RELAY_MISSING = 97;
+
+interface Invocation {
+  argv: string[];
+  env: Record<string, string>;
+  /** Files written (as the member) before the run. */
+  files: Array<[string, string]>;
+}
+
+interface NativeSpec {
+  dir: string;
+  normalize(split: SplitLine, run: NativeRun): CliLine[];
+  invocation(input: DriverInput, port: number, resumeId: string | undefined): Invocation;
+}
+
+function tomlString(value: string): string {
+  return JSON.stringify(value); // a TOML basic string accepts JSON's escapes for these characters
+}
+
+const SPECS: Record<NativeKind, NativeSpec> = {
+  codex: {
+    dir: 'codex',
+    normalize: codexLine,
+    invocation(input, port, resumeId) {
+      const home = `${input.sessionDir}/codex`;
+      const config = [
+        `model = ${tomlString(input.model)}`,
+        'model_provider = "gateway"',
+        // Nothing outside the relay: no update checks, no analytics.
+        'check_for_update_on_startup = false',
+        '[analytics]',
+        'enabled = false',
+        '[model_providers.gateway]',
+        'name = "gateway"',
+        `base_url = "http://127.0.0.1:${port}/v1"`,
+        'wire_api = "responses"',
+        'env_key = "AGENT_RELAY_KEY"',
+        '',
+      ].join('\n');
+      const common = ['--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', input.model];
+      return {
+        argv: resumeId ? ['codex', 'exec', 'resume', ...common, resumeId, '-'] : ['codex', 'exec', ...common, '-'],
+        env: { CODEX_HOME: home, AGENT_RELAY_KEY: PLACEHOLDER_KEY },
+        files: [[`${home}/config.toml`, config]],
+      };
+    },
+  },
+  'claude-code': {
+    dir: 'claude',
+    normalize: claudeLine,
+    invocation(input, port, resumeId) {
+      return {
+        argv: ['claude', '-p', '--output-format', 'stream-json', '--verbose', '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : [])],
+        env: {
+          CLAUDE_CONFIG_DIR: `${input.sessionDir}/claude`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: PLACEHOLDER_KEY,
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
+        },
+        files: [],
+      };
+    },
+  },
+};
+
+const SESSION_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+
+async function storedSession(input: DriverInput, spec: NativeSpec): Promise<string | undefined> {
+  try {
+    const id = (await input.sandbox.readFile(`${input.sessionDir}/${spec.dir}.session`, 1024)).trim();
+    return SESSION_ID.test(id) ? id : undefined;
+  } catch (err) {
+    if (err instanceof SandboxFileError) return undefined;
+    throw err;
+  }
+}
+
+export function nativeDriver(kind: NativeKind): AgentDriver {
+  const spec = SPECS[kind];
+  return async (input) => {
+    if (!input.relay) throw new Error(`The ${kind} driver needs the model relay, which this host runner did not start`);
+    const resumeId = await storedSession(input, spec);
+    let run = await runOnce(kind, spec, input, resumeId);
+    if (resumeId !== undefined && run.native.result === undefined && !run.native.produced) {
+      await input.events.emit('notice', { kind: 'session_reset', message: `The ${kind} session of this chat could not be resumed; this turn starts a new one.` });
+      run = await runOnce(kind, spec, input, undefined);
+    }
+    const { native, exec } = run;
+    if (native.result !== undefined) {
+      if (native.sessionId && SESSION_ID.test(native.sessionId)) await input.sandbox.writeFile(`${input.sessionDir}/${spec.dir}.session`, `${native.sessionId}\n`);
+      return { result: native.result };
+    }
+    if (exec.exitCode === RELAY_MISSING) throw new Error('The model relay is not reachable inside this sandbox (a sandbox created before native drivers has no relay mount: start a new chat)');
+    const why = native.failure ?? tailWithMarker(exec.stderr.trim(), 2000);
+    throw new Error(`The ${kind} CLI ${exec.exitCode === 0 ? 'ended' : `exited with code ${exec.exitCode}`} without an answer${why ? `: ${redactSecret(why, input.grantToken)}` : ''}`);
+  };
+}
+
+async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, resumeId: string | undefined): Promise<{ native: NativeRun; exec: ExecResult }> {
+  if (input.signal.aborted) throw new DriverAbortedError();
+  const timeoutMs = input.deadline - Date.now();
+  if (timeoutMs <= 0) throw new Error('The turn reached its time limit.');
+  const relay = input.relay!;
+  const invocation = spec.invocation(input, relay.port, resumeId);
+  for (const [path, content] of invocation.files) await input.sandbox.writeFile(path, content);
+  const native = newNativeRun();
+  const splitter = new LineSplitter();
+  let chain = Promise.resolve();
+  const handle = (lines: SplitLine[]) => {
+    for (const split of lines) {
+      for (const line of spec.normalize(split, native)) {
+        if (line.kind !== 'event') continue;
+        chain = chain.then(() => input.events.emit(line.type, redactPayload(input, line.payload), line.isError ? { isError: true } : undefined));
+      }
+    }
+    chain.catch(() => undefined); // handled: rethrown by `await chain` below
+  };
+  let exec: ExecResult;
+  try {
+    exec = await input.sandbox.exec(['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {
+      timeoutMs, maxOutputBytes: OUTPUT_BYTES, signal: input.signal, stdin: input.prompt, cwd: '/workspace',
+      env: invocation.env, onStdout: (chunk) => handle(splitter.push(chunk)),
+    });
+  } catch (err) {
+    await chain.catch(() => undefined);
+    if (input.signal.aborted) throw new DriverAbortedError();
+    throw err;
+  }
+  handle(splitter.end());
+  await chain;
+  if (input.signal.aborted) throw new DriverAbortedError();
+  if (exec.timedOut) throw new Error(`The turn reached its time limit while ${kind} was running.`);
+  return { native, exec };
+}
+
+/** A CLI might echo its environment; the grant never reaches the event log (it never enters the container, but the rule holds). */
+function redactPayload(input: DriverInput, payload: Record<string, unknown>): Record<string, unknown> {
+  const text = JSON.stringify(payload);
+  return input.grantToken && text.includes(input.grantToken) ? (JSON.parse(redactSecret(text, input.grantToken)) as Record<string, unknown>) : payload;
+}

@@ -1,0 +1,202 @@
+/**
+ * Native coding-CLI event streams, normalized (docs/agent-drivers.md "Events"): one JSON line of
+ * `codex exec --json` or `claude -p --output-format stream-json --verbose` becomes zero or more
+ * driver lines of the existing kinds (`message`, `tool_use`, `tool_result`, `retry`, `notice`), with
+ * the bounds of the generic CLI format (the same normalizer checks and truncates them). The run's
+ * session id, final answer and failure are collected in {@link NativeRun}. Pure; never throws on
+ * bad input.
+ */
+import { MAX_EVENT_TEXT_CHARS, NOTICE_EXCERPT_CHARS, normalizeCliLine, type CliLine, type SplitLine, type ToolNames } from './cli-lines';
+import { boundedValue } from './driver-text';
+
+/** What a native run told us besides its events. */
+export interface NativeRun {
+  toolNames: ToolNames;
+  /** The CLI's session (thread) id, to resume the next turn. */
+  sessionId?: string;
+  /** The last assistant text (Codex's final answer is its last agent message). */
+  lastText?: string;
+  /** The final answer, once the CLI reported the run complete. */
+  result?: string;
+  /** The CLI's own report of a failed run. */
+  failure?: string;
+  /** Whether any model output (text or tool use) was seen: a resume that produced none may be a broken session. */
+  produced: boolean;
+}
+
+export function newNativeRun(): NativeRun {
+  return { toolNames: new Map(), produced: false };
+}
+
+type Json = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A line of the generic CLI format, through its normalizer (bounds, name bookkeeping). */
+function generic(obj: Json, run: NativeRun): CliLine {
+  return normalizeCliLine({ line: JSON.stringify(obj) }, run.toolNames);
+}
+
+function notice(kind: string, details: Json): CliLine {
+  return { kind: 'event', type: 'notice', payload: { kind, ...details } };
+}
+
+function retry(attempt: number, waitMs: number | undefined, reason: string): CliLine {
+  return { kind: 'event', type: 'retry', payload: { attempt, ...(waitMs !== undefined ? { wait_ms: waitMs } : {}), reason: reason.slice(0, 2000), source: 'cli' } };
+}
+
+/** Parses one split line of a native stream; a line that is not a JSON object becomes a notice. */
+function parse(split: SplitLine): { obj: Json } | { line: CliLine } {
+  if ('oversized' in split) return { line: notice('oversized_line', { length: split.oversized }) };
+  const line = split.line.trim();
+  if (line === '') return { line: { kind: 'skip' } };
+  try {
+    const parsed: unknown = JSON.parse(line);
+    if (isRecord(parsed) && typeof parsed.type === 'string') return { obj: parsed };
+  } catch {
+    // fall through
+  }
+  return { line: notice('malformed_line', { problem: 'not a JSON object with a "type"', excerpt: line.slice(0, NOTICE_EXCERPT_CHARS), length: line.length }) };
+}
+
+// ---- Codex CLI (`codex exec --json`) ----
+
+/** Codex's reconnect notice: `Reconnecting... 2/5 (…)`. */
+const CODEX_RECONNECT = /Reconnecting\.{3}\s*(\d+)\/(\d+)/;
+
+/** Codex's request backoff (codex-rs: 200 ms × 2^(attempt−1), jittered ±10 %): the middle of its range. */
+function codexBackoffMs(attempt: number): number {
+  return Math.round(200 * 2 ** Math.min(attempt - 1, 20));
+}
+
+function codexItem(item: Json, phase: string, run: NativeRun): CliLine[] {
+  const id = str(item.id) ?? 'item';
+  switch (item.type) {
+    case 'agent_message': {
+      if (phase !== 'item.completed') return [];
+      const text = str(item.text) ?? '';
+      run.lastText = text;
+      run.produced = true;
+      return [generic({ type: 'assistant', text }, run)];
+    }
+    case 'command_execution': {
+      const use = { type: 'tool_use', id, name: 'shell', input: { command: item.command ?? '' } };
+      if (phase === 'item.started') {
+        run.produced = true;
+        return [generic(use, run)];
+      }
+      if (phase !== 'item.completed') return [];
+      const out = run.toolNames.has(id) ? [] : [generic(use, run)];
+      const exit = typeof item.exit_code === 'number' ? item.exit_code : undefined;
+      out.push(generic({ type: 'tool_result', tool_use_id: id, output: str(item.aggregated_output) ?? '', is_error: item.status === 'failed' || item.status === 'declined' || (exit !== undefined && exit !== 0) }, run));
+      return out;
+    }
+    case 'file_change':
+    case 'mcp_tool_call':
+    case 'web_search': {
+      if (phase !== 'item.completed') return [];
+      run.produced = true;
+      const name = item.type === 'file_change' ? 'apply_patch' : item.type === 'web_search' ? 'web_search'
+        : `${str(item.server) ?? 'mcp'}.${str(item.tool) ?? 'tool'}`;
+      const input = item.type === 'file_change' ? { changes: item.changes ?? [] } : item.type === 'web_search' ? { query: item.query ?? '' } : (item.arguments ?? {});
+      const failed = item.status === 'failed' || item.error !== undefined && item.error !== null;
+      const output = item.type === 'mcp_tool_call' ? JSON.stringify(boundedValue(item.result ?? item.error ?? '', MAX_EVENT_TEXT_CHARS)) : (str(item.status) ?? 'completed');
+      return [generic({ type: 'tool_use', id, name, input }, run), generic({ type: 'tool_result', tool_use_id: id, output, is_error: failed }, run)];
+    }
+    case 'error':
+      return phase === 'item.completed' ? [notice('cli_notice', { message: (str(item.message) ?? '').slice(0, NOTICE_EXCERPT_CHARS) })] : [];
+    default:
+      return []; // reasoning, todo lists and other items the event log has no kind for
+  }
+}
+
+/** One line of `codex exec --json`. */
+export function codexLine(split: SplitLine, run: NativeRun): CliLine[] {
+  const parsed = parse(split);
+  if ('line' in parsed) return [parsed.line];
+  const { obj } = parsed;
+  switch (obj.type) {
+    case 'thread.started':
+      if (typeof obj.thread_id === 'string') run.sessionId = obj.thread_id;
+      return [];
+    case 'item.started':
+    case 'item.updated':
+    case 'item.completed':
+      return isRecord(obj.item) ? codexItem(obj.item, obj.type, run) : [];
+    case 'turn.completed':
+      run.result = run.lastText ?? '';
+      return [];
+    case 'turn.failed':
+      run.failure = (isRecord(obj.error) ? str(obj.error.message) : undefined) ?? 'the turn failed';
+      return [];
+    case 'error': {
+      const message = str(obj.message) ?? 'error';
+      const reconnect = CODEX_RECONNECT.exec(message);
+      if (reconnect) return [retry(Number(reconnect[1]), codexBackoffMs(Number(reconnect[1])), message)];
+      return [notice('cli_notice', { message: message.slice(0, NOTICE_EXCERPT_CHARS) })];
+    }
+    default:
+      return [];
+  }
+}
+
+// ---- Claude Code (`claude -p --output-format stream-json --verbose`) ----
+
+function toolResultText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((part) => (isRecord(part) && typeof part.text === 'string' ? part.text : '')).join('');
+  return JSON.stringify(content ?? '');
+}
+
+/** One line of Claude Code's stream-json. */
+export function claudeLine(split: SplitLine, run: NativeRun): CliLine[] {
+  const parsed = parse(split);
+  if ('line' in parsed) return [parsed.line];
+  const { obj } = parsed;
+  if (typeof obj.session_id === 'string') run.sessionId = obj.session_id;
+  const content = isRecord(obj.message) && Array.isArray(obj.message.content) ? obj.message.content.filter(isRecord) : [];
+  switch (obj.type) {
+    case 'system':
+      if (obj.subtype === 'api_retry') {
+        const attempt = typeof obj.attempt === 'number' ? obj.attempt : 1;
+        const wait = typeof obj.retry_delay_ms === 'number' ? Math.round(obj.retry_delay_ms) : undefined;
+        const reason = str(obj.error) ?? (typeof obj.error_status === 'number' ? `status ${obj.error_status}` : 'the model API failed');
+        return [retry(attempt, wait, reason)];
+      }
+      return [];
+    case 'assistant': {
+      const out: CliLine[] = [];
+      for (const block of content) {
+        if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
+          run.lastText = block.text;
+          run.produced = true;
+          out.push(generic({ type: 'assistant', text: block.text }, run));
+        } else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
+          run.produced = true;
+          out.push(generic({ type: 'tool_use', id: block.id, name: block.name, input: block.input ?? {} }, run));
+        }
+      }
+      return out;
+    }
+    case 'user':
+      return content
+        .filter((block) => block.type === 'tool_result' && typeof block.tool_use_id === 'string')
+        .map((block) => generic({ type: 'tool_result', tool_use_id: block.tool_use_id, output: toolResultText(block.content), is_error: block.is_error === true }, run));
+    case 'result':
+      if (obj.is_error === true || (obj.subtype !== undefined && obj.subtype !== 'success')) {
+        const errors = Array.isArray(obj.errors) ? obj.errors.filter((e) => typeof e === 'string').join('; ') : '';
+        run.failure = (str(obj.result) || errors || (str(obj.subtype) ?? 'error')).slice(0, 2000);
+      } else {
+        run.result = str(obj.result) ?? run.lastText ?? '';
+      }
+      return [];
+    default:
+      return [];
+  }
+}
