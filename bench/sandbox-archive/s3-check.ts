@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { ObjectVerificationError, S3ObjectStore, uploadWithGrant, type UploadGrant } from '../../lib/object-store';
-import type { S3Credentials } from '../../ops/dev/seaweedfs';
+import type { S3Credentials } from '../../ops/dev/s3-server';
 import { serversFromArgs, startArchiveServer } from './servers';
 
 const MIB = 1024 * 1024;

@@ -7,8 +7,9 @@
  * - `versitygw-md5`: the same with its default MD5 ETags.
  */
 import { join } from 'node:path';
-import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs, type S3Credentials } from '../../ops/dev/seaweedfs';
-import { ensureVersitygwBinary, freeLoopbackPort, startVersitygw, VERSITYGW_VERSION } from '../../ops/dev/versitygw';
+import { freeLoopbackPort, type S3Credentials } from '../../ops/dev/s3-server';
+import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs } from '../../ops/dev/seaweedfs';
+import { ensureVersitygwBinary, startVersitygw, VERSITYGW_VERSION } from '../../ops/dev/versitygw';
 
 export const ARCHIVE_SERVERS = ['seaweedfs', 'versitygw', 'versitygw-md5'] as const;
 export type ArchiveServerName = (typeof ARCHIVE_SERVERS)[number];

@@ -11,7 +11,7 @@
  *   the given ports, data directory and one S3 identity (`-s3.config`), so requests are signed
  *   for real. `weed` does not stop promptly on SIGTERM: `stop` waits a deadline, then SIGKILLs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -21,6 +21,7 @@ import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { BootstrapError, DATA, LOGS, RUN, TOOLS, run, runLogged, say, tcpOpen } from './sh';
 import { processAlive } from '../../lib/process-alive';
 import { withBuildLock } from './build-lock';
+import { findGo, stopProcess, waitReady, type S3Credentials } from './s3-server';
 
 export const SEAWEEDFS_MODULE = 'github.com/seaweedfs/seaweedfs';
 /** Pinned pseudo-version (SeaweedFS 4.53's S3 layer: `If-None-Match: *` → 412, `BadDigest`, checksum on HEAD). */
@@ -29,16 +30,6 @@ export const SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6';
 /** Where the cached binary of a version lives. */
 export function seaweedfsBinary(version: string = SEAWEEDFS_VERSION): string {
   return join(TOOLS, 'seaweedfs', version, 'weed');
-}
-
-/** A `go` of at least 1.21 (which fetches the toolchain go.mod asks for from the module proxy). */
-export function findGo(): string | undefined {
-  for (const candidate of ['go', '/usr/local/go/bin/go', '/usr/lib/go/bin/go']) {
-    const version = run(candidate, ['version']);
-    const minor = /go1\.(\d+)/.exec(version.stdout)?.[1];
-    if (version.status === 0 && minor !== undefined && Number(minor) >= 21) return candidate;
-  }
-  return undefined;
 }
 
 function binaryWorks(binary: string): boolean {
@@ -122,11 +113,6 @@ export async function freeSeaweedfsPorts(): Promise<SeaweedfsPorts> {
   return { master: await freePortPair(taken), volume: await freePortPair(taken), filer: await freePortPair(taken), s3: await freePortPair(taken) };
 }
 
-export interface S3Credentials {
-  accessKeyId: string;
-  secretAccessKey: string;
-}
-
 export interface StartSeaweedfsOptions {
   binary: string;
   /** Volumes, filer metadata and the identities file go here. */
@@ -197,7 +183,7 @@ export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<Se
   };
   const server: SeaweedfsServer = { endpoint, pid: child.pid, logFile, stop };
   try {
-    await waitReady(endpoint, options.credentials, options.readyTimeoutMs ?? 60_000, child);
+    await waitReady(endpoint, options.credentials, options.readyTimeoutMs ?? 60_000, child, 'weed');
   } catch (err) {
     await server.stop();
     throw new BootstrapError('seaweedfs', (err as Error).message, logFile);
@@ -205,54 +191,9 @@ export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<Se
   return server;
 }
 
-/** Polls a signed ListBuckets until it answers; fails early when `child` (named `name`) exits. */
-export async function waitReady(endpoint: string, credentials: S3Credentials, timeoutMs: number, child: ChildProcess, name = 'weed'): Promise<void> {
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  try {
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before S3 answered`);
-      if (await tcpOpen('127.0.0.1', Number(new URL(endpoint).port))) {
-        try {
-          await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(3000) });
-          return;
-        } catch (err) {
-          last = (err as Error).message;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 300));
-    }
-  } finally {
-    client.destroy();
-  }
-  throw new Error(`S3 on ${endpoint} not ready after ${Math.round(timeoutMs / 1000)} s${last ? ` (last error: ${last})` : ''}`);
-}
-
 /** weed registers a local socket per gRPC port (`/tmp/seaweedfs-<service>-grpc-<port>.sock`) and a killed weed leaves it behind. */
 function removeGrpcSockets(ports: SeaweedfsPorts): void {
   for (const [service, port] of Object.entries(ports)) rmSync(join('/tmp', `seaweedfs-${service}-grpc-${port + 10000}.sock`), { force: true });
-}
-
-/** SIGTERM, wait up to `deadlineMs`, then SIGKILL (weed lingers on SIGTERM). Resolves once the process is gone. */
-export async function stopProcess(pid: number, deadlineMs = 5000, child?: ChildProcess): Promise<void> {
-  const gone = (): boolean => (child ? child.exitCode !== null || child.signalCode !== null : !processAlive(pid));
-  if (!pid || gone()) return;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const deadline = Date.now() + deadlineMs;
-  while (!gone() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  if (gone()) return;
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    return;
-  }
-  const killDeadline = Date.now() + 5000;
-  while (!gone() && Date.now() < killDeadline) await new Promise((r) => setTimeout(r, 50));
 }
 
 /** S3 port of the dev server (`SEAWEEDFS_S3_PORT`, default 8333); its master, volume and filer use 9333, 9334, 8888 (+10000 for gRPC). */

@@ -11,12 +11,11 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BootstrapError, LOGS, TOOLS, run, runLogged, say } from './sh';
 import { withBuildLock } from './build-lock';
-import { findGo, stopProcess, waitReady, type S3Credentials } from './seaweedfs';
+import { findGo, stopProcess, waitReady, type S3Credentials } from './s3-server';
 
 export const VERSITYGW_MODULE = 'github.com/versity/versitygw';
 /** The newest release on the module proxy (2026-09-04). */
@@ -62,18 +61,6 @@ export async function ensureVersitygwBinary(version: string = VERSITYGW_VERSION)
     say(`built ${binary} in ${Math.round((Date.now() - started) / 1000)} s`);
   }, 'versitygw');
   return binary;
-}
-
-/** A free loopback port (the kernel's choice). */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 export interface StartVersitygwOptions {

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../lib/object-store';
 import { atRunEnd } from './root-hooks';
-import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs, type S3Credentials, type SeaweedfsServer } from '../../ops/dev/seaweedfs';
+import type { S3Credentials } from '../../ops/dev/s3-server';
+import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs, type SeaweedfsServer } from '../../ops/dev/seaweedfs';
 
 export interface TestS3 {
   server: SeaweedfsServer;
