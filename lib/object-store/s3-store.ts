@@ -1,6 +1,6 @@
 /**
  * The S3 object store (`OBJECT_STORE_BACKEND=s3`) over `@aws-sdk/client-s3`, for any
- * S3-compatible service (tested against SeaweedFS; docs/object-store.md). Every write is one
+ * S3-compatible service (tested against versitygw; docs/object-store.md). Every write is one
  * single PUT with a fixed `Content-Length`, the full-object `x-amz-checksum-sha256` (the server
  * refuses other bytes with `BadDigest`) and `If-None-Match: *` (write-once: 412 when the key
  * exists, after which the existing object is verified and accepted only if it is the same; a
