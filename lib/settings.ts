@@ -318,7 +318,7 @@ export const settingsShape = {
   S3_SECRET_ACCESS_KEY: optionalString(),
   /**
    * Address the bucket by path (`<endpoint>/<bucket>/<key>`) instead of by host name
-   * (`<bucket>.<endpoint>`). Default true: self-hosted servers (SeaweedFS, MinIO) have no DNS name
+   * (`<bucket>.<endpoint>`). Default true: self-hosted servers (versitygw, MinIO) have no DNS name
    * per bucket; set false for AWS S3's virtual-hosted style.
    */
   S3_FORCE_PATH_STYLE: flag(true),

@@ -12,9 +12,9 @@
  *   while hashing it, grant a presigned single PUT on a real S3 server on loopback, upload,
  *   verify (the store's full-object checksum). Restore: download while hashing into a spool, check,
  *   and extract into a fresh container with `putArchive`.
- * - `--server seaweedfs|versitygw|both` (or a list, servers.ts; default seaweedfs). With several,
- *   all run at once and each round measures every server in turn (the order rotates by round),
- *   so they share the floor and the machine's state.
+ * - `--server versitygw|seaweedfs|both` (or a list, servers.ts; default versitygw, the server of
+ *   the tests). With several, all run at once and each round measures every server in turn (the
+ *   order rotates by round), so they share the floor and the machine's state.
  * - Rounds alternate floor, then archive and restore per server (3 rounds, `--rounds N`); medians are reported,
  *   with the server's CPU time during upload and verify.
  */

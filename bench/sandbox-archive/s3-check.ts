@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { ObjectVerificationError, S3ObjectStore, uploadWithGrant, type UploadGrant } from '../../lib/object-store';
-import type { S3Credentials } from '../../ops/dev/seaweedfs';
+import type { S3Credentials } from '../../ops/dev/s3-server';
 import { serversFromArgs, startArchiveServer } from './servers';
 
 const MIB = 1024 * 1024;
@@ -144,7 +144,8 @@ async function main(): Promise<void> {
     const expired = await rawPut(expiring.url, expiring.headers, small);
     check('(extra) an expired grant is 403', expired.status === 403, `raw: ${expired.status} ${expired.text}`);
 
-    // extra: a refused large PUT reaches the client as the refusal, not a reset (a retry after a crash sees 412)
+    // extra: a refused large PUT ends as `exists` through uploadWithGrant (a retry after a crash): a reset
+    // instead of the 412 is settled by the grant's presigned HEAD
     const repeats: string[] = [];
     for (let i = 0; i < 10; i += 1) {
       repeats.push(await uploadWithGrant(bigGrant, Readable.from([big])).catch((err: Error) => err.message));

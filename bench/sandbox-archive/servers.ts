@@ -1,14 +1,17 @@
 /**
  * The S3 servers the archive bench and `s3-check.ts` can run against, each started on loopback
  * with a fresh data directory and one signing identity:
- * - `seaweedfs`: `weed server -s3` (ops/dev/seaweedfs.ts; the binary the bootstrap caches);
- * - `versitygw`: `versitygw posix` with `--data-integrity-etag` (ETags from the checksum we send:
- *   no MD5 pass over the body; our contract never reads an ETag);
+ * - `versitygw` (the default, and the server of the tests and the dev stack): `versitygw posix`
+ *   with `--data-integrity-etag` (ETags from the checksum we send: no MD5 pass over the body; our
+ *   contract never reads an ETag);
+ * - `seaweedfs`: `weed server -s3` (ops/dev/seaweedfs.ts), for comparison; built on first use
+ *   (about 4.5 minutes), since nothing else needs it any more;
  * - `versitygw-md5`: the same with its default MD5 ETags.
  */
 import { join } from 'node:path';
-import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs, type S3Credentials } from '../../ops/dev/seaweedfs';
-import { ensureVersitygwBinary, freeLoopbackPort, startVersitygw, VERSITYGW_VERSION } from '../../ops/dev/versitygw';
+import { freeLoopbackPort, type S3Credentials } from '../../ops/dev/s3-server';
+import { ensureSeaweedfsBinary, freeSeaweedfsPorts, startSeaweedfs } from '../../ops/dev/seaweedfs';
+import { ensureVersitygwBinary, startVersitygw, VERSITYGW_VERSION } from '../../ops/dev/versitygw';
 
 export const ARCHIVE_SERVERS = ['seaweedfs', 'versitygw', 'versitygw-md5'] as const;
 export type ArchiveServerName = (typeof ARCHIVE_SERVERS)[number];
@@ -22,10 +25,10 @@ export interface ArchiveServer {
   stop(deadlineMs?: number): Promise<void>;
 }
 
-/** `--server a,b` (or `both`: seaweedfs,versitygw); default seaweedfs. */
+/** `--server a,b` (or `both`: seaweedfs,versitygw); default versitygw. */
 export function serversFromArgs(argv: string[]): ArchiveServerName[] {
   const at = argv.indexOf('--server');
-  const value = at >= 0 ? argv[at + 1] ?? '' : 'seaweedfs';
+  const value = at >= 0 ? argv[at + 1] ?? '' : 'versitygw';
   const names = value === 'both' ? ['seaweedfs', 'versitygw'] : value.split(',');
   for (const name of names) {
     if (!(ARCHIVE_SERVERS as readonly string[]).includes(name)) throw new Error(`--server ${value}: expected both or a list of ${ARCHIVE_SERVERS.join(', ')}`);
@@ -35,7 +38,7 @@ export function serversFromArgs(argv: string[]): ArchiveServerName[] {
 
 export async function startArchiveServer(name: ArchiveServerName, dataDir: string, credentials: S3Credentials): Promise<ArchiveServer> {
   if (name === 'seaweedfs') {
-    const server = await startSeaweedfs({ binary: seaweedfsBinary(), dataDir: join(dataDir, 'weed'), credentials, ports: await freeSeaweedfsPorts() });
+    const server = await startSeaweedfs({ binary: await ensureSeaweedfsBinary(), dataDir: join(dataDir, 'weed'), credentials, ports: await freeSeaweedfsPorts() });
     return { name, label: 'SeaweedFS', endpoint: server.endpoint, pid: server.pid, stop: (ms) => server.stop(ms) };
   }
   const checksumEtag = name === 'versitygw';

@@ -1,9 +1,11 @@
 /**
  * The S3 object store (`OBJECT_STORE_BACKEND=s3`) over `@aws-sdk/client-s3`, for any
- * S3-compatible service (tested against SeaweedFS; docs/object-store.md). Every write is one
+ * S3-compatible service (tested against versitygw; docs/object-store.md). Every write is one
  * single PUT with a fixed `Content-Length`, the full-object `x-amz-checksum-sha256` (the server
  * refuses other bytes with `BadDigest`) and `If-None-Match: *` (write-once: 412 when the key
- * exists, after which the existing object is verified and accepted only if it is the same).
+ * exists, after which the existing object is verified and accepted only if it is the same; a
+ * connection reset is treated the same way when the key holds an object, since a server may
+ * close the connection instead of delivering its early 412).
  * Verification compares the length and the stored full-object SHA-256 from a HEAD with checksum
  * mode enabled, and reads and hashes the object when the server keeps no such checksum.
  */
@@ -19,7 +21,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { hashStream, writeHashed } from './hashing';
 import {
-  assertExpected, assertValidKey, MAX_OBJECT_BYTES, ObjectExistsError, ObjectNotFoundError, ObjectTooLargeError, ObjectVerificationError,
+  assertExpected, assertValidKey, isTransportError, MAX_OBJECT_BYTES, ObjectExistsError, ObjectNotFoundError, ObjectTooLargeError, ObjectVerificationError,
   UPLOAD_GRANT_SECONDS,
   type ExpectedObject, type GrantOptions, type ObjectStore, type PutOptions, type StoredObject, type UploadGrant, type Verification,
   type VerifyOptions,
@@ -106,7 +108,11 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  /** One conditional PUT of bytes whose length and SHA-256 are known; 412 → compare with the existing object. */
+  /**
+   * One conditional PUT of bytes whose length and SHA-256 are known. A 412, or a transport error
+   * (whose outcome is unknown), → the object under the key is verified: the same object is success,
+   * another one `ObjectExistsError`; after a transport error with no object there, the error stands.
+   */
   private async putKnown(key: string, body: Readable, expected: ExpectedObject): Promise<StoredObject> {
     assertExpected(expected);
     try {
@@ -119,11 +125,18 @@ export class S3ObjectStore implements ObjectStore {
       if (nameOf(err) === 'BadDigest' || nameOf(err) === 'XAmzContentSHA256Mismatch') {
         throw new ObjectVerificationError(`Object ${key}: the store refused the body (${nameOf(err)}): its SHA-256 is not ${expected.sha256}`);
       }
-      if (statusOf(err) !== 412) throw err;
+      const refused = statusOf(err) === 412;
+      // A connection reset may hide a 412: a server that refuses from the headers can close the
+      // connection before it has read the body (versitygw beyond 256 KiB). The key decides.
+      if (!refused && !isTransportError(err)) throw err;
+      const existing = await this.verify(key, expected);
+      if (existing.status === 'verified') return { bytes: expected.length, sha256: expected.sha256 };
+      if (existing.status === 'missing') {
+        if (refused) throw new ObjectExistsError(key, 'it vanished while being compared');
+        throw err; // nothing stored: the PUT failed, and may be tried again
+      }
+      throw new ObjectExistsError(key, `its ${existing.reason} differs`);
     }
-    const existing = await this.verify(key, expected);
-    if (existing.status === 'verified') return { bytes: expected.length, sha256: expected.sha256 };
-    throw new ObjectExistsError(key, existing.status === 'missing' ? 'it vanished while being compared' : `its ${existing.reason} differs`);
   }
 
   async get(key: string): Promise<Readable> {
@@ -205,7 +218,9 @@ export class S3ObjectStore implements ObjectStore {
     for (const name of ['content-length', 'if-none-match', 'x-amz-checksum-sha256']) {
       if (!(name in headers)) throw new Error(`Presigned PUT does not sign ${name}; refusing a grant the uploader could bend`);
     }
-    return { kind: 'http-put', key, length: expected.length, sha256, expiresAt, url, headers };
+    // Whether the key holds an object, for an uploader whose PUT ended in a connection reset.
+    const headUrl = await getSignedUrl(this.client, new HeadObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn });
+    return { kind: 'http-put', key, length: expected.length, sha256, expiresAt, url, headers, headUrl };
   }
 }
 

@@ -53,7 +53,11 @@ export interface VerifyOptions {
  * Permission to write exactly one object, handed to whoever holds the bytes (a host runner) so
  * it needs no store credentials. Plain JSON, so it can travel as a Temporal activity argument.
  * - `http-put`: a presigned S3 PUT: send `headers` exactly as given (fixed `content-length`,
- *   `x-amz-checksum-sha256`, `if-none-match: *`) with a body of `length` bytes.
+ *   `x-amz-checksum-sha256`, `if-none-match: *`) with a body of `length` bytes. `headUrl`, a
+ *   presigned HEAD of the same key with the same expiry, tells the uploader after a connection
+ *   reset whether the key holds an object (a refusal the server sent before reading the whole
+ *   body can arrive as a reset: docs/object-store.md "The dev S3 server"). Absent from grants
+ *   made before it existed.
  * - `fs`: the embedded store's equivalent; the host runner writes through its own `FsObjectStore`
  *   on the shared directory, with the same rules (expiry, length, SHA-256, put-if-absent).
  */
@@ -64,7 +68,7 @@ export type UploadGrant = {
   sha256: string;
   /** ISO time after which the grant is refused. */
   expiresAt: string;
-} & ({ kind: 'http-put'; url: string; headers: Record<string, string> } | { kind: 'fs' });
+} & ({ kind: 'http-put'; url: string; headers: Record<string, string>; headUrl?: string } | { kind: 'fs' });
 
 export interface GrantOptions {
   /** Lifetime in seconds. Default `UPLOAD_GRANT_SECONDS` (15 minutes). */
@@ -147,6 +151,22 @@ export function assertExpected(expected: ExpectedObject): void {
   if (!Number.isSafeInteger(expected.length) || expected.length < 0) throw new Error(`Invalid object length ${expected.length}`);
   if (!/^[0-9a-f]{64}$/i.test(expected.sha256)) throw new Error('Invalid SHA-256: expected 64 hex digits');
   if (expected.length > MAX_OBJECT_BYTES) throw new ObjectTooLargeError(expected.length);
+}
+
+/** Socket errors after which a PUT's outcome is unknown: the connection broke before a response was read. */
+const TRANSPORT_ERROR_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * Whether `err` is a transport error (`ECONNRESET`, `EPIPE`, `socket hang up`), here or in its
+ * `cause`: the request may or may not have been refused or stored, so the key must be looked at
+ * (HEAD) before the outcome is decided.
+ */
+export function isTransportError(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth += 1) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if ((code !== undefined && TRANSPORT_ERROR_CODES.has(code)) || /socket hang up/i.test(e.message)) return true;
+  }
+  return false;
 }
 
 /** Whether an upload grant has expired at `now`. */

@@ -7,13 +7,19 @@
  * The outcome is `created` or `exists` (412: the key already holds an object). Neither is a
  * receipt: the control plane verifies the object (`ObjectStore.verify`) before it records one,
  * and after `exists` that verification decides whether the existing object is the same archive.
+ *
+ * A PUT that ends in a transport error (`ECONNRESET`, `EPIPE`, `socket hang up`) has an unknown
+ * outcome: a server that refuses from the headers (412) may close the connection before reading
+ * the rest of the body, and the client then sees a reset instead of the 412 (versitygw beyond
+ * 256 KiB). The grant's presigned HEAD then looks at the key: an object there is `exists` (and is
+ * verified like any other), no object leaves the error standing, so the upload is tried again.
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FsObjectStore } from './fs-store';
-import { grantExpired, ObjectVerificationError, UploadGrantRefusedError, type UploadGrant } from './types';
+import { grantExpired, isTransportError, ObjectVerificationError, UploadGrantRefusedError, type UploadGrant } from './types';
 
 export type UploadOutcome = 'created' | 'exists';
 
@@ -34,7 +40,14 @@ export async function uploadWithGrant(grant: UploadGrant, body: Readable, deps: 
     if (!deps.fsStore) throw new Error('An fs upload grant needs the host runner\'s fs object store (OBJECT_STORE_FS_ROOT)');
     return (await deps.fsStore.create(grant.key, body, { contentLength: grant.length, sha256: grant.sha256 })).status;
   }
-  const response = await putStream(grant.url, grant.headers, body, grant.length);
+  let response: IncomingMessage;
+  try {
+    response = await putStream(grant.url, grant.headers, body, grant.length);
+  } catch (err) {
+    if (err instanceof ObjectVerificationError || !isTransportError(err) || !grant.headUrl) throw err;
+    if (await headStatus(grant.headUrl).catch(() => 0) === 200) return 'exists';
+    throw err;
+  }
   const text = await readText(response);
   const status = response.statusCode ?? 0;
   if (status >= 200 && status < 300) return 'created';
@@ -83,6 +96,20 @@ async function putStream(url: string, headers: Record<string, string>, body: Rea
     });
     req.on('error', fail);
     pipeline(body, meter, req).catch(fail);
+  });
+}
+
+/** Status of a presigned HEAD (the body, if any, is discarded); rejects on a transport error or after 30 s. */
+function headStatus(url: string): Promise<number> {
+  const target = new URL(url);
+  const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise<number>((resolve, reject) => {
+    const req = send(target, { method: 'HEAD', signal: AbortSignal.timeout(30_000) }, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
   });
 }
 

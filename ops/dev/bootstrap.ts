@@ -1,7 +1,7 @@
 /**
  * Brings the development stack's backing services up, installing what is missing:
  * Debian packages, the Temporal CLI, PostgreSQL, dockerd, the Temporal dev server, the
- * sandbox image, the S3 test server's binary (SeaweedFS `weed`, built once per version) and the
+ * sandbox image, the S3 test server's binary (versitygw, built once per version) and the
  * pinned coding-agent CLIs (Codex, Claude Code: ops/dev/agent-clis.ts). Idempotent; every step is skipped when already done.
  * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`).
  */
@@ -10,7 +10,7 @@ import { ensureDebPackages } from './packages';
 import { ensureDockerd } from './docker-engine';
 import { ensurePostgres } from './postgres';
 import { ensureSandboxImage } from './sandbox-image';
-import { ensureSeaweedfsBinary } from './seaweedfs';
+import { ensureVersitygwBinary } from './versitygw';
 import { ensureTemporalCli, ensureTemporalServer } from './temporal-server';
 import { BootstrapError, say } from './sh';
 
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   await ensureAgentClis();
   ensureSandboxImage();
   // The tests' S3 server (and npm start's with OBJECT_STORE_BACKEND=s3); started where needed.
-  await ensureSeaweedfsBinary();
+  await ensureVersitygwBinary();
   say(`services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (postgres 127.0.0.1:5432, dockerd, temporal 127.0.0.1:7233, UI http://127.0.0.1:8233)`);
 }
 

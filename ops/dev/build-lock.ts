@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { processAlive } from '../../lib/process-alive';
 import { BootstrapError } from './sh';
 
-/** Takes `<dir>.lock` (a directory: atomic to create); a lock whose owner died is taken over. */
-export async function withBuildLock<T>(dir: string, fn: () => T | Promise<T>, what = 'seaweedfs'): Promise<T> {
+/** Takes `<dir>.lock` (a directory: atomic to create); a lock whose owner died is taken over. `what` names the tool in errors. */
+export async function withBuildLock<T>(dir: string, fn: () => T | Promise<T>, what: string): Promise<T> {
   const lock = `${dir}.lock`;
   const deadline = Date.now() + 20 * 60_000;
   for (;;) {

@@ -1,6 +1,7 @@
 /**
- * SeaweedFS, the real S3-compatible server of the tests and of `npm start` with
- * `OBJECT_STORE_BACKEND=s3` (docs/object-store.md "The dev server").
+ * SeaweedFS, kept for the archive bench's comparison (`npm run bench:sandbox-archive -- --server
+ * seaweedfs|both`, which builds it on demand); the tests and the dev stack use versitygw
+ * (versitygw.ts; docs/object-store.md "The dev S3 server").
  *
  * - `ensureSeaweedfsBinary`: builds `weed` from the Go module proxy's
  *   `github.com/seaweedfs/seaweedfs@<version>` (its go.mod has replace directives, so `go install
@@ -11,16 +12,14 @@
  *   the given ports, data directory and one S3 identity (`-s3.config`), so requests are signed
  *   for real. `weed` does not stop promptly on SIGTERM: `stop` waits a deadline, then SIGKILLs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
-import { BootstrapError, DATA, LOGS, RUN, TOOLS, run, runLogged, say, tcpOpen } from './sh';
-import { processAlive } from '../../lib/process-alive';
+import { BootstrapError, LOGS, TOOLS, run, runLogged, say } from './sh';
 import { withBuildLock } from './build-lock';
+import { findGo, stopProcess, waitReady, type S3Credentials } from './s3-server';
 
 export const SEAWEEDFS_MODULE = 'github.com/seaweedfs/seaweedfs';
 /** Pinned pseudo-version (SeaweedFS 4.53's S3 layer: `If-None-Match: *` → 412, `BadDigest`, checksum on HEAD). */
@@ -29,16 +28,6 @@ export const SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6';
 /** Where the cached binary of a version lives. */
 export function seaweedfsBinary(version: string = SEAWEEDFS_VERSION): string {
   return join(TOOLS, 'seaweedfs', version, 'weed');
-}
-
-/** A `go` of at least 1.21 (which fetches the toolchain go.mod asks for from the module proxy). */
-export function findGo(): string | undefined {
-  for (const candidate of ['go', '/usr/local/go/bin/go', '/usr/lib/go/bin/go']) {
-    const version = run(candidate, ['version']);
-    const minor = /go1\.(\d+)/.exec(version.stdout)?.[1];
-    if (version.status === 0 && minor !== undefined && Number(minor) >= 21) return candidate;
-  }
-  return undefined;
 }
 
 function binaryWorks(binary: string): boolean {
@@ -56,10 +45,10 @@ export async function ensureSeaweedfsBinary(version: string = SEAWEEDFS_VERSION)
     if (binaryWorks(binary)) return; // another build finished while we waited
     const go = findGo();
     if (!go) {
-      throw new BootstrapError('seaweedfs', 'building the S3 test server (SeaweedFS) needs Go >= 1.21 on PATH or in /usr/local/go/bin; install it (https://go.dev/dl/), then run the bootstrap again');
+      throw new BootstrapError('seaweedfs', 'building SeaweedFS needs Go >= 1.21 on PATH or in /usr/local/go/bin; install it (https://go.dev/dl/)');
     }
     const started = Date.now();
-    say(`building SeaweedFS ${version} (weed, the S3 server of the tests) from the Go module proxy; about 4.5 minutes on 2 cores`);
+    say(`building SeaweedFS ${version} (weed, for the archive bench's comparison) from the Go module proxy; about 4.5 minutes on 2 cores`);
     const downloaded = run(go, ['mod', 'download', '-json', `${SEAWEEDFS_MODULE}@${version}`], { cwd: tmpdir() });
     const moduleDir = downloaded.status === 0 ? (JSON.parse(downloaded.stdout) as { Dir?: string }).Dir : undefined;
     if (!moduleDir) throw new BootstrapError('seaweedfs', `go mod download ${SEAWEEDFS_MODULE}@${version} failed: ${downloaded.stderr.trim() || downloaded.stdout.trim()}`);
@@ -77,7 +66,7 @@ export async function ensureSeaweedfsBinary(version: string = SEAWEEDFS_VERSION)
     }
     if (!binaryWorks(binary)) throw new BootstrapError('seaweedfs', `${binary} does not run after the build`, join(LOGS, 'seaweedfs-build.log'));
     say(`built ${binary} in ${Math.round((Date.now() - started) / 1000)} s`);
-  });
+  }, 'seaweedfs');
   return binary;
 }
 
@@ -86,11 +75,6 @@ export interface SeaweedfsPorts {
   volume: number;
   filer: number;
   s3: number;
-}
-
-/** Ports of the dev server; each service's gRPC port is its HTTP port + 10000 (weed's rule). */
-export function devSeaweedfsPorts(s3Port: number): SeaweedfsPorts {
-  return { s3: s3Port, master: 9333, volume: 9334, filer: 8888 };
 }
 
 /** True when `port` can be bound on 127.0.0.1 right now. */
@@ -120,11 +104,6 @@ async function freePortPair(taken: Set<number>): Promise<number> {
 export async function freeSeaweedfsPorts(): Promise<SeaweedfsPorts> {
   const taken = new Set<number>();
   return { master: await freePortPair(taken), volume: await freePortPair(taken), filer: await freePortPair(taken), s3: await freePortPair(taken) };
-}
-
-export interface S3Credentials {
-  accessKeyId: string;
-  secretAccessKey: string;
 }
 
 export interface StartSeaweedfsOptions {
@@ -175,7 +154,7 @@ export function weedServerArgs(options: Pick<StartSeaweedfsOptions, 'dataDir' | 
 /** Starts `weed server -s3` and waits until S3 answers a signed ListBuckets. */
 export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<SeaweedfsServer> {
   if (!existsSync(options.binary)) {
-    throw new BootstrapError('seaweedfs', `${options.binary} is missing: the bootstrap (ops/dev/bootstrap.sh) builds it`);
+    throw new BootstrapError('seaweedfs', `${options.binary} is missing: ensureSeaweedfsBinary builds it`);
   }
   mkdirSync(join(options.dataDir, 'volumes'), { recursive: true });
   const configFile = join(options.dataDir, 's3-identities.json');
@@ -197,7 +176,7 @@ export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<Se
   };
   const server: SeaweedfsServer = { endpoint, pid: child.pid, logFile, stop };
   try {
-    await waitReady(endpoint, options.credentials, options.readyTimeoutMs ?? 60_000, child);
+    await waitReady(endpoint, options.credentials, options.readyTimeoutMs ?? 60_000, child, 'weed');
   } catch (err) {
     await server.stop();
     throw new BootstrapError('seaweedfs', (err as Error).message, logFile);
@@ -205,122 +184,7 @@ export async function startSeaweedfs(options: StartSeaweedfsOptions): Promise<Se
   return server;
 }
 
-/** Polls a signed ListBuckets until it answers; fails early when `child` (named `name`) exits. */
-export async function waitReady(endpoint: string, credentials: S3Credentials, timeoutMs: number, child: ChildProcess, name = 'weed'): Promise<void> {
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  try {
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before S3 answered`);
-      if (await tcpOpen('127.0.0.1', Number(new URL(endpoint).port))) {
-        try {
-          await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(3000) });
-          return;
-        } catch (err) {
-          last = (err as Error).message;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 300));
-    }
-  } finally {
-    client.destroy();
-  }
-  throw new Error(`S3 on ${endpoint} not ready after ${Math.round(timeoutMs / 1000)} s${last ? ` (last error: ${last})` : ''}`);
-}
-
 /** weed registers a local socket per gRPC port (`/tmp/seaweedfs-<service>-grpc-<port>.sock`) and a killed weed leaves it behind. */
 function removeGrpcSockets(ports: SeaweedfsPorts): void {
   for (const [service, port] of Object.entries(ports)) rmSync(join('/tmp', `seaweedfs-${service}-grpc-${port + 10000}.sock`), { force: true });
-}
-
-/** SIGTERM, wait up to `deadlineMs`, then SIGKILL (weed lingers on SIGTERM). Resolves once the process is gone. */
-export async function stopProcess(pid: number, deadlineMs = 5000, child?: ChildProcess): Promise<void> {
-  const gone = (): boolean => (child ? child.exitCode !== null || child.signalCode !== null : !processAlive(pid));
-  if (!pid || gone()) return;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const deadline = Date.now() + deadlineMs;
-  while (!gone() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  if (gone()) return;
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    return;
-  }
-  const killDeadline = Date.now() + 5000;
-  while (!gone() && Date.now() < killDeadline) await new Promise((r) => setTimeout(r, 50));
-}
-
-/** S3 port of the dev server (`SEAWEEDFS_S3_PORT`, default 8333); its master, volume and filer use 9333, 9334, 8888 (+10000 for gRPC). */
-export function devS3Port(env: NodeJS.ProcessEnv = process.env): number {
-  const port = Number(env.SEAWEEDFS_S3_PORT ?? 8333);
-  if (!Number.isInteger(port) || port < 1 || port > 55_535) throw new BootstrapError('seaweedfs', `SEAWEEDFS_S3_PORT=${env.SEAWEEDFS_S3_PORT} is not a port (1-55535: its gRPC port is +10000)`);
-  return port;
-}
-
-/** The dev server's identity, generated once and kept in `.data/secrets/` (mode 0600). */
-function devCredentials(): S3Credentials {
-  const dir = join(DATA, 'secrets');
-  const path = join(dir, 'seaweedfs-s3.json');
-  if (!existsSync(path)) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const credentials = { accessKeyId: `dev${randomBytes(8).toString('hex')}`, secretAccessKey: randomBytes(30).toString('base64url') };
-    writeFileSync(path, JSON.stringify(credentials), { mode: 0o600 });
-  }
-  return JSON.parse(readFileSync(path, 'utf8')) as S3Credentials;
-}
-
-/**
- * `npm start` with `OBJECT_STORE_BACKEND=s3` and no `S3_ENDPOINT`: the dev SeaweedFS (started
- * detached unless its port answers; data in `.data/seaweedfs`, log `.data/logs/seaweedfs.log`,
- * stopped by `npm run stack:stop`) and the settings that point the stack at it.
- */
-export async function ensureDevSeaweedfs(env: NodeJS.ProcessEnv = process.env): Promise<Record<string, string>> {
-  const port = devS3Port(env);
-  const credentials = devCredentials();
-  const endpoint = `http://127.0.0.1:${port}`;
-  if (await tcpOpen('127.0.0.1', port)) {
-    const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
-    try {
-      await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(5000) });
-    } catch (err) {
-      throw new BootstrapError('seaweedfs', `port ${port} answers but is not this stack's S3 server (${(err as Error).message}); free it or set SEAWEEDFS_S3_PORT`);
-    } finally {
-      client.destroy();
-    }
-  } else {
-    const binary = await ensureSeaweedfsBinary();
-    say(`starting SeaweedFS (S3 ${endpoint}, data in .data/seaweedfs)`);
-    const server = await startSeaweedfs({
-      binary, dataDir: join(DATA, 'seaweedfs'), ports: devSeaweedfsPorts(port), credentials,
-      logFile: join(LOGS, 'seaweedfs.log'), detached: true,
-    });
-    mkdirSync(RUN, { recursive: true });
-    writeFileSync(join(RUN, 'seaweedfs.pid'), String(server.pid));
-  }
-  return {
-    S3_ENDPOINT: endpoint,
-    S3_BUCKET: env.S3_BUCKET ?? 'sandbox-archives',
-    S3_ACCESS_KEY_ID: credentials.accessKeyId,
-    S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-    S3_FORCE_PATH_STYLE: 'true',
-    S3_CREATE_BUCKET: 'true',
-  };
-}
-
-/** `npm run stack:stop`: stops the dev server it started (SIGTERM, SIGKILL after 10 s). */
-export async function stopDevSeaweedfs(): Promise<void> {
-  const file = join(RUN, 'seaweedfs.pid');
-  if (!existsSync(file)) return;
-  const pid = Number(readFileSync(file, 'utf8'));
-  if (processAlive(pid)) {
-    await stopProcess(pid, 10_000);
-    removeGrpcSockets(devSeaweedfsPorts(devS3Port()));
-    say(`stopped seaweedfs (pid ${pid})`);
-  }
-  rmSync(file, { force: true });
 }

@@ -18,7 +18,7 @@ import { enrollHost } from '../../agent/hosts/host-registry';
 import { secretMatches } from '../../lib/identity/constant-time';
 import { loadSettings } from '../../lib/settings';
 import { assertPortsFree } from './ports';
-import { ensureDevSeaweedfs } from './seaweedfs';
+import { ensureDevVersitygw } from './versitygw';
 import { DEV_DATABASE_URL } from './postgres';
 import { DATA, ROOT, run } from './sh';
 
@@ -87,8 +87,8 @@ function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN' |
 }
 
 async function main(): Promise<void> {
-  // OBJECT_STORE_BACKEND=s3 without an endpoint: the dev SeaweedFS, and settings pointing at it.
-  const devS3 = process.env.OBJECT_STORE_BACKEND === 's3' && !process.env.S3_ENDPOINT ? await ensureDevSeaweedfs() : {};
+  // OBJECT_STORE_BACKEND=s3 without an endpoint: the dev versitygw, and settings pointing at it.
+  const devS3 = process.env.OBJECT_STORE_BACKEND === 's3' && !process.env.S3_ENDPOINT ? await ensureDevVersitygw() : {};
   const settings = loadSettings({ ...process.env, ...devS3 });
   await assertPortsFree([
     { name: 'gateway', host: settings.GATEWAY_HOST, port: settings.GATEWAY_PORT, variable: 'GATEWAY_PORT' },
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
   log(`  gateway      http://127.0.0.1:${settings.GATEWAY_PORT}   (GET /health)`);
   log(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health)`);
   log('  Temporal UI  http://127.0.0.1:8233');
-  if (devS3.S3_ENDPOINT) log(`  S3 (dev)     ${devS3.S3_ENDPOINT}   bucket ${devS3.S3_BUCKET} (SeaweedFS; keys in .data/secrets/seaweedfs-s3.json)`);
+  if (devS3.S3_ENDPOINT) log(`  S3 (dev)     ${devS3.S3_ENDPOINT}   bucket ${devS3.S3_BUCKET} (versitygw; keys in .data/secrets/versitygw-s3.json)`);
   log(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);
   log('Ctrl-C stops these processes; `npm run stack:stop` also stops PostgreSQL, Temporal and dockerd.');
 }

@@ -1,6 +1,6 @@
 /**
  * Kill -9 during an archive upload (issue 17 "Failure and bad input"): the built control worker and
- * host runner run as processes on a real S3 server (SeaweedFS); while the host is uploading a
+ * host runner run as processes on a real S3 server (versitygw); while the host is uploading a
  * 256 MiB archive both are killed with SIGKILL and started again. The container is kept until the
  * archive is verified, the action resumes and finishes (cold), exactly one object exists, its bytes
  * are the receipt's, and the outcome is audited once.
@@ -14,7 +14,7 @@ import { ADMIN_TOKEN } from '../support/admin';
 import { AGENT_MODEL, docker, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
 import { startControlProcess, startHostProcess, type WorkerProcess } from '../support/agent-processes';
 import { execIn } from '../support/docker';
-import { testS3Store } from '../support/seaweedfs';
+import { testS3Store } from '../support/s3-server';
 import { waitFor } from '../support/wait';
 import type { S3ObjectStore } from '../../lib/object-store';
 import { sandboxGroupWorkflowId } from '../../workflows/definitions/sandbox-group';

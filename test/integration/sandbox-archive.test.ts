@@ -1,7 +1,7 @@
 /**
  * Archive to object storage and delete, cold and restoring (spec 3.4) over the real stack: the
  * sandbox group workflow on the Temporal dev server, a host runner on the real Docker engine,
- * PostgreSQL, and a real S3 server (SeaweedFS) holding the archives. The archive goes up with a
+ * PostgreSQL, and a real S3 server (versitygw) holding the archives. The archive goes up with a
  * presigned single PUT; its receipt is committed only after verification, only then is the
  * container removed; a new turn restores the exact workspace (tree, modes, owners, bytes) into a
  * new generation after checking the archive's SHA-256 and length. A corrupted object never leads
@@ -12,7 +12,7 @@ import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectC
 import { admin as callAdmin } from '../support/admin';
 import { AGENT_MODEL, docker, ownerCall, startAgentStack, reviewedGroup, type AgentStack, type ReviewedGroup } from '../support/agent-stack';
 import { execIn } from '../support/docker';
-import { testS3Store } from '../support/seaweedfs';
+import { testS3Store } from '../support/s3-server';
 import { waitFor } from '../support/wait';
 import { S3ObjectStore, type ExpectedObject, type VerifyOptions } from '../../lib/object-store';
 import { ensureDeletionSweepSchedule } from '../../agent/deletion/sweep-schedule';

@@ -1,6 +1,6 @@
 /**
- * A real S3 server for tests: one `weed server -s3` per test run (SeaweedFS), started from the
- * binary the bootstrap caches (`.tools/seaweedfs/<version>/weed`) on free loopback ports with a
+ * A real S3 server for tests: one `versitygw posix` per test run, started from the binary the
+ * bootstrap caches (`.tools/versitygw/<version>/versitygw`) on a free loopback port with a
  * temporary data directory and a random identity, and stopped by the root hook. No binary is a
  * failure that names the bootstrap, never a skip. Each test file uses its own bucket.
  */
@@ -11,13 +11,16 @@ import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../lib/object-store';
 import { atRunEnd } from './root-hooks';
-import { freeSeaweedfsPorts, seaweedfsBinary, startSeaweedfs, type S3Credentials, type SeaweedfsServer } from '../../ops/dev/seaweedfs';
+import { freeLoopbackPort, type S3Credentials } from '../../ops/dev/s3-server';
+import { startVersitygw, versitygwBinary, type VersitygwServer } from '../../ops/dev/versitygw';
 
 export interface TestS3 {
-  server: SeaweedfsServer;
+  server: VersitygwServer;
   endpoint: string;
   credentials: S3Credentials;
   dataDir: string;
+  /** Where the server keeps an object's bytes: a plain file (versitygw's posix backend). */
+  objectPath(bucket: string, key: string): string;
 }
 
 let s3Promise: Promise<TestS3> | undefined;
@@ -25,15 +28,16 @@ let s3Promise: Promise<TestS3> | undefined;
 /** The run's S3 server (started on first use). */
 export function testS3(): Promise<TestS3> {
   s3Promise ??= (async () => {
-    const binary = seaweedfsBinary();
+    const binary = versitygwBinary();
     if (!existsSync(binary)) {
-      throw new Error(`SeaweedFS binary ${binary} is missing: run the bootstrap (bash ops/dev/bootstrap.sh, part of npm test), which builds and caches it`);
+      throw new Error(`versitygw binary ${binary} is missing: run the bootstrap (bash ops/dev/bootstrap.sh, part of npm test), which builds and caches it`);
     }
-    const dataDir = mkdtempSync(join(tmpdir(), 'seaweedfs-test-'));
+    const dataDir = mkdtempSync(join(tmpdir(), 'versitygw-test-'));
     atRunEnd(teardownS3);
     const credentials = { accessKeyId: `test${randomBytes(8).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
-    const server = await startSeaweedfs({ binary, dataDir, ports: await freeSeaweedfsPorts(), credentials });
-    return { server, endpoint: server.endpoint, credentials, dataDir };
+    const server = await startVersitygw({ binary, dataDir, port: await freeLoopbackPort(), credentials });
+    const objectPath = (bucket: string, key: string): string => join(dataDir, 'buckets', bucket, ...key.split('/'));
+    return { server, endpoint: server.endpoint, credentials, dataDir, objectPath };
   })();
   return s3Promise;
 }
