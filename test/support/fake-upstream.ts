@@ -33,7 +33,9 @@ export type Behaviour =
   /** Sends `afterChunks` SSE chunks, then destroys the socket (TCP reset). */
   | { kind: 'reset_mid_stream'; afterChunks?: number }
   /** A 400 refusing the prompt as too long for the context window, worded as engines word it. */
-  | { kind: 'context_length'; contextLength?: number; requested?: number };
+  | { kind: 'context_length'; contextLength?: number; requested?: number }
+  /** The behaviour `choose` picks from the request (e.g. a tool call naming a tool the client offered). */
+  | { kind: 'dynamic'; choose: (request: RecordedRequest) => Behaviour };
 
 export interface ScriptedToolCall {
   name: string;
@@ -193,6 +195,8 @@ async function respond(behaviour: Behaviour, record: RecordedRequest, res: Serve
   const model = requestedModel(record);
   const id = `chatcmpl-fake-${n}`;
   switch (behaviour.kind) {
+    case 'dynamic':
+      return respond(behaviour.choose(record), record, res, n);
     case 'json': {
       sendJson(res, 200, {
         id, object: 'chat.completion', created: 1, model: behaviour.model ?? model,
