@@ -196,6 +196,23 @@ describe('Claude Code CLI against the messages surface', function () {
       const results = (second.body.messages as Array<{ content: unknown }>).flatMap((m) => (Array.isArray(m.content) ? m.content as Block[] : [])).filter((b) => b.type === 'tool_result');
       assert.deepEqual(results.map((b) => b.tool_use_id), ['toolu_write_1']);
     });
+
+    it('a stream cut short: Claude Code retries without streaming, and that call is served', async () => {
+      const retryWork = tempDir('claude-retry-');
+      let cut = 0;
+      upstream.setResponder((request) => {
+        if (request.body.stream === true && offersWrite(request.body) && !hasToolResult(request.body) && cut === 0) {
+          cut += 1;
+          return { kind: 'stream_cut', text: 'Let me' };
+        }
+        return messagesAnswer(request, retryWork);
+      });
+      const from = upstream.requests.length;
+      const run = await runClaude(binary, gw.url, retryWork, tempDir('claude-home-'), 'Create hello.txt saying hi');
+      assertRun(run, retryWork);
+      const calls = upstream.requests.slice(from).filter((r) => offersWrite(r.body)).map((r) => r.body.stream);
+      assert.deepEqual(calls.slice(0, 2), [true, false], 'the cut stream, then the same call without streaming');
+    });
   });
 });
 
