@@ -275,6 +275,19 @@ export class ChatStreamRelay {
   }
 }
 
+/** What {@link relayStream} drives: upstream bytes in, client frames out ({@link ChatStreamRelay} for chat chunks). */
+export interface StreamRelay {
+  /** Relays what `chunk` completes; false when the socket wants a drain. */
+  push(chunk: Buffer): boolean;
+  /** The upstream ended: the last frames. */
+  end(): void;
+  /** Writes what is queued now. */
+  flush(): void;
+  readonly usage: Usage | undefined;
+  /** Set by `end()` when the upstream's answer was cut short (the relay has told the client): why. */
+  readonly incomplete?: string | undefined;
+}
+
 /**
  * Sends the stream to the client as upstream chunks arrive: each chunk is processed and written
  * from the upstream socket's own read (no intermediate stream or await per chunk). A client that
@@ -282,8 +295,15 @@ export class ChatStreamRelay {
  * sent yet.
  */
 export function relayChatStream(res: ServerResponse, route: Route, opened: UpstreamStream, signal: ClientAbort, state: { readonly log: Logger }, shape?: StreamShape): Promise<StreamOutcome> {
+  return relayStream(res, route, opened, signal, state, new ChatStreamRelay(res, route, shape), shape?.error?.bind(shape));
+}
+
+/**
+ * {@link relayChatStream} with any {@link StreamRelay}; `errorFrame` writes an upstream failure
+ * after the first byte (absent: chat's `data: {"error": …}`).
+ */
+export function relayStream(res: ServerResponse, route: Route, opened: UpstreamStream, signal: ClientAbort, state: { readonly log: Logger }, relay: StreamRelay, errorFrame?: (message: string) => string): Promise<StreamOutcome> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-  const relay = new ChatStreamRelay(res, route, shape);
   return new Promise<StreamOutcome>((resolve) => {
     let settled = false;
     const onDrain = (): void => opened.resume();
@@ -305,7 +325,7 @@ export function relayChatStream(res: ServerResponse, route: Route, opened: Upstr
       relay.flush(); // the frames already relayed, then the error event
       state.log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
       const text = `Upstream stream failed: ${message}`;
-      res.end(shape?.error ? shape.error(text) : sseEvent(JSON.stringify({ error: { message: text, type: 'server_error', code: 'upstream_error' } })));
+      res.end(errorFrame ? errorFrame(text) : sseEvent(JSON.stringify({ error: { message: text, type: 'server_error', code: 'upstream_error' } })));
       settle({ usage: relay.usage, completed: false, error: message });
     };
     const onAbort = (): void => fail(signal.reason ?? new Error('client closed the connection'));
@@ -329,7 +349,8 @@ export function relayChatStream(res: ServerResponse, route: Route, opened: Upstr
           return;
         }
         res.end();
-        settle({ usage: relay.usage, completed: true });
+        const incomplete = relay.incomplete;
+        settle(incomplete === undefined ? { usage: relay.usage, completed: true } : { usage: relay.usage, completed: false, error: incomplete });
       },
       error: fail,
     }, !ready && !res.destroyed);

@@ -6,9 +6,10 @@
  * waits on its local routes as `chat-offload.ts` says. `_routing` attribution is kept in request
  * state for logs, never sent.
  */
+import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
-import { abortOnClientClose } from '../../lib/http/client-abort';
+import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { assertGrantAllows, callerOf } from '../auth/caller';
@@ -22,9 +23,10 @@ import { runWithFallback, type FallbackOptions } from '../routing/fallback';
 import type { OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
+import type { Admission, UpstreamStream } from '../upstream/client';
 import type { FailedAttempt, UpstreamError } from '../upstream/upstream-error';
 import { localCompletion, localStream, offloadPlan } from './chat-offload';
-import { relayChatStream, type StreamShape } from './chat-stream';
+import { relayChatStream, relayStream, type StreamRelay, type StreamShape } from './chat-stream';
 import { assertLoggableText, FORWARDED_TEXT, parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
@@ -80,6 +82,31 @@ export interface SurfaceShape {
    * the only attempt: its failure is the client's error, never retried on another route.
    */
   oneAttempt?: boolean;
+  /** Routes that speak the surface's own wire format and get its request as sent (absent: none). */
+  native?: NativeRoutes;
+  /**
+   * The request has no chat translation (a 400 naming the field): raised when a route that needs
+   * one is to serve it, so a {@link native} route still can.
+   */
+  untranslatable?: AppError | undefined;
+}
+
+/**
+ * A surface's pass-through (the messages surface on message-format routes, docs/adapters.md): for
+ * a route it {@link serves}, the upstream call carries {@link body} and {@link headers} and its
+ * answer goes back as the upstream sent it, through {@link completion} or {@link relay}.
+ */
+export interface NativeRoutes {
+  serves(route: Route): boolean;
+  /** The upstream body for `route`. */
+  body(route: Route, stream: boolean): string;
+  /** Sent upstream besides the route's own headers. */
+  headers: Readonly<Record<string, string>> | undefined;
+  /** The client's answer and its usage (chat terms, for the request log) from the upstream's JSON. */
+  completion(upstream: unknown): { body: unknown; usage: Usage | undefined };
+  relay(res: ServerResponse, route: Route): StreamRelay;
+  /** The frame reporting an upstream failure after the first byte. */
+  errorFrame: (message: string) => string;
 }
 
 /**
@@ -105,7 +132,18 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const run = offload?.run;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
-  const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
+  const native = shape?.native;
+  const isNative = (route: Route): boolean => native !== undefined && native.serves(route);
+  const wire = (route: Route): string => {
+    if (shape?.untranslatable) throw shape.untranslatable;
+    return JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
+  };
+  const open = (route: Route, attempt: ClientAbort, admission?: Admission): Promise<UpstreamStream> => (isNative(route)
+    ? deps.upstream.openStream(route, native!.body(route, true), attempt, admission, { surface: 'messages', headers: native!.headers })
+    : deps.upstream.openStream(route, wire(route), attempt, admission));
+  const post = (route: Route): Promise<unknown> => (isNative(route)
+    ? deps.upstream.postJson<unknown>(route, 'messages', native!.body(route, false), signal, undefined, native!.headers)
+    : deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal));
   const fallbackOptions: FallbackOptions = {
     modelId: model.id, state: ctx.state, pinned: pinned || shape?.oneAttempt === true, observer: ticket, offload: run,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
@@ -122,20 +160,31 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   }
   if (request.stream) {
     const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
-      ? localStream(deps, run, route, signal, (attempt, admission) => deps.upstream.openStream(route, wire(route), attempt, admission))
-      : deps.upstream.openStream(route, wire(route), signal))), fallbackOptions);
+      ? localStream(deps, run, route, signal, (attempt, admission) => open(route, attempt, admission))
+      : open(route, signal))), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;
-    const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
+    const outcome = isNative(opened.route)
+      ? await relayStream(ctx.res, opened.route, opened.value, signal, state, native!.relay(ctx.res, opened.route), native!.errorFrame)
+      : await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
     state.usage = outcome.usage;
     if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
-  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
+  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route && !isNative(route)
     ? localCompletion(deps, run, route, wire(route), signal)
-    : deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal))), fallbackOptions);
-  const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
+    : post(route))), fallbackOptions);
+  if (isNative(done.route)) {
+    const answer = native!.completion(done.value);
+    finishCompletionUsage(answer.usage, done.route);
+    attribute(ctx, attribution(done.route, done.failedAttempts, run?.attribution));
+    state.pricing = done.route.pricing;
+    state.usage = answer.usage;
+    sendJson(ctx, answer.body);
+    return;
+  }
+  const completion = processCompletion(done.route.processor, done.value as ChatCompletion) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);
   attribute(ctx, attribution(done.route, done.failedAttempts, run?.attribution));

@@ -9,7 +9,7 @@ import { abortOnClientClose } from '../../lib/http/client-abort';
 import { resolveAdapterKind } from '../adapters';
 import type { Model, Route } from '../registry';
 import { countTokensUpstream } from '../translate/messages-upstream/count-tokens';
-import type { CountTokensUpstream } from './messages';
+import { forwardedHeaders, type CountTokensUpstream } from './messages';
 import type { GatewayContextDeps } from './state';
 
 /** The route a model's token count is asked of, if any. */
@@ -23,7 +23,7 @@ export function upstreamTokenCount(deps: Pick<GatewayContextDeps, 'upstream'>): 
     const route = countingRoute(model);
     if (route === undefined) return undefined;
     try {
-      return await countTokensUpstream(deps.upstream, route, body, abortOnClientClose(ctx.res));
+      return await countTokensUpstream(deps.upstream, route, body, abortOnClientClose(ctx.res), forwardedHeaders(ctx));
     } catch (err) {
       ctx.state.log.warn(
         { event: 'count_tokens_upstream_failed', model: model.id, endpoint_id: route.endpointId, provider: route.providerLabel, error: (err as Error).message },

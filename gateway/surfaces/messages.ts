@@ -6,14 +6,20 @@
  * `message` or as messages stream events. Every error on these paths is messages-shaped
  * ({@link messagesErrorBody}, applied by the server for these routes).
  */
+import { AppError } from '../../lib/errors';
 import { readJsonBody } from '../../lib/http/json-body';
+import { resolveAdapterKind } from '../adapters';
 import { assertGrantAllows, callerOf } from '../auth/caller';
-import type { Model } from '../registry';
+import type { Model, Route } from '../registry';
 import { estimateInputTokens } from '../translate/messages-surface/count-tokens';
-import { messagesToChat } from '../translate/messages-surface/request';
+import { messagesErrorEvent } from '../translate/messages-surface/errors';
+import { readMessagesRequest, type MessagesRequest } from '../translate/messages-surface/request';
 import { chatToMessage, type MessageContext } from '../translate/messages-surface/response';
 import { messagesStream } from '../translate/messages-surface/stream';
-import { serveChat, type SurfaceShape } from './chat';
+import { passthroughBody, passthroughMessage } from '../translate/messages-upstream/passthrough';
+import { PassthroughStreamRelay } from '../translate/messages-upstream/passthrough-stream';
+import { UpstreamError } from '../upstream/upstream-error';
+import { serveChat, type NativeRoutes, type SurfaceShape } from './chat';
 import { assertLoggableText, FORWARDED_TEXT, parseChatRequest } from './chat-request';
 import { sendJson, type GatewayContextDeps, type InferenceContext, type InferenceHandler } from './state';
 
@@ -35,8 +41,52 @@ export function messagesPaths(prefix: string): { messages: string[]; countTokens
  */
 export type CountTokensUpstream = (model: Model, body: Record<string, unknown>, ctx: InferenceContext) => Promise<number | undefined>;
 
-function shapeFor(context: MessageContext): SurfaceShape {
-  return { completion: (body) => chatToMessage(body, context), stream: messagesStream(context), oneAttempt: true };
+/** Whether a route speaks the messages API (a message-format kind): it gets the request as sent. */
+export function speaksMessages(route: Pick<Route, 'kind'>): boolean {
+  return resolveAdapterKind(route.kind).messages !== undefined;
+}
+
+/**
+ * The client's `anthropic-beta` header, forwarded to messages-API upstreams (the betas a request's
+ * fields need: tool search, context management, …); chat upstreams have no use for it.
+ */
+export function forwardedHeaders(ctx: InferenceContext): Record<string, string> | undefined {
+  const beta = ctx.header('anthropic-beta');
+  return beta === undefined ? undefined : { 'anthropic-beta': beta };
+}
+
+/** The pass-through of a messages request on message-format routes (docs/adapters.md). */
+function nativeRoutes(request: MessagesRequest, ctx: InferenceContext): NativeRoutes {
+  const clientModel = request.body.model as string;
+  return {
+    serves: speaksMessages,
+    body: (route, stream) => JSON.stringify(passthroughBody(route, request.body, stream, resolveAdapterKind(route.kind).messages!)),
+    headers: forwardedHeaders(ctx),
+    completion: (upstream) => passthroughMessage(upstream, clientModel),
+    relay: (res, route) => new PassthroughStreamRelay(res, route, clientModel),
+    errorFrame: messagesErrorEvent,
+  };
+}
+
+function shapeFor(request: MessagesRequest, ctx: InferenceContext): SurfaceShape {
+  const body = request.body as { model: string; stop_sequences?: string[] };
+  const context: MessageContext = { model: body.model, stopSequences: body.stop_sequences };
+  return {
+    completion: (chat) => chatToMessage(chat, context), stream: messagesStream(context), oneAttempt: true,
+    native: nativeRoutes(request, ctx), untranslatable: request.untranslatable,
+  };
+}
+
+/**
+ * An upstream's 404 (a wrong upstream path or model id: the operator's configuration) answered as
+ * 502: messages clients read a 404 as "your model does not exist" (Claude Code: "There's an issue
+ * with the selected model"), which is the gateway's own 404 only.
+ */
+function upstreamNotFound(err: unknown): unknown {
+  if (err instanceof AppError && err.status === 404 && err.cause instanceof UpstreamError) {
+    return new AppError('upstream_error', `Upstream error: the upstream answered 404 (${err.message})`, { status: 502, cause: err.cause });
+  }
+  return err;
 }
 
 /** `POST /v1/messages`. */
@@ -45,13 +95,25 @@ export function messagesHandler(deps: GatewayContextDeps): InferenceHandler {
     ctx.state.surface = MESSAGES_SURFACE;
     const caller = callerOf(ctx.state);
     const raw = await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT);
-    const client = raw as { model: string; stop_sequences?: string[] } | undefined;
+    const client = raw as { model?: unknown } | undefined;
     // The row records the name asked for even when the body is refused (cleaned when built).
     if (typeof client?.model === 'string') ctx.state.model = client.model;
-    const chat = messagesToChat(raw);
-    const request = parseChatRequest(chat);
-    await serveChat(ctx, deps, request, caller.role, shapeFor({ model: client!.model, stopSequences: client!.stop_sequences }));
+    const read = readMessagesRequest(raw);
+    const request = parseChatRequest(read.chat);
+    try {
+      await serveChat(ctx, deps, request, caller.role, shapeFor(read, ctx));
+    } catch (err) {
+      throw modelNotFound(upstreamNotFound(err), read);
+    }
   };
+}
+
+/** The gateway's own 404 for an unknown model, naming the client's name and what was looked up when they differ. */
+function modelNotFound(err: unknown, read: Pick<MessagesRequest, 'body' | 'model'>): unknown {
+  if (!(err instanceof AppError) || err.code !== 'model_not_found') return err;
+  const asked = read.body.model as string;
+  const lookedUp = asked === read.model ? '' : ` (looked up as '${read.model}')`;
+  return new AppError('model_not_found', `The model '${asked}'${lookedUp} does not exist on this gateway or your key cannot use it`, { param: 'model', cause: err });
 }
 
 /**
@@ -64,13 +126,20 @@ export function countTokensHandler(deps: GatewayContextDeps, upstream?: CountTok
     ctx.state.surface = MESSAGES_SURFACE;
     const caller = callerOf(ctx.state);
     const raw = await readJsonBody(ctx.req, deps.maxBodyBytes, FORWARDED_TEXT);
-    const chat = messagesToChat(raw, { countOnly: true }) as { model: string; messages: unknown[]; tools?: unknown };
-    ctx.state.model = chat.model;
-    assertLoggableText('model', chat.model);
-    const model = deps.registry.resolve(chat.model, caller.role, 'chat');
+    const read = readMessagesRequest(raw, { countOnly: true });
+    ctx.state.model = read.model;
+    assertLoggableText('model', read.model);
+    let model: Model;
+    try {
+      model = deps.registry.resolve(read.model, caller.role, 'chat');
+    } catch (err) {
+      throw modelNotFound(err, read);
+    }
     ctx.state.model = model.id;
     assertGrantAllows(caller, model.id);
-    const counted = upstream ? await upstream(model, raw as Record<string, unknown>, ctx) : undefined;
-    sendJson(ctx, { input_tokens: counted ?? estimateInputTokens(chat) });
+    const counted = upstream ? await upstream(model, read.body, ctx) : undefined;
+    if (counted !== undefined) return sendJson(ctx, { input_tokens: counted });
+    if (read.untranslatable) throw read.untranslatable;
+    sendJson(ctx, { input_tokens: estimateInputTokens(read.chat as { messages: unknown[]; tools?: unknown }) });
   };
 }

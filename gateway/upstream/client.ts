@@ -33,8 +33,13 @@ interface OriginPool {
   close(): Promise<void>;
 }
 
-/** What a call is for: chat completions (or a messages call on message-format routes), embeddings, token counting. */
-export type UpstreamSurface = 'chat' | 'embeddings' | 'count_tokens';
+/**
+ * What a call is for: chat completions (or a messages call on message-format routes, answers
+ * translated to chat), embeddings, token counting, or `messages`: a messages-API body on a
+ * message-format route whose answer is returned as the upstream sent it (the messages surface's
+ * pass-through).
+ */
+export type UpstreamSurface = 'chat' | 'embeddings' | 'count_tokens' | 'messages';
 
 interface Target {
   origin: string;
@@ -74,7 +79,7 @@ export function isPermitTimeout(err: unknown): boolean {
 
 export class UpstreamClient {
   private readonly pools = new Map<string, OriginPool>();
-  private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap() };
+  private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap(), messages: new WeakMap() };
 
   constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string, private readonly concurrency?: ConcurrencyLimiter) {}
 
@@ -97,11 +102,13 @@ export class UpstreamClient {
       const profile = resolveAdapterKind(route.kind);
       const urls = profile.messages && surface !== 'embeddings' ? messagesUrlsFor(profile.messages, route.baseUrl, route.providerModelId) : undefined;
       if (surface === 'count_tokens' && urls?.countTokens === undefined) throw new Error(`${route.kind} routes have no token counting`);
+      if (surface === 'messages' && urls === undefined) throw new Error(`${route.kind} routes speak no messages API`);
+      const call = surface === 'chat' || surface === 'messages';
       const raw = urls === undefined
         ? (surface === 'chat' ? chatUrlFor(profile, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath))
-        : (surface === 'chat' ? urls.create : urls.countTokens!);
+        : (call ? urls.create : urls.countTokens!);
       const url = new URL(raw);
-      const streamUrl = urls !== undefined && surface === 'chat' ? new URL(urls.stream) : url;
+      const streamUrl = urls !== undefined && call ? new URL(urls.stream) : url;
       target = {
         origin: url.origin, path: `${url.pathname}${url.search}`, streamPath: `${streamUrl.pathname}${streamUrl.search}`,
         translated: urls !== undefined && surface === 'chat', keys: new KeyPool(route.apiKeys), profile,
@@ -125,7 +132,7 @@ export class UpstreamClient {
    * Sends `body` once the call is admitted (a concurrency permit when the host is limited). The
    * permit is held until the exchange ends (a stream holds it to its end); `settled` releases it.
    */
-  private async dispatch<E extends BufferedExchange | StreamExchange>(route: Route, target: Target, path: string, body: string, admission: Admission | undefined, make: (settled: (failure?: ExchangeFailure) => void) => E): Promise<E> {
+  private async dispatch<E extends BufferedExchange | StreamExchange>(route: Route, target: Target, path: string, body: string, admission: Admission | undefined, make: (settled: (failure?: ExchangeFailure) => void) => E, extra?: Readonly<Record<string, string>>): Promise<E> {
     let key: string | undefined;
     let lane: Lane | undefined;
     if (!target.limited || !this.concurrency) key = target.keys.next();
@@ -136,7 +143,8 @@ export class UpstreamClient {
       const { outcome, retryAfter } = permitOutcome(failure);
       limiter.release(lane, outcome, retryAfter);
     });
-    this.pool(target.origin).dispatch({ method: 'POST', path, headers: this.headers(target, key), body }, exchange);
+    const headers = this.headers(target, key);
+    this.pool(target.origin).dispatch({ method: 'POST', path, headers: extra === undefined ? headers : { ...extra, ...headers }, body }, exchange);
     return exchange;
   }
 
@@ -144,11 +152,12 @@ export class UpstreamClient {
    * POSTs a JSON body and parses the 2xx answer. Rejects with an {@link UpstreamError} for
    * transport failures, non-2xx answers (their body read, bounded) and bodies that break off, are
    * too large or are not JSON (all before anything reached the client, so another route may help).
-   * A message-format route's chat answer is translated into a chat completion.
+   * A message-format route's chat answer is translated into a chat completion. `headers`: sent
+   * besides the route's own (which win), e.g. a client's `anthropic-beta`.
    */
-  async postJson<T>(route: Route, surface: UpstreamSurface, body: string, signal: ClientAbort, admission?: Admission): Promise<T> {
+  async postJson<T>(route: Route, surface: UpstreamSurface, body: string, signal: ClientAbort, admission?: Admission, headers?: Readonly<Record<string, string>>): Promise<T> {
     const target = this.target(route, surface);
-    const exchange = await this.dispatch(route, target, target.path, body, admission, (settled) => new BufferedExchange(signal, UPSTREAM_JSON_LIMIT, settled));
+    const exchange = await this.dispatch(route, target, target.path, body, admission, (settled) => new BufferedExchange(signal, UPSTREAM_JSON_LIMIT, settled), headers);
     let raw: Buffer;
     try {
       raw = await exchange.result;
@@ -168,11 +177,12 @@ export class UpstreamClient {
    * POSTs a chat body and resolves once the first chunk of a 2xx streamed answer has arrived (the
    * moment a stream commits to its route). Everything before that rejects with a retryable
    * {@link UpstreamError}, as {@link postJson} does. A message-format route's stream is translated
-   * into chat chunks as it arrives and opens with its first chat chunk (`messages-stream.ts`).
+   * into chat chunks as it arrives and opens with its first chat chunk (`messages-stream.ts`);
+   * with `surface: 'messages'` it is the upstream's own events, opened at the first byte.
    */
-  async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission): Promise<UpstreamStream> {
-    const target = this.target(route, 'chat');
-    const exchange = await this.dispatch(route, target, target.streamPath, body, admission, (settled) => new StreamExchange(signal, settled));
+  async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission, options: { surface?: 'chat' | 'messages'; headers?: Readonly<Record<string, string>> } = {}): Promise<UpstreamStream> {
+    const target = this.target(route, options.surface ?? 'chat');
+    const exchange = await this.dispatch(route, target, target.streamPath, body, admission, (settled) => new StreamExchange(signal, settled), options.headers);
     let opened: UpstreamStream;
     try {
       opened = await exchange.opened;
@@ -184,8 +194,8 @@ export class UpstreamClient {
   }
 
   /** `input_tokens` of a token-count call on a message-format route (`body` already in the upstream's shape). */
-  async countTokens(route: Route, body: string, signal: ClientAbort): Promise<number> {
-    const answer = await this.postJson<{ input_tokens?: unknown }>(route, 'count_tokens', body, signal);
+  async countTokens(route: Route, body: string, signal: ClientAbort, headers?: Readonly<Record<string, string>>): Promise<number> {
+    const answer = await this.postJson<{ input_tokens?: unknown }>(route, 'count_tokens', body, signal, undefined, headers);
     if (typeof answer?.input_tokens !== 'number') throw new UpstreamError('upstream token count carries no input_tokens', 'http', 502, true);
     return answer.input_tokens;
   }

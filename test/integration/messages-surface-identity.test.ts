@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { createKey, eventually, signUpAndLogIn } from '../support/accounts';
 import { freshDatabase, type TestDatabase } from '../support/db';
+import { startFakeMessagesUpstream, type FakeMessagesUpstream } from '../support/fake-messages-upstream';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -20,6 +21,8 @@ interface LogRow {
   user_id: string | null;
   prompt_tokens: number | null;
   cache_read_tokens: number | null;
+  completion_tokens: number | null;
+  error_code: string | null;
   num_user_turns: number | null;
   num_tool_calls: number | null;
 }
@@ -28,6 +31,7 @@ describe('messages surface: keys, errors and the request log (PostgreSQL)', func
   this.timeout(30_000);
   let t: TestDatabase;
   let upstream: FakeUpstream;
+  let messagesUpstream: FakeMessagesUpstream;
   let gw: TestGateway | undefined;
   let key: string;
 
@@ -37,11 +41,13 @@ describe('messages surface: keys, errors and the request log (PostgreSQL)', func
   before(async () => {
     t = await freshDatabase();
     upstream = await startFakeUpstream();
+    messagesUpstream = await startFakeMessagesUpstream();
     gw = await startTestGateway({
       db: t.db,
       env: { USER_AUTH_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', REQUEST_LOG_FLUSH_INTERVAL_MS: '20', GATEWAY_MAX_BODY_MIB: '0.01' },
       modelsYaml: `models:
   - { id: family-4.6, name: F, provider: vendor_a, base_url: "${upstream.url}", supports_tools: true }
+  - { id: direct-4.6, name: D, provider: vendor_h_direct, base_url: "${messagesUpstream.origin}", api_key: up, supports_tools: true }
 `,
     });
     key = await createKey(gw.url, await signUpAndLogIn(gw.url, t.db, 'mia@example.com'));
@@ -49,6 +55,7 @@ describe('messages surface: keys, errors and the request log (PostgreSQL)', func
   after(async () => {
     await gw?.close();
     await upstream?.close();
+    await messagesUpstream?.close();
     await t?.drop();
   });
 
@@ -137,5 +144,26 @@ describe('messages surface: keys, errors and the request log (PostgreSQL)', func
     assert.equal(free.headers.get('x-provider'), null, 'a free key\'s probe header is not honoured');
     await eventually(async () => (await row(free.headers.get('x-request-id'))) !== undefined, 'the free key\'s row');
     assert.equal(await row(probe.headers.get('x-request-id')), undefined, 'the honoured probe is not logged');
+  });
+
+  it('logs a passed-through request (messages-API route) with the upstream\'s usage, streamed or not; a stream cut short as failed', async () => {
+    const usage = { input_tokens: 7, output_tokens: 3, cache_read_input_tokens: 20, cache_creation_input_tokens: 4 };
+    messagesUpstream.enqueue({ kind: 'message', usage }, { kind: 'message', usage }, { kind: 'stream_cut', text: 'par' });
+    const body = (stream: boolean) => JSON.stringify({ model: 'direct-4-6', max_tokens: 5, stream, messages: [{ role: 'user', content: 'x' }, { role: 'system', content: 'env' }] });
+    const logged: LogRow[] = [];
+    for (const stream of [false, true, true]) {
+      const res = await raw(body(stream), '/v1/messages?beta=true');
+      assert.equal(res.status, 200);
+      await res.text();
+      const id = res.headers.get('x-request-id');
+      await eventually(async () => (await row(id)) !== undefined, 'the row');
+      logged.push((await row(id))!);
+    }
+    const facts = logged.map((r) => [r.model, r.provider, r.surface, r.stream, r.prompt_tokens, r.completion_tokens, r.cache_read_tokens, r.error_code]);
+    assert.deepEqual(facts.slice(0, 2), [
+      ['direct-4.6', 'vendor_h_direct', 'messages', false, 31, 3, 20, null],
+      ['direct-4.6', 'vendor_h_direct', 'messages', true, 31, 3, 20, null],
+    ]);
+    assert.equal(logged[2]!.error_code, 'upstream_stream_failed');
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The messages surface over a messages-API upstream: the official `@anthropic-ai/sdk` client,
  * unchanged, against the gateway's `/v1/messages` for a model whose route is `vendor_h_direct`
- * (a fake messages-API server on 127.0.0.1). The request goes messages → chat path → messages
- * wire and back; `count_tokens` is forwarded to the upstream's own counter, and answered with the
+ * (a fake messages-API server on 127.0.0.1). The request goes upstream as sent (the pass-through;
+ * Claude Code's whole request shape: `messages-surface-passthrough.test.ts`); `count_tokens` is forwarded to the upstream's own counter, and answered with the
  * local estimate when that upstream fails.
  */
 import assert from 'node:assert/strict';
@@ -50,7 +50,7 @@ describe('messages surface over a messages-API route (vendor_h_direct)', functio
     assert.equal(sent.path, '/v1/messages');
     assert.equal(sent.headers['x-api-key'], 'upstream-secret-key');
     assert.equal(sent.body.model, 'vendor-family-4-6');
-    assert.deepEqual(sent.body.messages, [{ role: 'user', content: [{ type: 'text', text: 'List the files' }] }]);
+    assert.deepEqual(sent.body.messages, [{ role: 'user', content: 'List the files' }], 'the client\'s messages as sent');
   });
 
   it('streams through the messages-API route', async () => {

@@ -9,7 +9,7 @@ import type { AddressInfo, Socket } from 'node:net';
 
 export type MessagesBlock =
   | { type: 'text'; text: string }
-  | { type: 'thinking'; thinking: string }
+  | { type: 'thinking'; thinking: string; signature?: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
 export interface MessagesUsage {
@@ -29,6 +29,8 @@ export type MessagesBehaviour =
    * first and the error follows `delayMs` (default 50) later; without, the error is the first event.
    */
   | { kind: 'stream_error'; text?: string; delayMs?: number; type: string; message?: string }
+  /** A 200 stream cut short: `message_start`, one text delta, then the end (no `message_stop`). */
+  | { kind: 'stream_cut'; text: string }
   /** A token-count answer. */
   | { kind: 'count'; inputTokens: number };
 
@@ -43,6 +45,11 @@ export interface FakeMessagesUpstream {
   readonly origin: string;
   readonly requests: MessagesRequest[];
   enqueue(...behaviours: MessagesBehaviour[]): void;
+  /**
+   * Chooses the behaviour from the request itself, ahead of the queue: `undefined` from it (or no
+   * responder) falls through to the queue. Scripts a client whose side calls come in no fixed order.
+   */
+  setResponder(responder: ((request: MessagesRequest) => MessagesBehaviour | undefined) | undefined): void;
   close(): Promise<void>;
 }
 
@@ -68,7 +75,7 @@ function blockStart(block: MessagesBlock): Record<string, unknown> {
 
 function blockDeltas(block: MessagesBlock): Array<Record<string, unknown>> {
   if (block.type === 'text') return [...block.text.matchAll(/.{1,4}/gsu)].map((m) => ({ type: 'text_delta', text: m[0] }));
-  if (block.type === 'thinking') return [{ type: 'thinking_delta', thinking: block.thinking }, { type: 'signature_delta', signature: 'c2ln' }];
+  if (block.type === 'thinking') return [{ type: 'thinking_delta', thinking: block.thinking }, { type: 'signature_delta', signature: block.signature ?? 'c2ln' }];
   const json = JSON.stringify(block.input);
   const half = Math.floor(json.length / 2);
   return [{ type: 'input_json_delta', partial_json: '' }, { type: 'input_json_delta', partial_json: json.slice(0, half) }, { type: 'input_json_delta', partial_json: json.slice(half) }];
@@ -112,6 +119,13 @@ function answer(res: ServerResponse, behaviour: MessagesBehaviour, req: Messages
       setTimeout(fail, behaviour.delayMs ?? 50);
       return;
     }
+    case 'stream_cut':
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      sse(res, 'message_start', { message: { id: 'msg_cut', type: 'message', role: 'assistant', model: req.body.model, content: [], usage: DEFAULT_USAGE } });
+      sse(res, 'content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+      sse(res, 'content_block_delta', { index: 0, delta: { type: 'text_delta', text: behaviour.text } });
+      res.end();
+      return;
     case 'message': {
       const msg = message(behaviour, req.body.model);
       if (streaming) streamMessage(res, msg);
@@ -125,6 +139,7 @@ export async function startFakeMessagesUpstream(): Promise<FakeMessagesUpstream>
   const queue: MessagesBehaviour[] = [];
   const requests: MessagesRequest[] = [];
   const sockets = new Set<Socket>();
+  let responder: ((request: MessagesRequest) => MessagesBehaviour | undefined) | undefined;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -133,7 +148,7 @@ export async function startFakeMessagesUpstream(): Promise<FakeMessagesUpstream>
       const recorded: MessagesRequest = { path: req.url ?? '', headers: req.headers, body: raw ? (JSON.parse(raw) as Record<string, unknown>) : {} };
       requests.push(recorded);
       const counting = /count[-_]tokens/.test(recorded.path);
-      answer(res, queue.shift() ?? (counting ? { kind: 'count', inputTokens: 42 } : { kind: 'message' }), recorded);
+      answer(res, responder?.(recorded) ?? queue.shift() ?? (counting ? { kind: 'count', inputTokens: 42 } : { kind: 'message' }), recorded);
     });
   });
   server.on('connection', (socket) => {
@@ -146,6 +161,9 @@ export async function startFakeMessagesUpstream(): Promise<FakeMessagesUpstream>
     origin: `http://127.0.0.1:${port}`,
     requests,
     enqueue: (...behaviours) => void queue.push(...behaviours),
+    setResponder: (r) => {
+      responder = r;
+    },
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -65,6 +65,12 @@ export interface FakeUpstream {
   enqueue(...behaviours: Behaviour[]): void;
   /** Behaviour used when the queue is empty (default: `json` for chat, `embeddings` for embedding paths). */
   setDefault(behaviour: Behaviour | undefined): void;
+  /**
+   * Chooses the behaviour from the request itself, ahead of the queue (after path behaviours):
+   * `undefined` from it (or no responder) falls through to the queue. Scripts a client whose side
+   * calls come in no fixed order.
+   */
+  setResponder(responder: ((request: RecordedRequest) => Behaviour | undefined) | undefined): void;
   /** Behaviour for every request to exactly `path` (e.g. `/health`), ahead of the queue; `undefined` removes it. */
   setPathBehaviour(path: string, behaviour: Behaviour | undefined): void;
   /** The recorded requests to `/chat/completions`, in arrival order. */
@@ -88,6 +94,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const sockets = new Set<Socket>();
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   let fallback: Behaviour | undefined;
+  let responder: ((request: RecordedRequest) => Behaviour | undefined) | undefined;
   const byPath = new Map<string, Behaviour>();
   let counter = 0;
 
@@ -112,7 +119,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         w.resolve();
       }
       const isEmbeddings = record.path.endsWith('/embeddings');
-      const behaviour = byPath.get(record.path) ?? queue.shift() ?? fallback ?? (isEmbeddings ? { kind: 'embeddings' } : { kind: 'json' });
+      const behaviour = byPath.get(record.path) ?? responder?.(record) ?? queue.shift() ?? fallback ?? (isEmbeddings ? { kind: 'embeddings' } : { kind: 'json' });
       counter += 1;
       void respond(behaviour, record, res, counter);
     });
@@ -134,6 +141,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     chatRequests: () => requests.filter((r) => r.path.endsWith('/chat/completions')),
     setDefault: (b) => {
       fallback = b;
+    },
+    setResponder: (r) => {
+      responder = r;
     },
     setPathBehaviour: (path, b) => {
       if (b) byPath.set(path, b);

@@ -21,11 +21,12 @@ export function countTokensBody(route: Pick<Route, 'providerModelId'>, messagesB
 
 /**
  * The route upstream's count of `messagesBody`'s input tokens, or `undefined` (nothing sent) when
- * the route is not of a message-format kind. Rejects with an `UpstreamError` as any upstream call
- * does (and with a 502 one when the answer carries no `input_tokens`).
+ * the route is not of a message-format kind. `headers`: sent besides the route's own (the client's
+ * `anthropic-beta`). Rejects with an `UpstreamError` as any upstream call does (and with a 502
+ * one when the answer carries no `input_tokens`).
  */
-export function countTokensUpstream(upstream: UpstreamClient, route: Route, messagesBody: Readonly<Record<string, unknown>>, signal: ClientAbort): Promise<number> | undefined {
+export function countTokensUpstream(upstream: UpstreamClient, route: Route, messagesBody: Readonly<Record<string, unknown>>, signal: ClientAbort, headers?: Readonly<Record<string, string>>): Promise<number> | undefined {
   const dialect = resolveAdapterKind(route.kind).messages;
   if (dialect === undefined) return undefined;
-  return upstream.countTokens(route, JSON.stringify(countTokensBody(route, messagesBody, dialect)), signal);
+  return upstream.countTokens(route, JSON.stringify(countTokensBody(route, messagesBody, dialect)), signal, headers);
 }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { AppError } from '../../../lib/errors';
-import { messagesToChat } from '../../../gateway/translate/messages-surface/request';
+import { messagesToChat, readMessagesRequest } from '../../../gateway/translate/messages-surface/request';
 import { chatToMessage, messagesUsage, toolInput } from '../../../gateway/translate/messages-surface/response';
 import { messagesErrorType } from '../../../gateway/translate/messages-surface/errors';
 import type { ChatCompletion } from '../../../gateway/processors/types';
@@ -43,6 +43,75 @@ describe('messages surface: request translation', () => {
     }
   });
 
+  it('keeps a system turn inside the conversation in its place (string or text blocks)', () => {
+    const chat = messagesToChat({
+      ...base, system: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b', cache_control: { type: 'ephemeral' } }],
+      messages: [user('hi'), { role: 'system', content: [{ type: 'text', text: 'env', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'more' }] }, { role: 'system', content: 'plain' }],
+    });
+    assert.deepEqual(chat.messages, [
+      { role: 'system', content: 'a\n\nb' }, { role: 'user', content: 'hi' },
+      { role: 'system', content: 'env\n\nmore' }, { role: 'system', content: 'plain' },
+    ]);
+  });
+
+  it('drops cache_control on every block, thinking, context_management and output_config (no chat equivalent)', () => {
+    const cache = { cache_control: { type: 'ephemeral', ttl: '1h' } };
+    const chat = messagesToChat({
+      ...base, max_tokens: 128000, thinking: { type: 'adaptive', display: 'updates' }, context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      output_config: { effort: 'medium' }, metadata: { user_id: '{"device_id":"d","session_id":"s"}' },
+      tools: [{ name: 'bash', input_schema: { type: 'object' }, ...cache, strict: true, input_examples: [{}] }],
+      messages: [
+        user([{ type: 'text', text: 'hi', ...cache }, { type: 'image', source: { type: 'url', url: 'https://x/i.png' }, ...cache }]),
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 't', signature: 's' }, { type: 'tool_use', id: 't1', name: 'bash', input: {}, ...cache }] },
+        user([{ type: 'tool_result', tool_use_id: 't1', content: 'ok', ...cache }]),
+      ],
+    });
+    assert.deepEqual(chat, {
+      model: 'm', max_tokens: 128000, stream: false, user: '{"device_id":"d","session_id":"s"}',
+      tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object' } } }],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: 'https://x/i.png' } }] },
+        { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'bash', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 't1', content: 'ok' },
+      ],
+    });
+  });
+
+  it('leaves out tools of another type and deferred tools until a tool_reference loads them; never refuses one offered', () => {
+    const offered = [
+      { type: 'web_search_20250305', name: 'web_search', max_uses: 3 },
+      { type: 'bash_20250124', name: 'bash' },
+      { name: 'Write', input_schema: { type: 'object' } },
+      { type: 'custom', name: 'Read', input_schema: { type: 'object' } },
+      { name: 'Cron', description: 'deferred', input_schema: { type: 'object' }, defer_loading: true },
+      { name: 'Placeholder', input_schema: { type: 'object', properties: {} }, defer_loading: true },
+    ];
+    const names = (chat: Record<string, unknown>) => (chat.tools as Array<{ function: { name: string } }>).map((t) => t.function.name);
+    assert.deepEqual(names(messagesToChat({ ...base, tools: offered, messages: [user('x')] })), ['Write', 'Read']);
+    const loaded = messagesToChat({
+      ...base, tools: offered,
+      messages: [
+        user('x'), { role: 'assistant', content: [{ type: 'tool_use', id: 's1', name: 'ToolSearch', input: { query: 'select:Cron' } }] },
+        user([{ type: 'tool_result', tool_use_id: 's1', content: [{ type: 'tool_reference', tool_name: 'Cron' }] }]),
+      ],
+    });
+    assert.deepEqual(names(loaded), ['Write', 'Read', 'Cron']);
+    assert.deepEqual((loaded.messages as unknown[]).at(-1), { role: 'tool', tool_call_id: 's1', content: 'Tool loaded: Cron' });
+    const none = messagesToChat({ ...base, tools: [offered[0]], tool_choice: { type: 'auto' }, messages: [user('x')] });
+    assert.equal(none.tools, undefined);
+    assert.equal(none.tool_choice, undefined);
+  });
+
+  it('keeps a refusal of the translation apart from the structural checks (a messages-API route takes the body as sent)', () => {
+    const body = { ...base, system: 'sys', messages: [user('a'), { role: 'system', content: 'env' }, user([{ type: 'document', source: { type: 'text', data: 'x' } }])] };
+    const read = readMessagesRequest(body);
+    assert.equal(read.untranslatable?.param, 'messages[2].content[0].type');
+    assert.equal(read.body, body);
+    assert.deepEqual(read.chat.messages, [{ role: 'system', content: 'sys' }, { role: 'user', content: 'a' }, { role: 'system', content: 'env' }]);
+    assert.throws(() => readMessagesRequest({ ...base, messages: [{ role: 'tool', content: 'x' }] }), (err: unknown) => err instanceof AppError && err.param === 'messages[0].role');
+    assert.equal(readMessagesRequest({ model: 'family-4-6', max_tokens: 1, messages: [user('x')] }).model, 'family-4.6');
+  });
+
   it('count_tokens needs no max_tokens', () => {
     assert.equal(messagesToChat({ model: 'm', messages: [user('x')] }, { countOnly: true }).max_tokens, undefined);
   });
@@ -53,7 +122,8 @@ describe('messages surface: request translation', () => {
     refused({ ...base, max_tokens: 0, messages: [user('x')] }, 'max_tokens');
     refused({ ...base, max_tokens: 1.5, messages: [user('x')] }, 'max_tokens');
     refused({ ...base, messages: [] }, 'messages');
-    refused({ ...base, messages: [{ role: 'system', content: 'x' }] }, 'messages[0].role');
+    refused({ ...base, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role');
+    refused({ ...base, messages: [{ role: 'system', content: [{ type: 'image', source: {} }] }] }, 'messages[0].content[0].type');
     refused({ ...base, messages: [user(5)] }, 'messages[0].content');
     refused({ ...base, messages: [user([{ type: 'document', source: {} }])] }, 'messages[0].content[0].type');
     refused({ ...base, messages: [user([{ type: 'tool_use', id: 'a', name: 'b', input: {} }])] }, 'messages[0].content[0].type');
@@ -64,7 +134,8 @@ describe('messages surface: request translation', () => {
     refused({ ...base, messages: [user([{ type: 'image', source: { type: 'base64', media_type: 'text/html', data: 'x' } }])] }, 'messages[0].content[0].source.media_type');
     refused({ ...base, messages: [user([{ type: 'image', source: { type: 'file', file_id: 'f' } }])] }, 'messages[0].content[0].source.type');
     refused({ ...base, system: [{ type: 'image' }], messages: [user('x')] }, 'system[0].type');
-    refused({ ...base, messages: [user('x')], tools: [{ type: 'web_search_20250305', name: 'web' }] }, 'tools[0].type');
+    refused({ ...base, messages: [user('x')], tools: [{ name: 'a', input_schema: {}, defer_loading: 'yes' }] }, 'tools[0].defer_loading');
+    refused({ ...base, messages: [toolUse, user([{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'tool_reference' }] }])] }, 'messages[1].content[0].content[0].tool_name');
     refused({ ...base, messages: [user('x')], tools: [{ name: 'a' }] }, 'tools[0].input_schema');
     refused({ ...base, messages: [user('x')], tool_choice: { type: 'tool' } }, 'tool_choice.name');
     refused({ ...base, messages: [user('x')], tool_choice: { type: 'maybe' } }, 'tool_choice.type');
