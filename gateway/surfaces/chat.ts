@@ -80,6 +80,8 @@ export interface SurfaceShape {
    * the only attempt: its failure is the client's error, never retried on another route.
    */
   oneAttempt?: boolean;
+  /** The client body for one route's wire body (absent: the parsed body as it is), e.g. a parameter only some routes accept. */
+  bodyFor?: (route: Route, body: Record<string, unknown>) => Record<string, unknown>;
 }
 
 /**
@@ -105,7 +107,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const run = offload?.run;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
-  const wire = (route: Route) => JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
+  const wire = (route: Route) => JSON.stringify(buildChatBody(route, shape?.bodyFor ? shape.bodyFor(route, request.body) : request.body, { stream: request.stream, tier }));
   const fallbackOptions: FallbackOptions = {
     modelId: model.id, state: ctx.state, pinned: pinned || shape?.oneAttempt === true, observer: ticket, offload: run,
     onUpstreamAuthFailure: (route: Route, err: UpstreamError) => ctx.state.log.warn(
