@@ -8,7 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
-import { abortOnClientClose } from '../../lib/http/client-abort';
+import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { assertGrantAllows, callerOf } from '../auth/caller';
@@ -17,14 +17,16 @@ import { processCompletion } from '../processors';
 import { noteChatFacts } from '../request-log/chat-facts';
 import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
-import type { Role } from '../registry/types';
+import type { Role, UpstreamApi } from '../registry/types';
 import { runWithFallback, type FallbackOptions } from '../routing/fallback';
 import type { OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
+import type { Admission } from '../upstream/client';
 import type { FailedAttempt, UpstreamError } from '../upstream/upstream-error';
 import { localCompletion, localStream, offloadPlan } from './chat-offload';
 import { relayChatStream, type StreamShape } from './chat-stream';
+import { chatUsageOf, relayResponsesStream } from './responses-relay';
 import { assertLoggableText, FORWARDED_TEXT, parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
@@ -82,6 +84,22 @@ export interface SurfaceShape {
   oneAttempt?: boolean;
   /** The client body for one route's wire body (absent: the parsed body as it is), e.g. a parameter only some routes accept. */
   bodyFor?: (route: Route, body: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * The surface's own upstream API (docs/adapters.md "Responses-API upstreams"): a route whose
+   * `upstream_api` is `api` is sent `body(route)` and its answer goes to the client as the upstream
+   * sent it. Absent: such routes are not candidates (a model with no other route is a 400).
+   */
+  native?: { api: Exclude<UpstreamApi, 'chat_completions'>; body: (route: Route) => string };
+}
+
+/** The routes a surface can use: chat-completions routes, and those speaking the surface's own API. */
+function servableRoutes(routes: readonly Route[], model: Model, shape: SurfaceShape | undefined): readonly Route[] {
+  if (routes.every((r) => r.upstreamApi === 'chat_completions')) return routes;
+  const usable = routes.filter((r) => r.upstreamApi === 'chat_completions' || r.upstreamApi === shape?.native?.api);
+  if (usable.length === 0 && routes.length > 0) {
+    throw new AppError('invalid_request', `Model ${model.id} is served only through /v1/${routes[0]!.upstreamApi}`, { param: 'model' });
+  }
+  return usable;
 }
 
 /**
@@ -103,8 +121,10 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const { ticket, pinned } = candidatesFor(model, routePin(ctx, role), deps, { state, promptTokens });
   // Models without an offload policy pay one map lookup here; a pinned request is never offloaded.
   const offload = pinned ? undefined : offloadPlan(deps, model, ticket, request, promptTokens, state);
-  const routes = offload?.routes ?? ticket.routes;
+  const routes = servableRoutes(offload?.routes ?? ticket.routes, model, shape);
   const run = offload?.run;
+  const native = shape?.native;
+  const isNative = (route: Route): boolean => native !== undefined && route.upstreamApi === native.api;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
   const wire = (route: Route) => JSON.stringify(buildChatBody(route, shape?.bodyFor ? shape.bodyFor(route, request.body) : request.body, { stream: request.stream, tier }));
@@ -123,20 +143,35 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     };
   }
   if (request.stream) {
+    const open = (route: Route, attempt: ClientAbort, admission?: Admission) => (isNative(route)
+      ? deps.upstream.openStream(route, native!.body(route), attempt, admission, 'responses')
+      : deps.upstream.openStream(route, wire(route), attempt, admission));
     const opened = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
-      ? localStream(deps, run, route, signal, (attempt, admission) => deps.upstream.openStream(route, wire(route), attempt, admission))
-      : deps.upstream.openStream(route, wire(route), signal))), fallbackOptions);
+      ? localStream(deps, run, route, signal, (attempt, admission) => open(route, attempt, admission))
+      : open(route, signal))), fallbackOptions);
     if (state.startedAt !== undefined) state.firstTokenMs = performance.now() - state.startedAt;
     attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;
-    const outcome = await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
+    const outcome = isNative(opened.route)
+      ? await relayResponsesStream(ctx.res, opened.route, opened.value, signal, state)
+      : await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
     state.usage = outcome.usage;
     if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
-  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route
-    ? localCompletion(deps, run, route, wire(route), signal)
-    : deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal))), fallbackOptions);
+  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => {
+    const surface = isNative(route) ? 'responses' : 'chat';
+    const body = isNative(route) ? native!.body(route) : wire(route);
+    return run && route !== run.route ? localCompletion(deps, run, route, body, signal, surface) : deps.upstream.postJson<ChatCompletion>(route, surface, body, signal);
+  }), fallbackOptions);
+  if (isNative(done.route)) {
+    // The upstream's own response object goes to the client as it is; its usage feeds the request log.
+    attribute(ctx, attribution(done.route, done.failedAttempts, run?.attribution));
+    state.pricing = done.route.pricing;
+    state.usage = chatUsageOf((done.value as { usage?: unknown }).usage, done.route);
+    sendJson(ctx, done.value);
+    return;
+  }
   const completion = processCompletion(done.route.processor, done.value) as ChatCompletion & { _routing?: unknown; usage?: Usage };
   delete completion._routing;
   finishCompletionUsage(completion.usage, done.route);

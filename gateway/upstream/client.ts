@@ -8,7 +8,7 @@
  */
 import { Pool } from 'undici';
 import type { ClientAbort } from '../../lib/http/client-abort';
-import { chatUrlFor, embeddingsUrl, messagesUrlsFor, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
+import { chatUrlFor, embeddingsUrl, messagesUrlsFor, resolveAdapterKind, responsesUrlFor, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
 import type { Route } from '../registry';
 import { PermitRefusedError, type ConcurrencyLimiter, type Lane, type PermitOutcome } from '../routing/concurrency';
 import { Http1Pool } from './http1-pool';
@@ -33,8 +33,11 @@ interface OriginPool {
   close(): Promise<void>;
 }
 
-/** What a call is for: chat completions (or a messages call on message-format routes), embeddings, token counting. */
-export type UpstreamSurface = 'chat' | 'embeddings' | 'count_tokens';
+/**
+ * What a call is for: chat completions (or a messages call on message-format routes), embeddings,
+ * token counting, or a Responses-API call (routes with `upstream_api: responses`, sent as is).
+ */
+export type UpstreamSurface = 'chat' | 'embeddings' | 'count_tokens' | 'responses';
 
 interface Target {
   origin: string;
@@ -74,7 +77,7 @@ export function isPermitTimeout(err: unknown): boolean {
 
 export class UpstreamClient {
   private readonly pools = new Map<string, OriginPool>();
-  private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap() };
+  private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap(), responses: new WeakMap() };
 
   constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string, private readonly concurrency?: ConcurrencyLimiter) {}
 
@@ -95,9 +98,9 @@ export class UpstreamClient {
     let target = cache.get(route);
     if (!target) {
       const profile = resolveAdapterKind(route.kind);
-      const urls = profile.messages && surface !== 'embeddings' ? messagesUrlsFor(profile.messages, route.baseUrl, route.providerModelId) : undefined;
+      const urls = profile.messages && surface !== 'embeddings' && surface !== 'responses' ? messagesUrlsFor(profile.messages, route.baseUrl, route.providerModelId) : undefined;
       if (surface === 'count_tokens' && urls?.countTokens === undefined) throw new Error(`${route.kind} routes have no token counting`);
-      const raw = urls === undefined
+      const raw = surface === 'responses' ? responsesUrlFor(profile, route.baseUrl) : urls === undefined
         ? (surface === 'chat' ? chatUrlFor(profile, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath))
         : (surface === 'chat' ? urls.create : urls.countTokens!);
       const url = new URL(raw);
@@ -169,9 +172,10 @@ export class UpstreamClient {
    * moment a stream commits to its route). Everything before that rejects with a retryable
    * {@link UpstreamError}, as {@link postJson} does. A message-format route's stream is translated
    * into chat chunks as it arrives and opens with its first chat chunk (`messages-stream.ts`).
+   * `surface` `responses`: a Responses-API stream, returned as the upstream sends it.
    */
-  async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission): Promise<UpstreamStream> {
-    const target = this.target(route, 'chat');
+  async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission, surface: 'chat' | 'responses' = 'chat'): Promise<UpstreamStream> {
+    const target = this.target(route, surface);
     const exchange = await this.dispatch(route, target, target.streamPath, body, admission, (settled) => new StreamExchange(signal, settled));
     let opened: UpstreamStream;
     try {

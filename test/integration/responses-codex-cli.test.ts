@@ -11,6 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CodexRuns } from '../support/codex-cli';
+import { startFakeResponsesUpstream, type FakeResponsesUpstream } from '../support/fake-responses-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 type Json = Record<string, unknown>;
@@ -18,9 +19,9 @@ type Json = Record<string, unknown>;
 const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell'];
 const FINAL_TEXT = 'The file is written.';
 
-/** The shell tool Codex offered in a chat body, and the arguments that write `out.txt`. */
+/** The shell tool Codex offered (chat `tools` or Responses `tools`), and the arguments that write `out.txt`. */
 function shellCall(tools: Json[]): { name: string; arguments: string } {
-  const names = tools.map((t) => (t.function as Json).name as string);
+  const names = tools.map((t) => ((t.function as Json | undefined)?.name ?? t.name) as string);
   const name = SHELL_TOOLS.find((n) => names.includes(n));
   assert.ok(name, `Codex offered a shell tool (offered: ${names.join(', ')})`);
   const command = 'echo from-codex > out.txt';
@@ -84,13 +85,16 @@ describe('integration: the real Codex CLI through /v1/responses', function () {
   const runs = new CodexRuns();
   let gw: TestGateway | undefined;
   let chat: ChatScript | undefined;
+  let responses: FakeResponsesUpstream | undefined;
 
   afterEach(async () => {
     runs.killAll();
     await gw?.close();
     await chat?.close();
+    await responses?.close();
     gw = undefined;
     chat = undefined;
+    responses = undefined;
   });
   after(() => runs.killAll());
 
@@ -112,5 +116,35 @@ describe('integration: the real Codex CLI through /v1/responses', function () {
     const assistant = second.find((m) => Array.isArray(m.tool_calls)) as Json;
     assert.equal(((assistant.tool_calls as Json[])[0]!.function as Json).name, shellCall(chat.bodies[0]!.tools as Json[]).name);
     assert.match(String(toolResult.content), /exited with code 0/);
+  });
+
+  it('runs a shell tool call and a final answer through a Responses-API route, the body relayed', async () => {
+    responses = await startFakeResponsesUpstream();
+    responses.script((request, n) => {
+      if (n === 1) {
+        const call = shellCall((request.body.tools ?? []) as Json[]);
+        return { output: [{ type: 'function_call', id: 'fc_up_1', call_id: 'call_shell_1', name: call.name, arguments: call.arguments }], byteSlices: 7 };
+      }
+      return { output: [{ type: 'message', id: 'msg_up_2', role: 'assistant', content: [{ type: 'output_text', text: FINAL_TEXT, annotations: [] }] }], usage: { input_tokens: 300, output_tokens: 7, cached_tokens: 100 } };
+    });
+    gw = await startTestGateway({
+      modelsYaml: `models:\n  - { id: codex-model, name: Codex, provider: generic_compat, base_url: "${responses.url}", provider_model_id: upstream-model, upstream_api: responses }\n`,
+    });
+    const run = await runs.run({ gatewayUrl: gw.url, apiKey: 'sk-gateway-test', model: 'codex-model', prompt: 'Write from-codex into out.txt.' });
+    assert.equal(run.code, 0, `codex exited ${run.code}: ${run.stderr.slice(-2000)}\n${run.stdout.slice(-2000)}`);
+    assert.equal(readFileSync(join(run.workdir, 'out.txt'), 'utf8').trim(), 'from-codex');
+    assert.equal(commandItems(run.events).length, 1, 'one command ran');
+    assert.deepEqual(agentMessages(run.events), [FINAL_TEXT]);
+    assert.equal(responses.requests.length, 2);
+    const [first, second] = responses.requests as [typeof responses.requests[0], typeof responses.requests[0]];
+    assert.equal(first.path, '/v1/responses');
+    assert.equal(first.body.model, 'upstream-model', 'the route\'s upstream id replaces the model');
+    assert.ok((first.body.tools as Json[]).some((t) => t.type === 'namespace' || t.type === 'web_search'), 'Codex\'s tools reach the upstream as they are');
+    const output = (second.body.input as Json[]).find((i) => i.type === 'function_call_output');
+    assert.ok(output, 'the second call carries the tool result');
+    assert.equal(output.call_id, 'call_shell_1');
+    assert.match(String(output.output), /exited with code 0/);
+    const turn = run.events.find((e) => e.type === 'turn.completed');
+    assert.ok(turn, 'the turn completed');
   });
 });
