@@ -21,7 +21,7 @@ export {
   registerAdapterKind,
   resolveAdapterKind,
 } from './kinds';
-export { chatCompletionsUrl, chatUrlFor, embeddingsUrl, endsWithVersionSegment, trimTrailingSlashes } from './urls';
+export { chatCompletionsUrl, chatUrlFor, embeddingsUrl, endsWithVersionSegment, responsesUrlFor, trimTrailingSlashes } from './urls';
 export {
   type ChatBodyOptions,
   type PriorityTier,

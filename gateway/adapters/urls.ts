@@ -26,6 +26,16 @@ export function chatUrlFor(adapter: AdapterProfile, baseUrl: string): string {
   return `${base}/v1/chat/completions`;
 }
 
+/**
+ * The Responses-API URL of a compat profile under a base URL (routes with `upstream_api:
+ * responses`): joined as the chat path is, `/responses` in place of `/chat/completions`.
+ */
+export function responsesUrlFor(adapter: AdapterProfile, baseUrl: string): string {
+  const base = trimTrailingSlashes(baseUrl);
+  if (adapter.chatPathStyle === 'direct' || endsWithVersionSegment(base)) return `${base}/responses`;
+  return `${base}/v1/responses`;
+}
+
 /** The chat-completions URL of a kind under a base URL. Throws `UnknownAdapterKindError` for unknown kinds. */
 export function chatCompletionsUrl(
   kind: string,

@@ -32,7 +32,7 @@ export function registryBuildContext(
 ): Omit<BuildContext, 'file' | 'warn'> {
   return {
     env,
-    resolveKind: (kind) => void resolveAdapterKind(kind, kinds),
+    resolveKind: (kind) => resolveAdapterKind(kind, kinds).family,
     reservedLabels: new Set(BUILTIN_ADAPTER_KINDS),
     strategies: STRATEGIES,
     availableStrategies: AVAILABLE_STRATEGIES,

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { DEFAULT_SUPPORTED_PARAMS } from '../adapters';
+import { DEFAULT_SUPPORTED_PARAMS, type AdapterFamily } from '../adapters';
 import { PROCESSOR_NAMES, type ProcessorName } from '../processors';
 import { validateEmbeddingsPath } from './embeddings-path';
 import { RegistryConfigError, RegistryStopError } from './errors';
@@ -34,6 +34,8 @@ const inheritable = {
   processor: z.enum(PROCESSOR_NAMES as [ProcessorName, ...ProcessorName[]]).optional(),
   extra_body: z.record(z.string(), z.unknown()).optional(),
   priority_scheduling: z.boolean().optional(),
+  // `responses`: the upstream speaks the Responses API; only `/v1/responses` uses the route (docs/adapters.md).
+  upstream_api: z.enum(['chat_completions', 'responses']).optional(),
   route_metadata: z.record(z.string(), z.unknown()).optional(),
   // `schedule` is where the compiled pricing_schedule lives on a route's pricing: never a price key.
   pricing: z.record(z.string(), z.union([z.string(), z.number()]).transform(String))
@@ -81,8 +83,8 @@ type RawRoute = z.infer<typeof routeSchema>;
 export interface BuildContext {
   file: string;
   env: Env;
-  /** Throws for an unknown adapter kind (extension kinds checked first). */
-  resolveKind: (kind: string) => void;
+  /** The adapter family of a kind; throws for an unknown kind (extension kinds checked first). */
+  resolveKind: (kind: string) => AdapterFamily;
   /** Built-in provider names a route label may not take. */
   reservedLabels: ReadonlySet<string>;
   /** Strategy name → accepted `router_params` keys. */
@@ -165,7 +167,10 @@ function buildRoute(model: z.infer<typeof modelSchema>, rawRoute: Record<string,
   }
   const kind = route.kind ?? model.provider;
   if (!kind) throw new RegistryConfigError(`${where}: no adapter kind: set 'provider' on the model or 'kind' on the route`);
-  ctx.resolveKind(kind);
+  const family = ctx.resolveKind(kind);
+  if (merged.upstream_api === 'responses' && family !== 'compat') {
+    throw new RegistryConfigError(`${where}: upstream_api 'responses' needs a chat-completions-compatible kind (family compat); '${kind}' is of family ${family}`);
+  }
   if (route.provider !== undefined && (!LABEL.test(route.provider) || ctx.reservedLabels.has(route.provider))) {
     throw new RegistryStopError(`model '${model.id}' route ${index}: provider label ${JSON.stringify(route.provider)} is ${LABEL.test(route.provider) ? 'reserved (a built-in provider name)' : 'malformed (lowercase letters, digits, - and _, at most 64 characters)'}`);
   }
@@ -206,6 +211,7 @@ function buildRoute(model: z.infer<typeof modelSchema>, rawRoute: Record<string,
       extraBody: merged.extra_body,
       priorityScheduling: merged.priority_scheduling ?? false,
       nullCacheDetailsMeansMiss: rawRoute.null_cache_details_means_miss === true,
+      upstreamApi: merged.upstream_api ?? 'chat_completions',
       quantization: merged.quantization ?? 'bf16',
       inputModalities: merged.input_modalities ?? ['text'],
       outputModalities: merged.output_modalities ?? ['text'],

@@ -12,6 +12,13 @@ export { ROLES, type Role };
 
 export type ModelType = 'chat' | 'embedding';
 
+/**
+ * The API a route's upstream speaks for chat (docs/adapters.md "Responses-API upstreams"):
+ * `chat_completions` (every kind's default), or `responses` (a compat-family upstream serving
+ * `POST /v1/responses`, which then serves only the gateway's `/v1/responses`).
+ */
+export type UpstreamApi = 'chat_completions' | 'responses';
+
 /** Pricing in USD (strings, as configured): per 1M tokens, per request, per image. */
 export interface Pricing {
   prompt?: string;
@@ -54,6 +61,7 @@ export interface Route {
   extraBody: Readonly<Record<string, unknown>> | undefined;
   priorityScheduling: boolean;
   nullCacheDetailsMeansMiss: boolean;
+  upstreamApi: UpstreamApi;
   quantization: string;
   inputModalities: readonly string[];
   outputModalities: readonly string[];

@@ -108,11 +108,11 @@ export async function localStream(deps: GatewayContextDeps, run: OffloadRun, rou
 }
 
 /** A non-streaming call to a local route of a model whose offload policy is in force: queue wait (engine queue or permit). */
-export async function localCompletion(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort): Promise<ChatCompletion> {
+export async function localCompletion(deps: GatewayContextDeps, run: OffloadRun, route: Route, body: string, signal: ClientAbort, surface: 'chat' | 'responses' = 'chat'): Promise<ChatCompletion> {
   await enterEngineQueue(deps, run, route, signal);
   const permitMs = run.permitWaitMs;
   try {
-    return await deps.upstream.postJson<ChatCompletion>(route, 'chat', body, signal, permitMs === undefined ? undefined : { acquireTimeoutMs: permitMs });
+    return await deps.upstream.postJson<ChatCompletion>(route, surface, body, signal, permitMs === undefined ? undefined : { acquireTimeoutMs: permitMs });
   } catch (err) {
     if (permitMs !== undefined && isPermitTimeout(err)) throw new OffloadNow('queue_wait_expired');
     throw err;

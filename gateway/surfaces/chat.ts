@@ -10,6 +10,7 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../../lib/errors';
 import { abortOnClientClose, type ClientAbort } from '../../lib/http/client-abort';
+import type { Logger } from '../../lib/logger';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { assertGrantAllows, callerOf } from '../auth/caller';
@@ -26,7 +27,7 @@ import type { RoutingTicket } from '../routing/selector';
 import type { Admission, UpstreamStream } from '../upstream/client';
 import type { FailedAttempt, UpstreamError } from '../upstream/upstream-error';
 import { localCompletion, localStream, offloadPlan } from './chat-offload';
-import { relayChatStream, relayStream, type StreamRelay, type StreamShape } from './chat-stream';
+import { relayChatStream, type StreamOutcome, type StreamShape } from './chat-stream';
 import { assertLoggableText, FORWARDED_TEXT, parseChatRequest, type ChatRequest } from './chat-request';
 import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
@@ -82,6 +83,8 @@ export interface SurfaceShape {
    * the only attempt: its failure is the client's error, never retried on another route.
    */
   oneAttempt?: boolean;
+  /** The client body for one route's wire body (absent: the parsed body as it is), e.g. a parameter only some routes accept. */
+  bodyFor?: (route: Route, body: Record<string, unknown>) => Record<string, unknown>;
   /** Routes that speak the surface's own wire format and get its request as sent (absent: none). */
   native?: NativeRoutes;
   /**
@@ -92,21 +95,33 @@ export interface SurfaceShape {
 }
 
 /**
- * A surface's pass-through (the messages surface on message-format routes, docs/adapters.md): for
- * a route it {@link serves}, the upstream call carries {@link body} and {@link headers} and its
- * answer goes back as the upstream sent it, through {@link completion} or {@link relay}.
+ * A surface's pass-through (docs/adapters.md): the messages surface on message-format routes, the
+ * responses surface on `upstream_api: responses` routes. For a route it {@link serves}, the
+ * upstream call (`surface`) carries {@link body} and {@link headers} and its answer goes back as the
+ * upstream sent it, through {@link completion} or {@link relayStream}.
  */
 export interface NativeRoutes {
   serves(route: Route): boolean;
+  /** The upstream call's surface. */
+  surface: 'messages' | 'responses';
   /** The upstream body for `route`. */
   body(route: Route, stream: boolean): string;
   /** Sent upstream besides the route's own headers. */
   headers: Readonly<Record<string, string>> | undefined;
   /** The client's answer and its usage (chat terms, for the request log) from the upstream's JSON. */
-  completion(upstream: unknown): { body: unknown; usage: Usage | undefined };
-  relay(res: ServerResponse, route: Route): StreamRelay;
-  /** The frame reporting an upstream failure after the first byte. */
-  errorFrame: (message: string) => string;
+  completion(upstream: unknown, route: Route): { body: unknown; usage: Usage | undefined };
+  /** Relays the opened upstream stream to the client (headers not sent yet). */
+  relayStream(res: ServerResponse, route: Route, opened: UpstreamStream, signal: ClientAbort, state: { readonly log: Logger }): Promise<StreamOutcome>;
+}
+
+/** The routes a surface can use: chat-completions routes, and those speaking the surface's own API. */
+function servableRoutes(routes: readonly Route[], model: Model, shape: SurfaceShape | undefined): readonly Route[] {
+  if (routes.every((r) => r.upstreamApi === 'chat_completions')) return routes;
+  const usable = routes.filter((r) => r.upstreamApi === 'chat_completions' || shape?.native?.serves(r) === true);
+  if (usable.length === 0 && routes.length > 0) {
+    throw new AppError('invalid_request', `Model ${model.id} is served only through /v1/${routes[0]!.upstreamApi}`, { param: 'model' });
+  }
+  return usable;
 }
 
 /**
@@ -128,7 +143,7 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const { ticket, pinned } = candidatesFor(model, routePin(ctx, role), deps, { state, promptTokens });
   // Models without an offload policy pay one map lookup here; a pinned request is never offloaded.
   const offload = pinned ? undefined : offloadPlan(deps, model, ticket, request, promptTokens, state);
-  const routes = offload?.routes ?? ticket.routes;
+  const routes = servableRoutes(offload?.routes ?? ticket.routes, model, shape);
   const run = offload?.run;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
@@ -136,13 +151,13 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const isNative = (route: Route): boolean => native !== undefined && native.serves(route);
   const wire = (route: Route): string => {
     if (shape?.untranslatable) throw shape.untranslatable;
-    return JSON.stringify(buildChatBody(route, request.body, { stream: request.stream, tier }));
+    return JSON.stringify(buildChatBody(route, shape?.bodyFor ? shape.bodyFor(route, request.body) : request.body, { stream: request.stream, tier }));
   };
   const open = (route: Route, attempt: ClientAbort, admission?: Admission): Promise<UpstreamStream> => (isNative(route)
-    ? deps.upstream.openStream(route, native!.body(route, true), attempt, admission, { surface: 'messages', headers: native!.headers })
+    ? deps.upstream.openStream(route, native!.body(route, true), attempt, admission, { surface: native!.surface, headers: native!.headers })
     : deps.upstream.openStream(route, wire(route), attempt, admission));
   const post = (route: Route): Promise<unknown> => (isNative(route)
-    ? deps.upstream.postJson<unknown>(route, 'messages', native!.body(route, false), signal, undefined, native!.headers)
+    ? deps.upstream.postJson<unknown>(route, native!.surface, native!.body(route, false), signal, undefined, native!.headers)
     : deps.upstream.postJson<ChatCompletion>(route, 'chat', wire(route), signal));
   const fallbackOptions: FallbackOptions = {
     modelId: model.id, state: ctx.state, pinned: pinned || shape?.oneAttempt === true, observer: ticket, offload: run,
@@ -166,17 +181,18 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
     attribute(ctx, attribution(opened.route, opened.failedAttempts, run?.attribution));
     state.pricing = opened.route.pricing;
     const outcome = isNative(opened.route)
-      ? await relayStream(ctx.res, opened.route, opened.value, signal, state, native!.relay(ctx.res, opened.route), native!.errorFrame)
+      ? await native!.relayStream(ctx.res, opened.route, opened.value, signal, state)
       : await relayChatStream(ctx.res, opened.route, opened.value, signal, state, shape?.stream());
     state.usage = outcome.usage;
     if (!outcome.completed) state.errorCode = outcome.error === 'client_disconnected' ? outcome.error : 'upstream_stream_failed';
     return;
   }
-  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route && !isNative(route)
-    ? localCompletion(deps, run, route, wire(route), signal)
+  // A messages-API route is never offloaded when not streaming (docs/adapters.md); a Responses-API route is.
+  const done = await runWithFallback(routes, deps.routewise.tracked(model, ctx, (route) => (run && route !== run.route && (!isNative(route) || native!.surface === 'responses')
+    ? localCompletion(deps, run, route, isNative(route) ? native!.body(route, false) : wire(route), signal, isNative(route) ? 'responses' : 'chat')
     : post(route))), fallbackOptions);
   if (isNative(done.route)) {
-    const answer = native!.completion(done.value);
+    const answer = native!.completion(done.value, done.route);
     finishCompletionUsage(answer.usage, done.route);
     attribute(ctx, attribution(done.route, done.failedAttempts, run?.attribution));
     state.pricing = done.route.pricing;

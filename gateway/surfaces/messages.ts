@@ -20,6 +20,7 @@ import { passthroughBody, passthroughMessage } from '../translate/messages-upstr
 import { PassthroughStreamRelay } from '../translate/messages-upstream/passthrough-stream';
 import { UpstreamError } from '../upstream/upstream-error';
 import { serveChat, type NativeRoutes, type SurfaceShape } from './chat';
+import { relayStream } from './chat-stream';
 import { assertLoggableText, FORWARDED_TEXT, parseChatRequest } from './chat-request';
 import { sendJson, type GatewayContextDeps, type InferenceContext, type InferenceHandler } from './state';
 
@@ -63,8 +64,8 @@ function nativeRoutes(request: MessagesRequest, ctx: InferenceContext): NativeRo
     body: (route, stream) => JSON.stringify(passthroughBody(route, request.body, stream, resolveAdapterKind(route.kind).messages!)),
     headers: forwardedHeaders(ctx),
     completion: (upstream) => passthroughMessage(upstream, clientModel),
-    relay: (res, route) => new PassthroughStreamRelay(res, route, clientModel),
-    errorFrame: messagesErrorEvent,
+    surface: 'messages',
+    relayStream: (res, route, opened, signal, state) => relayStream(res, route, opened, signal, state, new PassthroughStreamRelay(res, route, clientModel), messagesErrorEvent),
   };
 }
 

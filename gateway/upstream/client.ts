@@ -8,7 +8,7 @@
  */
 import { Pool } from 'undici';
 import type { ClientAbort } from '../../lib/http/client-abort';
-import { chatUrlFor, embeddingsUrl, messagesUrlsFor, resolveAdapterKind, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
+import { chatUrlFor, embeddingsUrl, messagesUrlsFor, resolveAdapterKind, responsesUrlFor, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
 import type { Route } from '../registry';
 import { PermitRefusedError, type ConcurrencyLimiter, type Lane, type PermitOutcome } from '../routing/concurrency';
 import { Http1Pool } from './http1-pool';
@@ -34,12 +34,13 @@ interface OriginPool {
 }
 
 /**
+
  * What a call is for: chat completions (or a messages call on message-format routes, answers
- * translated to chat), embeddings, token counting, or `messages`: a messages-API body on a
+ * translated to chat), embeddings, token counting, `messages`: a messages-API body on a
  * message-format route whose answer is returned as the upstream sent it (the messages surface's
- * pass-through).
+ * pass-through), or a Responses-API call (routes with `upstream_api: responses`, sent as is).
  */
-export type UpstreamSurface = 'chat' | 'embeddings' | 'count_tokens' | 'messages';
+export type UpstreamSurface = 'chat' | 'embeddings' | 'count_tokens' | 'messages' | 'responses';
 
 interface Target {
   origin: string;
@@ -79,7 +80,7 @@ export function isPermitTimeout(err: unknown): boolean {
 
 export class UpstreamClient {
   private readonly pools = new Map<string, OriginPool>();
-  private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap(), messages: new WeakMap() };
+  private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap(), messages: new WeakMap(), responses: new WeakMap() };
 
   constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string, private readonly concurrency?: ConcurrencyLimiter) {}
 
@@ -100,11 +101,11 @@ export class UpstreamClient {
     let target = cache.get(route);
     if (!target) {
       const profile = resolveAdapterKind(route.kind);
-      const urls = profile.messages && surface !== 'embeddings' ? messagesUrlsFor(profile.messages, route.baseUrl, route.providerModelId) : undefined;
+      const urls = profile.messages && surface !== 'embeddings' && surface !== 'responses' ? messagesUrlsFor(profile.messages, route.baseUrl, route.providerModelId) : undefined;
       if (surface === 'count_tokens' && urls?.countTokens === undefined) throw new Error(`${route.kind} routes have no token counting`);
       if (surface === 'messages' && urls === undefined) throw new Error(`${route.kind} routes speak no messages API`);
       const call = surface === 'chat' || surface === 'messages';
-      const raw = urls === undefined
+      const raw = surface === 'responses' ? responsesUrlFor(profile, route.baseUrl) : urls === undefined
         ? (surface === 'chat' ? chatUrlFor(profile, route.baseUrl) : embeddingsUrl(route.baseUrl, route.embeddingsPath))
         : (call ? urls.create : urls.countTokens!);
       const url = new URL(raw);
@@ -178,9 +179,10 @@ export class UpstreamClient {
    * moment a stream commits to its route). Everything before that rejects with a retryable
    * {@link UpstreamError}, as {@link postJson} does. A message-format route's stream is translated
    * into chat chunks as it arrives and opens with its first chat chunk (`messages-stream.ts`);
-   * with `surface: 'messages'` it is the upstream's own events, opened at the first byte.
+   * with `surface: 'messages'` it is the upstream's own events, opened at the first byte, and
+   * with `surface: 'responses'` a Responses-API stream, returned as the upstream sends it.
    */
-  async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission, options: { surface?: 'chat' | 'messages'; headers?: Readonly<Record<string, string>> } = {}): Promise<UpstreamStream> {
+  async openStream(route: Route, body: string, signal: ClientAbort, admission?: Admission, options: { surface?: 'chat' | 'messages' | 'responses'; headers?: Readonly<Record<string, string>> } = {}): Promise<UpstreamStream> {
     const target = this.target(route, options.surface ?? 'chat');
     const exchange = await this.dispatch(route, target, target.streamPath, body, admission, (settled) => new StreamExchange(signal, settled), options.headers);
     let opened: UpstreamStream;

@@ -113,7 +113,7 @@ describe('e2e: official openai client', function () {
       if (event.type === 'response.completed') assert.equal(event.response.output_text ?? text, 'Hello');
     }
     assert.equal(text, 'Hello');
-    assert.deepEqual([types[0], types[1], types[2], types.at(-1)], ['response.created', 'response.output_item.added', 'response.content_part.added', 'response.completed']);
+    assert.deepEqual([types[0], types[1], types[2], types[3], types.at(-1)], ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added', 'response.completed']);
     upstream.enqueue({ kind: 'tool_call', name: 'bash', arguments: { command: 'pwd' } });
     const withTool = await client.responses.create({
       model: 'chat-model', input: 'where am I', tools: [{ type: 'function', name: 'bash', parameters: { type: 'object', properties: {} }, strict: false }],

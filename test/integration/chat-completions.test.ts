@@ -313,7 +313,8 @@ describe('chat completions', function () {
       ['/v1/completions', { model: 'm', prompt: ['a', 'b'] }, /'prompt'/],
       ['/v1/responses', { model: 'm' }, /'input': is required/],
       ['/v1/responses', { model: 'm', input: [{ type: 'web_search_call' }] }, /'input\[0\]\.type'/],
-      ['/v1/responses', { model: 'm', input: 'x', tools: [{ type: 'file_search' }] }, /'tools\[0\]'/],
+      ['/v1/responses', { model: 'm', input: 'x', tools: [{ type: 'function' }] }, /'tools\[0\]\.name'/],
+      ['/v1/responses', { model: 'm', input: 'x', previous_response_id: 'resp_1' }, /'previous_response_id'/],
       ['/v1/responses', { input: 'x' }, /'model': is required/],
     ];
     for (const [path, body, message] of cases) {

@@ -11,6 +11,7 @@ import {
   createAdapterKindRegistry,
   embeddingsUrl,
   resolveAdapterKind,
+  responsesUrlFor,
   upstreamHeaders,
   type WireRoute,
 } from '../../gateway/adapters';
@@ -133,6 +134,13 @@ describe('adapters: URLs', () => {
   it('vendor_c appends /chat/completions under /api/paas/v4 without another version', () => {
     for (const base of ['https://open.example.cn/api/paas/v4', 'https://open.example.cn/api/paas/v4/', 'https://open.example.cn/api/paas/v4//']) {
       assert.equal(chatCompletionsUrl('vendor_c', base), 'https://open.example.cn/api/paas/v4/chat/completions', base);
+    }
+  });
+
+  it('joins the Responses-API path as the chat path, /responses in place of /chat/completions (upstream_api: responses)', () => {
+    for (const [base, direct, versioned] of CHAT_CASES) {
+      for (const kind of DIRECT_KINDS) assert.equal(responsesUrlFor(resolveAdapterKind(kind), base), direct.replace(/\/chat\/completions$/, '/responses'), kind);
+      for (const kind of VERSIONED_KINDS) assert.equal(responsesUrlFor(resolveAdapterKind(kind), base), versioned.replace(/\/chat\/completions$/, '/responses'), kind);
     }
   });
 

@@ -293,6 +293,26 @@ models:
 `), /must be true or false, not "false"/);
   });
 
+  it('reads upstream_api: chat_completions by default, responses on compat kinds only (docs/adapters.md)', () => {
+    const routes = load(`
+models:
+  - id: m
+    name: M
+    upstream_api: responses
+    route: [{ kind: generic_compat, base_url: http://h }, { kind: engine_a, base_url: http://e, upstream_api: chat_completions }]
+  - { id: n, name: N, provider: engine_b, base_url: http://h }
+`).registry.models.flatMap((m) => m.routes.map((r) => r.upstreamApi));
+    assert.deepEqual(routes, ['responses', 'chat_completions', 'chat_completions']);
+    assert.throws(() => load(`
+models:
+  - { id: m, name: M, provider: vendor_h_direct, base_url: http://h, upstream_api: responses }
+`), /upstream_api 'responses' needs a chat-completions-compatible kind .*'vendor_h_direct' is of family message_format/);
+    assert.throws(() => load(`
+models:
+  - { id: m, name: M, provider: generic_compat, base_url: http://h, upstream_api: messages }
+`), /invalid 'upstream_api'/);
+  });
+
   describe('embeddings_path (2.5)', () => {
     const model = (path: string, extra = '') => `
 models:

@@ -1,0 +1,156 @@
+/**
+ * Relays a Responses-API upstream's stream to the client event by event (routes with
+ * `upstream_api: responses`; docs/adapters.md "Responses-API upstreams"). Complete events are
+ * written as the upstream's own bytes as soon as their blank line arrives; only a partial event is
+ * held. The relay watches the events it forwards for the response id, the last `sequence_number`
+ * and the usage of `response.completed` / `response.incomplete` / `response.failed` (for the
+ * request log). Backpressure passes through (a full client socket pauses the upstream). There is no
+ * fallback once a byte has been sent: an upstream failure, or an end before a terminal event,
+ * becomes a `response.failed` event and the stream closes.
+ */
+import type { ServerResponse } from 'node:http';
+import type { ClientAbort } from '../../lib/http/client-abort';
+import type { Logger } from '../../lib/logger';
+import type { Route } from '../registry';
+import { SseSplitter } from '../sse/sse-splitter';
+import type { UpstreamStream } from '../upstream/client';
+import type { StreamOutcome } from './chat-stream';
+import { finishStreamUsage, type Usage } from './usage';
+
+type Json = Record<string, unknown>;
+
+const LF = 10;
+const CR = 13;
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+const TERMINAL_MENTION = /"response\.(?:completed|incomplete|failed)"/;
+const SEQUENCE = /"sequence_number"\s*:\s*(\d+)/;
+
+/** Chat-shaped usage (what the request log and pricing read) of a Responses-API `usage`. */
+export function chatUsageOf(usage: unknown, route: Route): Usage | undefined {
+  if (usage === null || typeof usage !== 'object') return undefined;
+  const u = usage as Json;
+  const input = typeof u.input_tokens === 'number' ? u.input_tokens : 0;
+  const output = typeof u.output_tokens === 'number' ? u.output_tokens : 0;
+  const cached = (u.input_tokens_details as Json | undefined)?.cached_tokens;
+  const chat: Usage = {
+    prompt_tokens: input, completion_tokens: output, total_tokens: typeof u.total_tokens === 'number' ? u.total_tokens : input + output,
+    prompt_tokens_details: typeof cached === 'number' ? { cached_tokens: cached } : null,
+  };
+  finishStreamUsage(chat, route);
+  chat.cache_read_tokens = chat.cached_tokens;
+  return chat;
+}
+
+/** The end (after its blank line) of the last complete event in `buf`, 0 when none. */
+function lastEventEnd(buf: Buffer): number {
+  for (let i = buf.length - 1; i >= 1; i -= 1) {
+    if (buf[i] !== LF) continue;
+    if (buf[i - 1] === LF || (buf[i - 1] === CR && i >= 2 && buf[i - 2] === LF)) return i + 1;
+  }
+  return 0;
+}
+
+/** Cuts an upstream byte stream at event boundaries and watches what passes. */
+export class ResponsesEventRelay {
+  private readonly splitter = new SseSplitter();
+  private held: Buffer = Buffer.alloc(0);
+  responseId: string | undefined;
+  lastSequence = -1;
+  terminal: string | undefined;
+  usage: unknown;
+
+  /** The complete events `chunk` finishes, as bytes to write (possibly empty). */
+  push(chunk: Buffer): Buffer {
+    const buf = this.held.length === 0 ? chunk : Buffer.concat([this.held, chunk]);
+    const end = lastEventEnd(buf);
+    this.held = end === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(end));
+    if (end === 0) return Buffer.alloc(0);
+    const out = buf.subarray(0, end);
+    for (const data of this.splitter.push(out)) this.watch(data);
+    return out;
+  }
+
+  /** What is left at the end: a last event without its blank line (written as it is). */
+  end(): Buffer {
+    const rest = this.held;
+    this.held = Buffer.alloc(0);
+    if (rest.length > 0) for (const data of [...this.splitter.push(rest), ...this.splitter.end()]) this.watch(data);
+    return rest;
+  }
+
+  /** The event closing a stream that failed after its first byte. */
+  failedEvent(message: string): string {
+    const type = 'response.failed';
+    const response = { id: this.responseId ?? 'resp_gateway', object: 'response', status: 'failed', output: [], usage: null, error: { code: 'server_error', message } };
+    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.lastSequence + 1, response })}\n\n`;
+  }
+
+  private watch(data: string): void {
+    const sequence = SEQUENCE.exec(data);
+    if (sequence) this.lastSequence = Math.max(this.lastSequence, Number(sequence[1]));
+    if (this.responseId !== undefined && !TERMINAL_MENTION.test(data)) return;
+    let event: Json;
+    try {
+      event = JSON.parse(data) as Json;
+    } catch {
+      return;
+    }
+    const response = event.response as Json | undefined;
+    if (this.responseId === undefined && typeof response?.id === 'string') this.responseId = response.id;
+    if (typeof event.type === 'string' && TERMINAL.has(event.type)) {
+      this.terminal = event.type;
+      this.usage = response?.usage;
+    }
+  }
+}
+
+/**
+ * Sends a Responses-API upstream stream to the client (headers not yet sent). Resolves with the
+ * usage for the request log and whether the stream reached a terminal event.
+ */
+export function relayResponsesStream(res: ServerResponse, route: Route, opened: UpstreamStream, signal: ClientAbort, state: { readonly log: Logger }): Promise<StreamOutcome> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  const relay = new ResponsesEventRelay();
+  return new Promise<StreamOutcome>((resolve) => {
+    let settled = false;
+    const usage = (): Usage | undefined => chatUsageOf(relay.usage, route);
+    const onDrain = (): void => opened.resume();
+    const settle = (outcome: StreamOutcome): void => {
+      if (settled) return;
+      settled = true;
+      res.off('drain', onDrain);
+      signal.off('abort', onAbort);
+      resolve(outcome);
+    };
+    const fail = (err: unknown): void => {
+      if (settled) return;
+      opened.destroy();
+      if (signal.aborted || res.destroyed) {
+        settle({ usage: usage(), completed: false, error: 'client_disconnected' });
+        return;
+      }
+      const message = (err as Error).message ?? String(err);
+      state.log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
+      res.end(relay.failedEvent(`Upstream stream failed: ${message}`));
+      settle({ usage: usage(), completed: false, error: message });
+    };
+    const write = (bytes: Buffer): boolean => (bytes.length === 0 || res.destroyed ? true : res.write(bytes));
+    const onAbort = (): void => fail(signal.reason ?? new Error('client closed the connection'));
+    signal.once('abort', onAbort);
+    res.on('drain', onDrain);
+    const ready = write(relay.push(opened.first));
+    opened.pipe({
+      data: (chunk) => write(relay.push(chunk)) || res.destroyed,
+      end: () => {
+        write(relay.end());
+        if (relay.terminal === undefined) {
+          fail(new Error('the upstream ended the stream before a terminal response event'));
+          return;
+        }
+        res.end();
+        settle({ usage: usage(), completed: relay.terminal !== 'response.failed', ...(relay.terminal === 'response.failed' ? { error: 'upstream_response_failed' } : {}) });
+      },
+      error: fail,
+    }, !ready && !res.destroyed);
+  });
+}
