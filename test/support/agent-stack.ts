@@ -68,6 +68,8 @@ export interface AgentStackOptions {
   objectStore?: ObjectStore;
   /** USD per 1M tokens of `agent-model` (spec 2.1 `pricing`); unpriced by default. */
   pricing?: { prompt: string; completion: string };
+  /** More YAML fields of `agent-model`'s entry, e.g. `supports_tools: true` (written after a comma). */
+  modelFields?: string;
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -89,7 +91,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   const gateway = await startTestGateway({
     db: t.db,
     modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${upstream.url}", api_key: upstream-key${
-      options.pricing ? `, pricing: { prompt: "${options.pricing.prompt}", completion: "${options.pricing.completion}" }` : ''} }\n`,
+      options.pricing ? `, pricing: { prompt: "${options.pricing.prompt}", completion: "${options.pricing.completion}" }` : ''}${options.modelFields ? `, ${options.modelFields}` : ''} }\n`,
     env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false' },
   });
   const env = await temporalEnv();

@@ -1,0 +1,130 @@
+/**
+ * The native drivers as real agent turns (PostgreSQL, Temporal, Docker, gateway, a fake chat
+ * upstream on loopback): Claude Code and Codex CLI, the binaries from the sandbox image, run in the
+ * chat's container as the member with no network, and reach the gateway only through the model
+ * relay. The upstream answers the first call with a tool call naming a tool the CLI offered (a file
+ * write) and the next with a final text: the file exists in the workspace, the events show the tool
+ * use and its result, the turn's result is the CLI's answer, and a second turn resumes the CLI's
+ * session (the upstream sees the first turn's prompt again).
+ */
+import assert from 'node:assert/strict';
+import { startAgentStack, ownerCall, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
+import { execIn } from '../support/docker';
+import type { Behaviour, RecordedRequest } from '../support/fake-upstream';
+import { waitFor } from '../support/wait';
+
+type Json = Record<string, unknown>;
+
+interface TurnView { seq: number; state: string; result: string | null; error?: string }
+
+const FINAL = 'All done from the fake model.';
+
+/** Tool names a chat request offered. */
+function offered(request: RecordedRequest): string[] {
+  const tools = ((request.body as Json | undefined)?.tools ?? []) as Json[];
+  return tools.map((t) => (t.function as Json | undefined)?.name).filter((name): name is string => typeof name === 'string');
+}
+
+function streamed(request: RecordedRequest): boolean {
+  return (request.body as Json | undefined)?.stream === true;
+}
+
+/** The final answer, streamed when the request asked for it. */
+const finalText: Behaviour = { kind: 'dynamic', choose: (request) => (streamed(request) ? { kind: 'sse', pieces: [FINAL] } : { kind: 'json', content: FINAL }) };
+
+/** Codex's shell tool (whichever it offered) writing `file`. */
+function codexWrite(file: string, text: string): Behaviour {
+  return {
+    kind: 'dynamic',
+    choose: (request) => {
+      const names = offered(request);
+      const command = `printf '%s\\n' '${text}' > ${file}`;
+      if (names.includes('exec_command')) return { kind: 'tool_call', id: 'call_shell_1', name: 'exec_command', arguments: { cmd: command } };
+      if (names.includes('shell_command')) return { kind: 'tool_call', id: 'call_shell_1', name: 'shell_command', arguments: { command } };
+      if (names.includes('shell')) return { kind: 'tool_call', id: 'call_shell_1', name: 'shell', arguments: { command: ['bash', '-lc', command] } };
+      return { kind: 'status', status: 400, message: `no shell tool offered: ${names.join(', ')}` };
+    },
+  };
+}
+
+/** Claude Code's Write tool writing `file`. */
+function claudeWrite(file: string, text: string): Behaviour {
+  return {
+    kind: 'dynamic',
+    choose: (request) => (offered(request).includes('Write')
+      ? { kind: 'tool_call', id: 'toolu_write_1', name: 'Write', arguments: { file_path: file, content: `${text}\n` } }
+      : { kind: 'status', status: 400, message: `no Write tool offered: ${offered(request).join(', ')}` }),
+  };
+}
+
+async function turns(stack: AgentStack, jobId: string): Promise<TurnView[]> {
+  const res = await ownerCall(stack, 'GET', `/v1/agent/jobs/${jobId}`);
+  return ((await res.json()) as { turns: TurnView[] }).turns;
+}
+
+async function settled(stack: AgentStack, jobId: string, count: number): Promise<TurnView[]> {
+  return waitFor(async () => {
+    const list = await turns(stack, jobId);
+    return list.length === count && list.every((t) => ['completed', 'failed', 'cancelled'].includes(t.state)) ? list : undefined;
+  }, `${count} settled turns`, 150_000);
+}
+
+async function workspaceFile(jobId: string, path: string): Promise<string> {
+  const [container] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
+  assert.ok(container, 'the chat has a running container');
+  const info = await docker().getContainer(container.Id).inspect();
+  assert.equal(info.HostConfig.NetworkMode, 'none', 'the sandbox has no network');
+  const read = await execIn(docker().getContainer(container.Id), ['cat', path]);
+  assert.equal(read.exitCode, 0, `cat ${path}: ${read.output}`);
+  return read.output;
+}
+
+describe('native drivers in the sandbox (Codex CLI, Claude Code) through the model relay', function () {
+  this.timeout(400_000);
+  let stack: AgentStack;
+
+  before(async () => {
+    stack = await startAgentStack({ modelFields: 'supports_tools: true, supported_params: [temperature, max_tokens, parallel_tool_calls]' });
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  for (const driver of ['claude-code', 'codex'] as const) {
+    it(`${driver}: writes the file the model asked for, reports the tool use, answers, and resumes its session next turn`, async () => {
+      const file = `/workspace/from-${driver}.txt`;
+      const text = `hello from ${driver}`;
+      const before = stack.upstream.chatRequests().length;
+      stack.upstream.enqueue(driver === 'codex' ? codexWrite(file, text) : claudeWrite(file, text), finalText, finalText);
+      const created = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt: `Write ${text} into ${file}. FIRST-PROMPT-${driver}`, model: AGENT_MODEL, repo: null, driver });
+      assert.equal(created.status, 201, await created.clone().text());
+      const jobId = ((await created.json()) as { job_id: string }).job_id;
+      const [first] = await settled(stack, jobId, 1);
+      assert.equal(first!.state, 'completed', `turn 1: ${first!.error ?? ''}`);
+      assert.equal(first!.result, FINAL);
+      assert.equal((await workspaceFile(jobId, file)).trim(), text);
+
+      const events = await stack.t.db('agent_events').where({ job_id: jobId }).orderBy('seq').select<Array<{ event_type: string; payload: Json }>>('event_type', 'payload');
+      const use = events.find((e) => e.event_type === 'tool_use');
+      const result = events.find((e) => e.event_type === 'tool_result');
+      assert.ok(use, `a tool_use event (got ${events.map((e) => e.event_type).join(', ')})`);
+      assert.ok(result, 'a tool_result event');
+      assert.equal(result.payload.is_error, false, JSON.stringify(result.payload));
+      assert.ok(events.some((e) => e.event_type === 'message' && e.payload.text === FINAL), 'the answer as a message event');
+      const calls = stack.upstream.chatRequests().slice(before);
+      assert.equal(calls.length, 2, 'one tool call, one answer');
+      assert.ok(calls.every((c) => c.headers.authorization === `Bearer upstream-key`), 'the upstream sees the gateway’s key, never a grant');
+
+      // The second turn resumes the CLI's session: its request carries the first turn's prompt.
+      const next = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns`, { prompt: 'And now say done.' });
+      assert.equal(next.status, 201, await next.clone().text());
+      const [, second] = await settled(stack, jobId, 2);
+      assert.equal(second!.state, 'completed', `turn 2: ${second!.error ?? ''}`);
+      const resumed = stack.upstream.chatRequests().slice(before + 2);
+      assert.ok(resumed.length >= 1);
+      assert.ok(resumed[0]!.rawBody.includes(`FIRST-PROMPT-${driver}`), 'the resumed session sends the first turn’s history');
+      assert.ok(resumed[0]!.rawBody.includes('And now say done.'));
+      assert.ok(!events.some((e) => e.event_type === 'notice' && e.payload.kind === 'session_reset'));
+    });
+  }
+});
