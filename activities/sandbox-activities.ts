@@ -16,7 +16,7 @@ import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from '.
 import { ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
-import { ArchiveRestoreError, ArchiveSpoolMissingError, discardSpool, restoreArchive, spoolArchive, uploadSpool } from './docker/sandbox-archive';
+import { ArchiveRestoreError, ArchiveSpoolMissingError, DEFAULT_MEMORY_SPOOL_BYTES, discardSpool, restoreArchive, spoolArchive, uploadSpool } from './docker/sandbox-archive';
 import type { ContainerObservation, ContainerRemoval, SandboxArchiveReceipt, SpooledArchive } from '../workflows/definitions/sandbox-group';
 import type { WorkspaceArchiveResult } from '../workflows/definitions/workspace-archive';
 import { BaseRevisionNotFoundError, RepositoryTooLargeError, UnsupportedRepoError } from './docker/workspace-clone';
@@ -35,6 +35,8 @@ export interface SandboxActivityDeps {
   sandboxLabels?: Record<string, string>;
   /** Where archives are spooled before upload and after download (default `<tmpdir>/agent-archive-spool`). */
   archiveSpoolDir?: string;
+  /** Largest archive spool held in memory instead of a file (default `DEFAULT_MEMORY_SPOOL_BYTES`; 0: always a file). */
+  archiveMemorySpoolBytes?: number;
   /** Root of the containers' model-relay directories on this host (`AGENT_RELAY_DIR`); absent: no relay mount. */
   relayRoot?: string;
 }
@@ -178,7 +180,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
      */
     async spoolSandboxArchive(input: ExactContainer & { groupId: string }): Promise<SpooledArchive
       | { status: 'not_stopped'; observation: ContainerObservation } | { status: 'too_large'; bytes: number; limit: number }> {
-      return heartbeating(() => perGroup(input.groupId, () => spoolArchive(deps.docker, input, spoolDir)));
+      return heartbeating(() => perGroup(input.groupId, () => spoolArchive(deps.docker, input, spoolDir, undefined, deps.archiveMemorySpoolBytes ?? DEFAULT_MEMORY_SPOOL_BYTES)));
     },
 
     /** Archive, step 2: uploads the spool with the control plane's grant (`exists`: the store verifies it next). */

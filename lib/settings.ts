@@ -296,6 +296,8 @@ export const settingsShape = {
    * "Model relay"); kept short: a Unix socket path has at most 107 bytes. Default `<tmpdir>/agent-relay`.
    */
   AGENT_RELAY_DIR: z.string().min(1).optional(),
+  /** Largest sandbox archive a host holds in memory between spool and upload instead of a spool file, MiB (0: always a file; docs/sandboxes.md "Archives"). */
+  AGENT_ARCHIVE_MEMORY_SPOOL_MIB: z.coerce.number().int().min(0).default(256),
   /** Largest request body the model relay forwards for a native CLI, MiB. */
   AGENT_RELAY_MAX_BODY_MIB: z.coerce.number().positive().default(32),
   /** Largest workspace archive download before compression, MiB (spec 8: 1024). */

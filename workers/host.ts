@@ -43,6 +43,7 @@ async function main(): Promise<void> {
       limits: { memoryBytes: settings.AGENT_SANDBOX_MEMORY_BYTES, nanoCpus: Math.round(settings.AGENT_SANDBOX_CPUS * 1e9) },
       objectStore: await openObjectStore(settings),
       relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
+      archiveMemorySpoolBytes: settings.AGENT_ARCHIVE_MEMORY_SPOOL_MIB * 1024 * 1024,
       turns: {
         api: new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL }),
         apiUrl: settings.AGENT_API_URL, credential: settings.AGENT_HOST_CREDENTIAL, gatewayUrl: settings.AGENT_GATEWAY_URL, settings,

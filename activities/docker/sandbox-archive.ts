@@ -16,9 +16,9 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import {
   MAX_OBJECT_BYTES, uploadWithGrant, type ObjectStore, type StoredObject, type UploadDeps, type UploadGrant, type UploadOutcome,
@@ -75,11 +75,25 @@ const WRITE_BATCH_BUFFERS = 512;
  * SHA-256 are known. A spool damaged by a crash fails the upload (length here, SHA-256 at the
  * store) and the archive round starts again.
  */
-async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: number): Promise<StoredObject> {
+/**
+ * Spools held in memory, by spool path (docs/sandboxes.md "Archives", step 3): an archive of at
+ * most the spool's memory limit is kept as the engine's own chunks (no copy), so the upload reads
+ * memory instead of writing and reading back a file; on this 2-core class of host the file write
+ * was most of the spool's time. A lost one (the runner restarted) is a missing spool, as a lost file is.
+ */
+const memorySpools = new Map<string, { chunks: Buffer[]; bytes: number }>();
+/** The memory limit of one spool a host runner uses unless configured (`AGENT_ARCHIVE_MEMORY_SPOOL_MIB`). */
+export const DEFAULT_MEMORY_SPOOL_BYTES = 256 * 1024 * 1024;
+/** All memory spools of this process together stay under this; a spool that would pass it goes to a file. */
+export const MEMORY_SPOOLS_TOTAL_BYTES = 1024 * 1024 * 1024;
+let memorySpoolBytes = 0;
+
+async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: number, memoryBytes = 0): Promise<StoredObject & { inMemory: boolean }> {
   const temp = `${path}.${process.pid}.${Date.now()}.part`;
   const hash = createHash('sha256');
   let bytes = 0;
-  const handle = await open(temp, 'wx');
+  let held: Buffer[] | undefined = memoryBytes > 0 ? [] : undefined;
+  let handle: FileHandle | undefined;
   /** The batch being written, if any; its failure is raised at the next batch or at the end. */
   let writing: Promise<unknown> = Promise.resolve();
   try {
@@ -89,6 +103,17 @@ async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: nu
       bytes += chunk.length;
       if (bytes > limit) throw new TooLarge(bytes);
       hash.update(chunk);
+      if (held) {
+        if (bytes <= memoryBytes && memorySpoolBytes + bytes <= MEMORY_SPOOLS_TOTAL_BYTES) {
+          held.push(chunk);
+          continue;
+        }
+        // Too large for memory: what is held becomes the first batch of the file.
+        batch = held;
+        batchBytes = bytes - chunk.length;
+        held = undefined;
+      }
+      handle ??= await open(temp, 'wx');
       batch.push(chunk);
       batchBytes += chunk.length;
       if (batchBytes >= WRITE_BATCH_BYTES || batch.length >= WRITE_BATCH_BUFFERS) {
@@ -98,14 +123,21 @@ async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: nu
         batchBytes = 0;
       }
     }
+    if (held) {
+      await rm(path, { force: true }); // a file of an earlier round at this path is stale
+      memorySpools.set(path, { chunks: held, bytes });
+      memorySpoolBytes += bytes;
+      return { bytes, sha256: hash.digest('hex'), inMemory: true };
+    }
+    handle ??= await open(temp, 'wx');
     await writing;
     if (batch.length > 0) await handle.writev(batch);
     await handle.close();
     await rename(temp, path);
-    return { bytes, sha256: hash.digest('hex') };
+    return { bytes, sha256: hash.digest('hex'), inMemory: false };
   } catch (err) {
     await writing.catch(() => undefined);
-    await handle.close().catch(() => undefined);
+    await handle?.close().catch(() => undefined);
     await rm(temp, { force: true });
     throw err;
   }
@@ -116,7 +148,7 @@ async function writeSpool(source: AsyncIterable<Buffer>, path: string, limit: nu
  * host sees) for anything else, and `too_large` above the single-upload limit (nothing kept).
  */
 export async function spoolArchive(
-  docker: Docker, target: ExactContainer & { groupId: string }, spoolDir: string, limit: number = MAX_OBJECT_BYTES,
+  docker: Docker, target: ExactContainer & { groupId: string }, spoolDir: string, limit: number = MAX_OBJECT_BYTES, memoryBytes = 0,
 ): Promise<SpooledArchive | { status: 'not_stopped'; observation: ContainerObservation } | { status: 'too_large'; bytes: number; limit: number }> {
   const seen = await observeSandboxContainer(docker, target);
   if (!((seen.condition === 'stopped' || seen.condition === 'dead') && seen.containerId === target.containerId)) {
@@ -138,7 +170,8 @@ export async function spoolArchive(
     return { stream, ...(prefix ? { rename: prefix } : {}) };
   });
   try {
-    const stored = await writeSpool(joinTars(parts), path, limit);
+    discardMemorySpool(path); // an earlier round's
+    const stored = await writeSpool(joinTars(parts), path, limit, memoryBytes);
     return { status: 'spooled', path, length: stored.bytes, sha256: stored.sha256 };
   } catch (err) {
     if (err instanceof TooLarge) return { status: 'too_large', bytes: err.bytes, limit };
@@ -148,6 +181,11 @@ export async function spoolArchive(
 
 /** Uploads a spooled archive with its grant; the spool must still be the granted bytes (length checked here, SHA-256 by the store). */
 export async function uploadSpool(grant: UploadGrant, path: string, deps: UploadDeps = {}): Promise<UploadOutcome> {
+  const held = memorySpools.get(path);
+  if (held) {
+    if (held.bytes !== grant.length) throw new ArchiveSpoolMissingError(path);
+    return uploadWithGrant(grant, Readable.from(held.chunks, { objectMode: false }), deps);
+  }
   let size: number;
   try {
     size = (await stat(path)).size;
@@ -159,7 +197,20 @@ export async function uploadSpool(grant: UploadGrant, path: string, deps: Upload
 }
 
 export async function discardSpool(path: string): Promise<void> {
+  discardMemorySpool(path);
   await rm(path, { force: true });
+}
+
+function discardMemorySpool(path: string): void {
+  const held = memorySpools.get(path);
+  if (!held) return;
+  memorySpools.delete(path);
+  memorySpoolBytes -= held.bytes;
+}
+
+/** Whether the spool at `path` is held in memory (tests and the bench). */
+export function spoolInMemory(path: string): boolean {
+  return memorySpools.has(path);
 }
 
 /** Whether a restore into this container already completed (its base record is there). */

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import Docker from 'dockerode';
 import { S3ObjectStore } from '../../lib/object-store';
-import { restoreArchive, spoolArchive, uploadSpool } from '../../activities/docker/sandbox-archive';
+import { restoreArchive, spoolArchive, uploadSpool, DEFAULT_MEMORY_SPOOL_BYTES, discardSpool } from '../../activities/docker/sandbox-archive';
 import { serversFromArgs, startArchiveServer, type ArchiveServer } from './servers';
 
 const MIB = 1024 * 1024;
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
         let phases = '';
         const a = await timed(async () => {
           const spoolStart = performance.now();
-          const spooled = await spoolArchive(docker, target, spoolDir);
+          const spooled = await spoolArchive(docker, target, spoolDir, undefined, DEFAULT_MEMORY_SPOOL_BYTES);
           if (spooled.status !== 'spooled') throw new Error(`spool: ${spooled.status}`);
           const spoolDone = performance.now();
           const key = `sandbox-archives/${target.groupId}/g1.tar`;
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
           serverCpu.push(cpuSeconds(server.pid) - cpuBefore);
           phases = `spool ${((spoolDone - spoolStart) / 1000).toFixed(2)} s, upload ${((uploadDone - spoolDone) / 1000).toFixed(2)} s, verify ${((performance.now() - uploadDone) / 1000).toFixed(2)} s, server CPU ${serverCpu.at(-1)!.toFixed(2)} s`;
           if (verified.status !== 'verified') throw new Error(`verify: ${verified.status}`);
-          rmSync(spooled.path, { force: true });
+          await discardSpool(spooled.path);
           return { key, length: spooled.length, sha256: spooled.sha256 };
         });
         archive.push(a.seconds);
