@@ -6,6 +6,7 @@ import { appendFileSync } from 'node:fs';
 import type { RunInfo } from '../gateway/report';
 import { CPU_GROUPS, type CpuSeconds } from './cpu-split';
 import { percentile, type LatencyResult, type TurnLatency } from './latency';
+import type { DriverTurns } from './drivers';
 import type { OrderingRun } from './ordering';
 import type { ThroughputResult } from './throughput';
 import { VIOLATION_KINDS, type Violations } from './violations';
@@ -18,6 +19,8 @@ export interface ControlPlaneResults {
   orderingTurns: number;
   peakFromTimestamps: number;
   violations: Violations;
+  /** Warm turns by driver (absent when the phase did not run). */
+  drivers?: DriverTurns[];
 }
 
 function table(header: string[], rows: string[][]): string {
@@ -69,7 +72,16 @@ export function renderTables(r: ControlPlaneResults): string {
     ...VIOLATION_KINDS.map((k) => [k, String(r.violations.counts[k])]),
     ['total', String(VIOLATION_KINDS.reduce((n, k) => n + r.violations.counts[k], 0))],
   ]);
-  return [latency, rates, cpu, violations].join('\n\n');
+  const drivers = r.drivers ? [driverTable(r.drivers)] : [];
+  return [latency, ...drivers, rates, cpu, violations].join('\n\n');
+}
+
+/** The warm-turn rows by driver (issue 26: the native drivers next to the built-in one). */
+export function driverTable(drivers: readonly DriverTurns[]): string {
+  return table(['Warm turn, POST → turn end (one model call)', 'turns', 'p50 ms', 'max ms', 'states'], drivers.map((d) => [
+    d.driver === 'builtin' ? 'builtin driver (host tool loop)' : `${d.driver} (CLI in the sandbox, model relay)`,
+    String(d.turnMs.length), ms(percentile(d.turnMs, 50)), ms(Math.max(...d.turnMs)), states(d.states),
+  ]));
 }
 
 export function orderingNotes(r: ControlPlaneResults): string[] {

@@ -8,10 +8,12 @@
  *    warm (follow-up turn), to `turn_started` and to the first driver event on the SSE stream;
  * 2. turns per second with a no-op CLI agent over warm chats;
  * 3. an ordering run (many chats × turns, random cancels, a control worker restart) checked
- *    against PostgreSQL for ordering and safety violations (target 0).
+ *    against PostgreSQL for ordering and safety violations (target 0);
+ * 0. first, warm turns by driver: built-in next to the native Codex CLI and Claude Code
+ *    (bench/control-plane/drivers.ts).
  *
  * Sizes can be lowered for a trial with CP_* variables (see `config`); CP_NO_RESULTS=1 skips
- * RESULTS.md.
+ * RESULTS.md; CP_ONLY_DRIVERS=1 runs and prints only the drivers phase.
  */
 import { join } from 'node:path';
 import { createDb } from '../../lib/db';
@@ -19,9 +21,10 @@ import { startAgentStack } from '../../test/support/agent-stack';
 import { teardownTemporal } from '../../test/support/temporal';
 import { runInfo } from '../gateway/report';
 import { NOOP_CLI_COMMAND, type BenchStack } from './client';
+import { measureDriverTurns } from './drivers';
 import { measureLatency } from './latency';
 import { runOrdering } from './ordering';
-import { appendResults, orderingNotes, renderTables } from './report';
+import { appendResults, driverTable, orderingNotes, renderTables } from './report';
 import { measureThroughput } from './throughput';
 import { checkViolations, peakOverlappingAttempts } from './violations';
 
@@ -35,6 +38,7 @@ const config = {
   slots: num('CP_SLOTS', 16),
   latencyChats: num('CP_LATENCY_CHATS', 20),
   warmFollowUps: num('CP_WARM_FOLLOW_UPS', 2),
+  driverTurns: num('CP_DRIVER_TURNS', 5),
   throughputChats: num('CP_THROUGHPUT_CHATS', 40),
   throughputTurnsPerChat: num('CP_THROUGHPUT_TURNS', 5),
   orderingChats: num('CP_ORDERING_CHATS', 200),
@@ -57,6 +61,11 @@ const progress = (line: string): void => {
 
 async function bench(stack: BenchStack): Promise<void> {
   progress(`stack up: host ${stack.hostId}, ${config.slots} slots, CLI driver = no-op agent`);
+  const drivers = await measureDriverTurns(stack, { turns: config.driverTurns, progress });
+  if (process.env.CP_ONLY_DRIVERS === '1') {
+    console.log(`\n${driverTable(drivers)}\n`);
+    return;
+  }
   const latency = await measureLatency(stack, { chats: config.latencyChats, followUps: config.warmFollowUps, progress });
   const throughput = await measureThroughput(stack, {
     chats: config.throughputChats, turnsPerChat: config.throughputTurnsPerChat, concurrency: config.clientConcurrency, progress,
@@ -71,7 +80,7 @@ async function bench(stack: BenchStack): Promise<void> {
     db: stack.observer, jobIds: ordering.jobIds, queuedCancels: ordering.queuedCancels, maxSampledRunning: ordering.maxSampledRunning, slots: config.slots,
   });
   const results = {
-    slots: config.slots, latency, throughput, ordering, violations,
+    slots: config.slots, latency, throughput, ordering, violations, drivers,
     orderingTurns: Number((await stack.observer('agent_turns').whereIn('job_id', ordering.jobIds).count<{ count: string }>({ count: '*' }).first())?.count ?? 0),
     peakFromTimestamps: await peakOverlappingAttempts(stack.observer, ordering.jobIds),
   };
@@ -95,7 +104,8 @@ async function bench(stack: BenchStack): Promise<void> {
 async function main(): Promise<void> {
   progress('starting the stack (fresh database, Temporal dev server, API, workers)');
   // One pool for API, workers and gateway here; in production they are three processes with 10 each.
-  const stack = await startAgentStack({ slots: config.slots, env: STACK_ENV, poolMax: 30 });
+  // supports_tools and parallel_tool_calls: Codex sends them (the drivers phase).
+  const stack = await startAgentStack({ slots: config.slots, env: STACK_ENV, poolMax: 30, modelFields: 'supports_tools: true, supported_params: [temperature, max_tokens, parallel_tool_calls]' });
   const observer = createDb({ url: stack.t.url, poolMax: 2, applicationName: 'bench-observer' });
   try {
     await bench(Object.assign(stack, { observer }));

@@ -5,7 +5,8 @@
  * relay. The upstream answers the first call with a tool call naming a tool the CLI offered (a file
  * write) and the next with a final text: the file exists in the workspace, the events show the tool
  * use and its result, the turn's result is the CLI's answer, and a second turn resumes the CLI's
- * session (the upstream sees the first turn's prompt again).
+ * session (the upstream sees the first turn's prompt again). A refused model call fails the turn
+ * with the CLI's reason and leaves the sandbox usable for the next turn.
  */
 import assert from 'node:assert/strict';
 import { startAgentStack, ownerCall, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
@@ -125,6 +126,27 @@ describe('native drivers in the sandbox (Codex CLI, Claude Code) through the mod
       assert.ok(resumed[0]!.rawBody.includes(`FIRST-PROMPT-${driver}`), 'the resumed session sends the first turn’s history');
       assert.ok(resumed[0]!.rawBody.includes('And now say done.'));
       assert.ok(!events.some((e) => e.event_type === 'notice' && e.payload.kind === 'session_reset'));
+    });
+
+    it(`${driver}: a model call the upstream refuses fails the turn with the CLI's reason; the sandbox stays usable`, async () => {
+      // Every call refused while the first turn runs (Claude Code repeats a failed call once without streaming).
+      stack.upstream.setDefault({ kind: 'status', status: 400, message: `refused-for-${driver}` });
+      const created = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt: 'Say something.', model: AGENT_MODEL, repo: null, driver });
+      assert.equal(created.status, 201, await created.clone().text());
+      const jobId = ((await created.json()) as { job_id: string }).job_id;
+      const [first] = await settled(stack, jobId, 1);
+      stack.upstream.setDefault(undefined);
+      assert.equal(first!.state, 'failed', `turn 1 ended ${first!.state}: ${first!.result ?? ''}`);
+      assert.match(first!.error ?? '', new RegExp(`The ${driver} CLI .*without an answer`));
+      const failed = await stack.t.db('agent_events').where({ job_id: jobId, event_type: 'turn_failed' }).first<{ payload: Json } | undefined>('payload');
+      assert.ok(failed, 'a turn_failed event');
+      assert.ok(!JSON.stringify(failed.payload).includes('agr_'), 'no grant in the failure');
+      stack.upstream.enqueue(finalText);
+      const next = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns`, { prompt: 'Try again.' });
+      assert.equal(next.status, 201, await next.clone().text());
+      const [, second] = await settled(stack, jobId, 2);
+      assert.equal(second!.state, 'completed', `turn 2: ${second!.error ?? ''}`);
+      assert.equal(second!.result, FINAL);
     });
   }
 });
