@@ -15,6 +15,7 @@
  * Sizes can be lowered for a trial with CP_* variables (see `config`); CP_NO_RESULTS=1 skips
  * RESULTS.md; CP_ONLY_DRIVERS=1 runs and prints only the drivers phase.
  */
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createDb } from '../../lib/db';
 import { startAgentStack } from '../../test/support/agent-stack';
@@ -63,7 +64,17 @@ async function bench(stack: BenchStack): Promise<void> {
   progress(`stack up: host ${stack.hostId}, ${config.slots} slots, CLI driver = no-op agent`);
   const drivers = await measureDriverTurns(stack, { turns: config.driverTurns, progress });
   if (process.env.CP_ONLY_DRIVERS === '1') {
-    console.log(`\n${driverTable(drivers)}\n`);
+    const table = driverTable(drivers);
+    console.log(`\n${table}\n`);
+    if (process.env.CP_NO_RESULTS === '1') return;
+    const info = runInfo(join(__dirname, '../..'), '');
+    appendFileSync(join(__dirname, '../../bench/RESULTS.md'), [
+      '', `## ${info.date.toISOString().slice(0, 16).replace('T', ' ')} UTC — warm turns by driver (\`CP_ONLY_DRIVERS=1 npm run bench:control-plane\`)`, '',
+      `- Machine: nproc ${info.nproc}, CPU ${info.cpu}; Node ${info.node}; commit ${info.commit}`,
+      '- Stack: test/support/agent-stack.ts in one process; one chat per driver, its first turn left out, then each follow-up turn posted after the previous one ended; the fake upstream answers every model call with one short text.',
+      '', table, '',
+    ].join('\n'));
+    progress('appended a section to bench/RESULTS.md');
     return;
   }
   const latency = await measureLatency(stack, { chats: config.latencyChats, followUps: config.warmFollowUps, progress });
