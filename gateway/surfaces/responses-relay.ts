@@ -14,7 +14,7 @@ import type { Logger } from '../../lib/logger';
 import type { Route } from '../registry';
 import { SseSplitter } from '../sse/sse-splitter';
 import type { UpstreamStream } from '../upstream/client';
-import type { StreamOutcome } from './chat-stream';
+import { relayStream, type StreamOutcome, type StreamRelay } from './chat-stream';
 import { finishStreamUsage, type Usage } from './usage';
 
 type Json = Record<string, unknown>;
@@ -105,52 +105,49 @@ export class ResponsesEventRelay {
 }
 
 /**
- * Sends a Responses-API upstream stream to the client (headers not yet sent). Resolves with the
- * usage for the request log and whether the stream reached a terminal event.
+ * {@link ResponsesEventRelay} as a {@link StreamRelay}: writes what each chunk completes; at the end,
+ * a stream without a terminal event gets a closing `response.failed` and is incomplete, and one
+ * whose terminal event is `response.failed` is incomplete too.
+ */
+class ResponsesStreamRelay implements StreamRelay {
+  readonly events = new ResponsesEventRelay();
+  incomplete: string | undefined;
+
+  constructor(private readonly res: ServerResponse, private readonly route: Route) {}
+
+  get usage(): Usage | undefined {
+    return chatUsageOf(this.events.usage, this.route);
+  }
+
+  push(chunk: Buffer): boolean {
+    return this.write(this.events.push(chunk));
+  }
+
+  end(): void {
+    this.write(this.events.end());
+    if (this.events.terminal === undefined) {
+      this.incomplete = 'the upstream ended the stream before a terminal response event';
+      this.write(Buffer.from(this.events.failedEvent(`Upstream stream failed: ${this.incomplete}`)));
+    } else if (this.events.terminal === 'response.failed') {
+      this.incomplete = 'upstream_response_failed';
+    }
+  }
+
+  flush(): void {
+    // Nothing is queued: each chunk's complete events are written as they arrive.
+  }
+
+  private write(bytes: Buffer): boolean {
+    return bytes.length === 0 || this.res.destroyed ? !this.res.writableNeedDrain : this.res.write(bytes);
+  }
+}
+
+/**
+ * Sends a Responses-API upstream stream to the client (headers not yet sent), through the chat
+ * path's {@link relayStream}. Resolves with the usage for the request log and whether the stream
+ * reached a terminal event other than `response.failed`.
  */
 export function relayResponsesStream(res: ServerResponse, route: Route, opened: UpstreamStream, signal: ClientAbort, state: { readonly log: Logger }): Promise<StreamOutcome> {
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-  const relay = new ResponsesEventRelay();
-  return new Promise<StreamOutcome>((resolve) => {
-    let settled = false;
-    const usage = (): Usage | undefined => chatUsageOf(relay.usage, route);
-    const onDrain = (): void => opened.resume();
-    const settle = (outcome: StreamOutcome): void => {
-      if (settled) return;
-      settled = true;
-      res.off('drain', onDrain);
-      signal.off('abort', onAbort);
-      resolve(outcome);
-    };
-    const fail = (err: unknown): void => {
-      if (settled) return;
-      opened.destroy();
-      if (signal.aborted || res.destroyed) {
-        settle({ usage: usage(), completed: false, error: 'client_disconnected' });
-        return;
-      }
-      const message = (err as Error).message ?? String(err);
-      state.log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
-      res.end(relay.failedEvent(`Upstream stream failed: ${message}`));
-      settle({ usage: usage(), completed: false, error: message });
-    };
-    const write = (bytes: Buffer): boolean => (bytes.length === 0 || res.destroyed ? true : res.write(bytes));
-    const onAbort = (): void => fail(signal.reason ?? new Error('client closed the connection'));
-    signal.once('abort', onAbort);
-    res.on('drain', onDrain);
-    const ready = write(relay.push(opened.first));
-    opened.pipe({
-      data: (chunk) => write(relay.push(chunk)) || res.destroyed,
-      end: () => {
-        write(relay.end());
-        if (relay.terminal === undefined) {
-          fail(new Error('the upstream ended the stream before a terminal response event'));
-          return;
-        }
-        res.end();
-        settle({ usage: usage(), completed: relay.terminal !== 'response.failed', ...(relay.terminal === 'response.failed' ? { error: 'upstream_response_failed' } : {}) });
-      },
-      error: fail,
-    }, !ready && !res.destroyed);
-  });
+  const relay = new ResponsesStreamRelay(res, route);
+  return relayStream(res, route, opened, signal, state, relay, (message) => relay.events.failedEvent(message));
 }
