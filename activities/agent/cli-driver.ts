@@ -6,7 +6,8 @@
  * event; a non-zero exit without a result fails the turn with the tail of stderr.
  */
 import { type AgentDriver, type DriverInput, type ExecResult } from './types';
-import { LineSplitter, normalizeCliLine, type CliLine, type SplitLine, type ToolNames } from './cli-lines';
+import { execCliLines, redactPayload } from './cli-exec';
+import { normalizeCliLine, type CliLine, type ToolNames } from './cli-lines';
 import { abortableSleep, DriverAbortedError, retryDecision } from './retry-policy';
 import { redactSecret, tailWithMarker } from './driver-text';
 
@@ -65,32 +66,11 @@ export function cliEnvironment(input: DriverInput, resume: boolean): Record<stri
 }
 
 async function runOnce(command: string[], input: DriverInput, resume: boolean): Promise<RunOutcome> {
-  if (input.signal.aborted) throw new DriverAbortedError();
-  const timeoutMs = input.deadline - Date.now();
-  if (timeoutMs <= 0) throw new Error('The turn reached its time limit.');
-  const splitter = new LineSplitter();
   const toolNames: ToolNames = new Map();
   const outcome: Omit<RunOutcome, 'exec'> = {};
-  let chain = Promise.resolve();
-  const handle = (lines: SplitLine[]) => {
-    for (const line of lines) chain = chain.then(() => apply(input, normalizeCliLine(line, toolNames), outcome));
-    chain.catch(() => undefined); // handled: the failure is rethrown by `await chain` below
-  };
-  let exec: ExecResult;
-  try {
-    exec = await input.sandbox.exec(command, {
-      timeoutMs, maxOutputBytes: CLI_OUTPUT_BYTES, signal: input.signal, stdin: input.prompt,
-      env: cliEnvironment(input, resume), onStdout: (chunk) => handle(splitter.push(chunk)),
-    });
-  } catch (err) {
-    await chain.catch(() => undefined);
-    if (input.signal.aborted) throw new DriverAbortedError();
-    throw err;
-  }
-  handle(splitter.end());
-  await chain;
-  if (input.signal.aborted) throw new DriverAbortedError();
-  if (exec.timedOut) throw new Error('The turn reached its time limit while the coding CLI was running.');
+  const exec = await execCliLines(input, command, {
+    maxOutputBytes: CLI_OUTPUT_BYTES, env: cliEnvironment(input, resume), timeLimitMessage: 'The turn reached its time limit while the coding CLI was running.',
+  }, (line) => apply(input, normalizeCliLine(line, toolNames), outcome));
   return { ...outcome, exec };
 }
 
@@ -122,10 +102,4 @@ function finishWithoutResult(input: DriverInput, run: RunOutcome): { result: str
 
 function safe(input: DriverInput, text: string): string {
   return redactSecret(text, input.grantToken);
-}
-
-/** The CLI might echo its environment; the grant never reaches the event log. */
-function redactPayload(input: DriverInput, payload: Record<string, unknown>): Record<string, unknown> {
-  const text = JSON.stringify(payload);
-  return input.grantToken && text.includes(input.grantToken) ? (JSON.parse(redactSecret(text, input.grantToken)) as Record<string, unknown>) : payload;
 }

@@ -11,12 +11,11 @@
  * resume that ends without any model output (a lost or corrupt session) is run again fresh, after a
  * `notice` (`session_reset`).
  */
-import { LineSplitter, type CliLine } from './cli-lines';
+import { execCliLines, redactPayload } from './cli-exec';
+import type { CliLine, SplitLine } from './cli-lines';
 import { redactSecret, tailWithMarker } from './driver-text';
 import { claudeLine, codexLine, newNativeRun, type NativeRun } from './native-lines';
-import { DriverAbortedError } from './retry-policy';
 import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult } from './types';
-import type { SplitLine } from './cli-lines';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -122,44 +121,16 @@ export function nativeDriver(kind: NativeKind): AgentDriver {
 }
 
 async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, resumeId: string | undefined): Promise<{ native: NativeRun; exec: ExecResult }> {
-  if (input.signal.aborted) throw new DriverAbortedError();
-  const timeoutMs = input.deadline - Date.now();
-  if (timeoutMs <= 0) throw new Error('The turn reached its time limit.');
   const relay = input.relay!;
   const invocation = spec.invocation(input, relay.port, resumeId);
   for (const [path, content] of invocation.files) await input.sandbox.writeFile(path, content);
   const native = newNativeRun();
-  const splitter = new LineSplitter();
-  let chain = Promise.resolve();
-  const handle = (lines: SplitLine[]) => {
-    for (const split of lines) {
-      for (const line of spec.normalize(split, native)) {
-        if (line.kind !== 'event') continue;
-        chain = chain.then(() => input.events.emit(line.type, redactPayload(input, line.payload), line.isError ? { isError: true } : undefined));
-      }
+  const exec = await execCliLines(input, ['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {
+    maxOutputBytes: OUTPUT_BYTES, env: invocation.env, cwd: '/workspace', timeLimitMessage: `The turn reached its time limit while ${kind} was running.`,
+  }, async (split) => {
+    for (const line of spec.normalize(split, native)) {
+      if (line.kind === 'event') await input.events.emit(line.type, redactPayload(input, line.payload), line.isError ? { isError: true } : undefined);
     }
-    chain.catch(() => undefined); // handled: rethrown by `await chain` below
-  };
-  let exec: ExecResult;
-  try {
-    exec = await input.sandbox.exec(['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {
-      timeoutMs, maxOutputBytes: OUTPUT_BYTES, signal: input.signal, stdin: input.prompt, cwd: '/workspace',
-      env: invocation.env, onStdout: (chunk) => handle(splitter.push(chunk)),
-    });
-  } catch (err) {
-    await chain.catch(() => undefined);
-    if (input.signal.aborted) throw new DriverAbortedError();
-    throw err;
-  }
-  handle(splitter.end());
-  await chain;
-  if (input.signal.aborted) throw new DriverAbortedError();
-  if (exec.timedOut) throw new Error(`The turn reached its time limit while ${kind} was running.`);
+  });
   return { native, exec };
-}
-
-/** A CLI might echo its environment; the grant never reaches the event log (it never enters the container, but the rule holds). */
-function redactPayload(input: DriverInput, payload: Record<string, unknown>): Record<string, unknown> {
-  const text = JSON.stringify(payload);
-  return input.grantToken && text.includes(input.grantToken) ? (JSON.parse(redactSecret(text, input.grantToken)) as Record<string, unknown>) : payload;
 }
