@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { startAgentStack, ownerCall, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
+import { codexShellCall } from '../support/codex-cli';
 import { execIn } from '../support/docker';
 import type { Behaviour, RecordedRequest } from '../support/fake-upstream';
 import { waitFor } from '../support/wait';
@@ -38,12 +39,8 @@ function codexWrite(file: string, text: string): Behaviour {
   return {
     kind: 'dynamic',
     choose: (request) => {
-      const names = offered(request);
-      const command = `printf '%s\\n' '${text}' > ${file}`;
-      if (names.includes('exec_command')) return { kind: 'tool_call', id: 'call_shell_1', name: 'exec_command', arguments: { cmd: command } };
-      if (names.includes('shell_command')) return { kind: 'tool_call', id: 'call_shell_1', name: 'shell_command', arguments: { command } };
-      if (names.includes('shell')) return { kind: 'tool_call', id: 'call_shell_1', name: 'shell', arguments: { command: ['bash', '-lc', command] } };
-      return { kind: 'status', status: 400, message: `no shell tool offered: ${names.join(', ')}` };
+      const call = codexShellCall(((request.body as Json | undefined)?.tools ?? []) as Json[], `printf '%s\\n' '${text}' > ${file}`);
+      return call ? { kind: 'tool_call', id: 'call_shell_1', ...call } : { kind: 'status', status: 400, message: `no shell tool offered: ${offered(request).join(', ')}` };
     },
   };
 }

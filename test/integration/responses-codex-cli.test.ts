@@ -10,23 +10,19 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { CodexRuns } from '../support/codex-cli';
+import { CodexRuns, codexShellCall } from '../support/codex-cli';
 import { startFakeResponsesUpstream, type FakeResponsesUpstream } from '../support/fake-responses-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 type Json = Record<string, unknown>;
 
-const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell'];
 const FINAL_TEXT = 'The file is written.';
 
 /** The shell tool Codex offered (chat `tools` or Responses `tools`), and the arguments that write `out.txt`. */
 function shellCall(tools: Json[]): { name: string; arguments: string } {
-  const names = tools.map((t) => ((t.function as Json | undefined)?.name ?? t.name) as string);
-  const name = SHELL_TOOLS.find((n) => names.includes(n));
-  assert.ok(name, `Codex offered a shell tool (offered: ${names.join(', ')})`);
-  const command = 'echo from-codex > out.txt';
-  const args = name === 'exec_command' ? { cmd: command } : name === 'shell_command' ? { command } : { command: ['bash', '-lc', command] };
-  return { name, arguments: JSON.stringify(args) };
+  const call = codexShellCall(tools, 'echo from-codex > out.txt');
+  assert.ok(call, `Codex offered a shell tool (offered: ${JSON.stringify(tools.map((t) => (t.function as Json | undefined)?.name ?? t.name))})`);
+  return { name: call.name, arguments: JSON.stringify(call.arguments) };
 }
 
 interface ChatScript {

@@ -88,3 +88,17 @@ export class CodexRuns {
     this.children.clear();
   }
 }
+
+/** The shell tools Codex offers, in the order a script prefers them. */
+const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell'];
+
+/**
+ * The shell tool Codex offered (named in chat `tools[].function.name` or Responses `tools[].name`)
+ * and the arguments that run `command` with it; `undefined` when it offered none.
+ */
+export function codexShellCall(tools: ReadonlyArray<Record<string, unknown>>, command: string): { name: string; arguments: Record<string, unknown> } | undefined {
+  const names = tools.map((t) => (t.function as Record<string, unknown> | undefined)?.name ?? t.name);
+  const name = SHELL_TOOLS.find((n) => names.includes(n));
+  if (name === undefined) return undefined;
+  return { name, arguments: name === 'exec_command' ? { cmd: command } : name === 'shell_command' ? { command } : { command: ['bash', '-lc', command] } };
+}
