@@ -33,11 +33,47 @@ export interface StreamShape {
   plain?(data: string): string | undefined;
   /**
    * {@link plain} on the upstream's bytes: the data of one whole plain event is
-   * `chunk[start, end)` (as the upstream wrote it, never decoded); the frames as byte pieces, or
-   * `undefined` for the parsing path. A shape that has it takes part in the relay's byte path
-   * (see {@link ChatStreamRelay}); it must answer exactly the bytes `frames` would.
+   * `chunk[start, end)` (as the upstream wrote it, never decoded); writes the frames into `out` and
+   * answers true, or answers false (writing nothing) for the parsing path. A shape that has it
+   * takes part in the relay's byte path (see {@link ChatStreamRelay}); it must write exactly the
+   * bytes `frames` would.
    */
-  plainBytes?(chunk: Buffer, start: number, end: number): Buffer[] | undefined;
+  plainBytes?(chunk: Buffer, start: number, end: number, out: FrameBytes): boolean;
+}
+
+const NO_BYTES = Buffer.alloc(0);
+
+/**
+ * The bytes of a shaped stream's next write, collected in one buffer: frames are copied in as they
+ * are made (no piece per frame, no concatenation), and the buffer is handed to the socket whole.
+ */
+export class FrameBytes {
+  buf: Buffer = NO_BYTES;
+  len = 0;
+
+  /** Room for `n` more bytes at `len`; the buffer to write them into. */
+  reserve(n: number): Buffer {
+    if (this.len + n > this.buf.length) {
+      // Under 4 KiB from Node's buffer pool: a write of a few frames costs no allocation of its own.
+      const next = Buffer.allocUnsafe(Math.max(1024, 2 * (this.len + n)));
+      if (this.len > 0) next.set(this.buf.subarray(0, this.len));
+      this.buf = next;
+    }
+    return this.buf;
+  }
+
+  text(value: string): void {
+    this.reserve(3 * value.length);
+    this.len += this.buf.write(value, this.len);
+  }
+
+  /** The collected bytes (the buffer is the caller's now); empties this. */
+  take(): Buffer {
+    const out = this.buf.subarray(0, this.len);
+    this.buf = NO_BYTES;
+    this.len = 0;
+    return out;
+  }
 }
 
 export interface StreamOutcome {
@@ -119,7 +155,8 @@ function plainEventEnd(chunk: Buffer, pos: number, stop: number): number {
  * attribution, CRLF framing, comments, multi-line events, an event split across upstream chunks,
  * `[DONE]`) takes the parsing path, which then holds any partial event until it completes.
  * A shape with {@link StreamShape.plainBytes} (the messages surface) takes the same byte path:
- * each such event is handed to it as bytes, and one it declines goes to the parser alone.
+ * each such event is handed to it as bytes, and one it declines goes to the parser alone. A
+ * shape's output (its byte frames and its text frames) is collected in one {@link FrameBytes}.
  */
 export class ChatStreamRelay {
   private readonly splitter = new SseSplitter();
@@ -132,12 +169,15 @@ export class ChatStreamRelay {
   /** Output queued for the next write: byte runs and text, in order. */
   private pieces: Array<string | Buffer> = [];
   private text = '';
+  /** A shape's output for the next write (no shape: {@link pieces}). */
+  private readonly frameBytes: FrameBytes | undefined;
   private flushQueued = false;
   usage: Usage | undefined;
 
   constructor(private readonly res: Pick<ServerResponse, 'write' | 'writableNeedDrain' | 'destroyed'>, private readonly route: Route, private readonly shape: StreamShape | undefined, options: { passThrough?: boolean } = {}) {
     this.processor = route.processor === 'default' ? undefined : createStreamProcessor(route.processor);
     this.passThrough = options.passThrough !== false && !this.processor && (!shape || shape.plainBytes !== undefined);
+    this.frameBytes = shape ? new FrameBytes() : undefined;
     if (shape) for (const frame of shape.start()) this.text += frame;
   }
 
@@ -145,7 +185,7 @@ export class ChatStreamRelay {
   push(chunk: Buffer): boolean {
     if (this.passThrough && this.parserIdle) this.pushEvents(chunk);
     else this.parse(chunk);
-    if ((this.text.length > 0 || this.pieces.length > 0) && !this.flushQueued) {
+    if ((this.text.length > 0 || this.pieces.length > 0 || (this.frameBytes?.len ?? 0) > 0) && !this.flushQueued) {
       this.flushQueued = true;
       process.nextTick(this.flushQueuedFrames);
     }
@@ -167,6 +207,10 @@ export class ChatStreamRelay {
   /** Writes what is queued now (also before an error event or the end of the response). */
   flush(): void {
     this.closeText();
+    if (this.frameBytes) {
+      if (this.frameBytes.len > 0 && !this.res.destroyed) this.res.write(this.frameBytes.take());
+      return;
+    }
     if (this.pieces.length === 0 || this.res.destroyed) return;
     const pieces = this.pieces;
     this.pieces = [];
@@ -194,12 +238,9 @@ export class ChatStreamRelay {
       const end = plainEventEnd(chunk, pos, stop);
       if (end === -1) break;
       if (shape) {
-        const frames = shape.plainBytes!(chunk, pos + DATA_PREFIX.length, end - 2);
-        if (frames === undefined) {
+        this.closeText();
+        if (!shape.plainBytes!(chunk, pos + DATA_PREFIX.length, end - 2, this.frameBytes!)) {
           this.parse(chunk.subarray(pos, end)); // a whole event: the parser is idle after it
-        } else {
-          this.closeText();
-          for (const frame of frames) this.pieces.push(frame);
         }
       }
       pos = end;
@@ -216,7 +257,8 @@ export class ChatStreamRelay {
   /** Moves the text collected so far into the ordered pieces. */
   private closeText(): void {
     if (this.text.length === 0) return;
-    this.pieces.push(this.text);
+    if (this.frameBytes) this.frameBytes.text(this.text);
+    else this.pieces.push(this.text);
     this.text = '';
   }
 

@@ -17,7 +17,7 @@
  * a name some upstreams send in pieces before the arguments arrives whole; nothing else waits.
  */
 import type { ChatCompletionChunk, ToolCallDelta } from '../../processors/types';
-import type { StreamShape } from '../../surfaces/chat-stream';
+import type { FrameBytes, StreamShape } from '../../surfaces/chat-stream';
 import type { Usage } from '../../surfaces/usage';
 import { messagesErrorEvent } from './errors';
 import { messageId, messagesUsage, stopInfo, type MessageContext } from './response';
@@ -39,6 +39,10 @@ function blockDelta(index: number, kind: string, field: string, value: string): 
 function textDeltaFrame(index: number, literal: string): string {
   return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":${literal}}}\n\n`;
 }
+
+const ZERO_USAGE = JSON.stringify(messagesUsage(undefined));
+const PING = event('ping', '{"type":"ping"}');
+const MESSAGE_STOP = event('message_stop', '{"type":"message_stop"}');
 
 const CONTENT_DELTA = '"choices":[{"index":0,"delta":{"content":"';
 const QUOTE = 34;
@@ -186,8 +190,8 @@ export class MessagesStream implements StreamShape {
     this.startPending(out);
     this.close(out);
     const stop = stopInfo(this.finish, this.matched, this.context.stopSequences, this.tools.size > 0);
-    out.push(event('message_delta', JSON.stringify({ type: 'message_delta', delta: stop, usage: messagesUsage(this.usage) })));
-    out.push(event('message_stop', '{"type":"message_stop"}'));
+    out.push(`event: message_delta\ndata: {"type":"message_delta","delta":${JSON.stringify(stop)},"usage":${JSON.stringify(messagesUsage(this.usage))}}\n\n`);
+    out.push(MESSAGE_STOP);
     return out;
   }
 
@@ -208,52 +212,64 @@ export class MessagesStream implements StreamShape {
   }
 
   /**
-   * {@link plain} on the upstream's bytes: the literal is copied between two constant pieces. An
-   * upstream writes its token chunks alike but for the literal, so the bytes around the last
-   * accepted literal are kept: an event with the same bytes before and after its literal passes
-   * the same checks, and is taken with two comparisons and a scan of the literal.
+   * {@link plain} on the upstream's bytes: the literal is copied into `out` between two constant
+   * pieces. An upstream writes its token chunks alike but for the literal, so the bytes around the
+   * last accepted literal are kept: an event with the same bytes before and after its literal
+   * passes the same checks, and is taken with two comparisons and a scan of the literal.
    */
-  plainBytes(chunk: Buffer, start: number, end: number): Buffer[] | undefined {
-    if (this.open?.kind !== 'text' || this.pending) return undefined;
-    const literal = this.likeLast(chunk, start, end) ?? plainContentBytes(chunk, start, end);
-    if (literal === undefined) return undefined;
-    if (this.last === undefined || literal !== this.lastRange) this.remember(chunk, start, end, literal);
-    return [textDeltaPrefix(this.open.index), chunk.subarray(literal[0], literal[1]), TEXT_DELTA_SUFFIX];
+  plainBytes(chunk: Buffer, start: number, end: number, out: FrameBytes): boolean {
+    if (this.open?.kind !== 'text' || this.pending) return false;
+    let from: number;
+    let to: number;
+    if (this.likeLast(chunk, start, end)) {
+      from = this.litFrom;
+      to = this.litTo;
+    } else {
+      const literal = plainContentBytes(chunk, start, end);
+      if (literal === undefined) return false;
+      [from, to] = literal;
+      this.last = { before: Buffer.from(chunk.subarray(start, from)), after: Buffer.from(chunk.subarray(to, end)) };
+    }
+    const prefix = textDeltaPrefix(this.open.index);
+    const buf = out.reserve(prefix.length + (to - from) + TEXT_DELTA_SUFFIX.length);
+    let p = out.len;
+    buf.set(prefix, p);
+    p += prefix.length;
+    for (let k = from; k < to; k += 1) buf[p++] = chunk[k]!;
+    for (let k = 0; k < TEXT_DELTA_SUFFIX.length; k += 1) buf[p++] = TEXT_DELTA_SUFFIX[k]!;
+    out.len = p;
+    return true;
   }
 
   /** The bytes before and after the last accepted literal (copies: the upstream's buffer is not kept). */
   private last: { before: Buffer; after: Buffer } | undefined;
-  /** The range {@link likeLast} answered (so an event it matched is not remembered again). */
-  private lastRange: [number, number] | undefined;
+  /** The literal's range when {@link likeLast} answers true. */
+  private litFrom = 0;
+  private litTo = 0;
 
-  private likeLast(chunk: Buffer, start: number, end: number): [number, number] | undefined {
+  private likeLast(chunk: Buffer, start: number, end: number): boolean {
     const last = this.last;
-    if (last === undefined) return undefined;
+    if (last === undefined) return false;
     const open = start + last.before.length;
-    if (open >= end || chunk.compare(last.before, 0, last.before.length, start, open) !== 0) return undefined;
+    if (open >= end || chunk.compare(last.before, 0, last.before.length, start, open) !== 0) return false;
     let i = open + 1;
     for (; i < end; i += 1) {
       const c = chunk[i];
       if (c === BACKSLASH) i += 1;
       else if (c === QUOTE) break;
     }
-    if (i >= end || i === open + 1 || end - (i + 1) !== last.after.length || chunk.compare(last.after, 0, last.after.length, i + 1, end) !== 0) return undefined;
-    this.lastRange = [open, i + 1];
-    return this.lastRange;
-  }
-
-  private remember(chunk: Buffer, start: number, end: number, literal: [number, number]): void {
-    this.last = { before: Buffer.from(chunk.subarray(start, literal[0])), after: Buffer.from(chunk.subarray(literal[1], end)) };
+    if (i >= end || i === open + 1 || end - (i + 1) !== last.after.length || !bytesAt(chunk, i + 1, last.after)) return false;
+    this.litFrom = open;
+    this.litTo = i + 1;
+    return true;
   }
 
   private begin(out: string[], chatId: string | undefined): void {
     this.started = true;
-    const message = {
-      id: messageId(chatId), type: 'message', role: 'assistant', model: this.context.model, content: [],
-      stop_reason: null, stop_sequence: null, usage: messagesUsage(undefined),
-    };
-    out.push(event('message_start', JSON.stringify({ type: 'message_start', message })));
-    out.push(event('ping', '{"type":"ping"}'));
+    // JSON.stringify's text of { type, message: { id, type, role, model, content: [], stop_reason,
+    // stop_sequence, usage } } with zero usage, as a template (one per stream).
+    out.push(`event: message_start\ndata: {"type":"message_start","message":{"id":${JSON.stringify(messageId(chatId))},"type":"message","role":"assistant","model":${JSON.stringify(this.context.model)},"content":[],"stop_reason":null,"stop_sequence":null,"usage":${ZERO_USAGE}}}\n\n`);
+    out.push(PING);
   }
 
   /** Makes a block of `kind` the open one (stopping another), starting it with `block`. */

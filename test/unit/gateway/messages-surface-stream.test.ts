@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import type { Route } from '../../../gateway/registry';
-import { ChatStreamRelay } from '../../../gateway/surfaces/chat-stream';
+import { ChatStreamRelay, type FrameBytes } from '../../../gateway/surfaces/chat-stream';
 import { MessagesStream, plainContentBytes, plainContentLiteral } from '../../../gateway/translate/messages-surface/stream';
 
 const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
@@ -182,10 +182,10 @@ describe('messages surface: chat stream → messages events', () => {
             if (frames !== undefined) hits.text += 1;
             return frames;
           },
-          plainBytes: (chunkBytes: Buffer, start: number, end: number) => {
-            const frames = MessagesStream.prototype.plainBytes.call(fast, chunkBytes, start, end);
-            if (frames !== undefined) hits.bytes += 1;
-            return frames;
+          plainBytes: (chunkBytes: Buffer, start: number, end: number, out: FrameBytes) => {
+            const taken = MessagesStream.prototype.plainBytes.call(fast, chunkBytes, start, end, out);
+            if (taken) hits.bytes += 1;
+            return taken;
           },
         });
         assert.equal(run(counted, bytes, mode), run(new ParsedOnly({ model: 'client-model', stopSequences: undefined }), bytes, mode), `${name}, ${mode}`);
