@@ -7,10 +7,11 @@
 import { LineSplitter, type SplitLine } from './cli-lines';
 import { redactSecret } from './driver-text';
 import { DriverAbortedError } from './retry-policy';
-import type { DriverInput, ExecResult } from './types';
+import type { DriverInput, ExecResult, StdinWriter } from './types';
 
 export async function execCliLines(
-  input: DriverInput, command: string[], options: { maxOutputBytes: number; env: Record<string, string>; cwd?: string; timeLimitMessage: string },
+  input: DriverInput, command: string[],
+  options: { maxOutputBytes: number; env: Record<string, string>; cwd?: string; timeLimitMessage: string; stdin?: string; openStdin?: (writer: StdinWriter) => void },
   onLine: (line: SplitLine) => Promise<void> | void,
 ): Promise<ExecResult> {
   if (input.signal.aborted) throw new DriverAbortedError();
@@ -25,8 +26,8 @@ export async function execCliLines(
   let exec: ExecResult;
   try {
     exec = await input.sandbox.exec(command, {
-      timeoutMs, maxOutputBytes: options.maxOutputBytes, signal: input.signal, stdin: input.prompt,
-      env: options.env, ...(options.cwd ? { cwd: options.cwd } : {}), onStdout: (chunk) => handle(splitter.push(chunk)),
+      timeoutMs, maxOutputBytes: options.maxOutputBytes, signal: input.signal, stdin: options.stdin ?? input.prompt,
+      ...(options.openStdin ? { openStdin: options.openStdin } : {}), env: options.env, ...(options.cwd ? { cwd: options.cwd } : {}), onStdout: (chunk) => handle(splitter.push(chunk)),
     });
   } catch (err) {
     await chain.catch(() => undefined);

@@ -20,10 +20,21 @@ export interface ExecOptions {
   env?: Record<string, string>;
   /** Working directory inside the container. Default `/workspace`. */
   cwd?: string;
-  /** Text written to the command's stdin, then closed. */
+  /** Text written to the command's stdin, then closed (with {@link openStdin}: kept open). */
   stdin?: string;
+  /**
+   * Keeps stdin open for a conversation with the command (native questions): called once the
+   * command runs (after {@link stdin} is written) with a writer; stdin closes when `end` is called
+   * or the command ends.
+   */
+  openStdin?: (writer: StdinWriter) => void;
   /** Called for every chunk of stdout as it arrives (for streaming drivers). */
   onStdout?: (chunk: string) => void;
+}
+
+export interface StdinWriter {
+  write(text: string): void;
+  end(): void;
 }
 
 export interface ExecResult {
@@ -89,9 +100,43 @@ export interface DriverInput {
   relay?: { socket: string; port: number };
   /** The turn's workspace limits; absent: the driver's built-in ones. */
   workspaceLimits?: WorkspaceLimits;
+  /** Where a native CLI's questions go; absent: every question is answered `unanswered` at once. */
+  questions?: QuestionChannel;
   /** Injected for tests: sleeping and jitter. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   random?: () => number;
+}
+
+/**
+ * A question a native CLI asks its user (Claude Code's `AskUserQuestion`, Codex's
+ * `request_user_input`), normalized (docs/agent-drivers.md "Native questions"). `id` names the
+ * question in the answer (Codex's own id; Claude Code's question text).
+ */
+export interface NativeQuestion {
+  id: string;
+  header: string;
+  question: string;
+  multi_select: boolean;
+  options: Array<{ label: string; description: string }>;
+}
+
+export interface QuestionRequest {
+  /** The CLI's own id of the request (unique within the attempt). */
+  requestId: string;
+  cli: 'codex' | 'claude-code';
+  questions: NativeQuestion[];
+}
+
+/** What reaches the CLI: the owner's answers by question id, a decline, or no answer in time. */
+export type QuestionReply =
+  | { kind: 'answered'; answers: Record<string, string[]> }
+  | { kind: 'declined'; message: string }
+  | { kind: 'unanswered'; message: string };
+
+/** How a driver asks the chat's owner (the host runner: a `question` event, then the owner's answer through the API). */
+export interface QuestionChannel {
+  /** Shows the question and waits for the reply; `unanswered` when the wait ends first (its limit, the turn's end). */
+  ask(request: QuestionRequest, signal: AbortSignal): Promise<QuestionReply>;
 }
 
 export interface DriverResult {

@@ -1,7 +1,7 @@
 /**
  * One `docker exec` in a running container, with bounded output: stdout and stderr are kept up
  * to `maxOutputBytes` each (the rest is counted as truncated), stdout chunks can be streamed to a
- * callback, and optional stdin is written and closed. Resolves with the exit code once the
+ * callback, and optional stdin is written and closed (or kept open for a conversation). Resolves with the exit code once the
  * command has finished. Killing is the caller's business (docker exec has no kill API).
  */
 import { Writable, type Duplex } from 'node:stream';
@@ -15,6 +15,8 @@ export interface ContainerExecOptions {
   workingDir?: string;
   env?: Record<string, string>;
   stdin?: string | Buffer;
+  /** Keeps stdin open after `stdin`: the callback gets a writer; stdin closes on `end()` or when the command ends. */
+  openStdin?: (writer: { write(text: string): void; end(): void }) => void;
   /** Bytes kept of stdout and of stderr each. Default 1 MiB. */
   maxOutputBytes?: number;
   onStdout?: (chunk: string) => void;
@@ -58,7 +60,7 @@ class BoundedSink extends Writable {
 
 /** Runs `cmd` in the container and waits for it to finish. */
 export async function execInContainer(docker: Docker, containerName: string, options: ContainerExecOptions): Promise<ContainerExecResult> {
-  const withStdin = options.stdin !== undefined;
+  const withStdin = options.stdin !== undefined || options.openStdin !== undefined;
   const exec = await docker.getContainer(containerName).exec({
     Cmd: options.cmd,
     ...(options.user ? { User: options.user } : {}),
@@ -82,7 +84,25 @@ export async function execInContainer(docker: Docker, containerName: string, opt
     stream.once('error', () => resolve());
   });
   docker.modem.demuxStream(stream, out, err);
-  if (options.stdin !== undefined) stream.end(options.stdin);
+  if (options.openStdin) {
+    if (options.stdin !== undefined) stream.write(options.stdin);
+    let open = true;
+    const writable = (): boolean => open && !stream.destroyed && !stream.writableEnded;
+    void ended.then(() => {
+      open = false;
+    });
+    options.openStdin({
+      write: (text) => {
+        if (writable()) stream.write(text);
+      },
+      end: () => {
+        if (writable()) stream.end();
+        open = false;
+      },
+    });
+  } else if (options.stdin !== undefined) {
+    stream.end(options.stdin);
+  }
   await ended;
   const rest = decoder.end();
   if (rest && onStdout) onStdout(rest);

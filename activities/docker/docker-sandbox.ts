@@ -63,6 +63,7 @@ export class DockerSandbox implements SandboxExec {
         workingDir: options.cwd ?? WORKSPACE_DIR,
         env: { HOME: this.home, USER: memberPaths(this.uid).user, ...options.env },
         ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+        ...(options.openStdin ? { openStdin: options.openStdin } : {}),
         maxOutputBytes: options.maxOutputBytes,
         ...(options.onStdout ? { onStdout: options.onStdout } : {}),
         onStarted: (s) => {
