@@ -20,6 +20,7 @@ import * as agentChatDeletion from './20261125070000_agent_chat_deletion';
 import * as agentSettings from './20261125080000_agent_settings';
 import * as agentAttemptLimits from './20261126030000_agent_attempt_limits';
 import * as agentNativeDrivers from './20261126050000_agent_native_drivers';
+import * as agentNativeQuestions from './20261126060000_agent_native_questions';
 import * as agentServerAllocations from './20261126040000_agent_server_allocations';
 
 export interface Migration {
@@ -49,4 +50,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261126030000_agent_attempt_limits', ...agentAttemptLimits },
   { name: '20261126040000_agent_server_allocations', ...agentServerAllocations },
   { name: '20261126050000_agent_native_drivers', ...agentNativeDrivers },
+  { name: '20261126060000_agent_native_questions', ...agentNativeQuestions },
 ];

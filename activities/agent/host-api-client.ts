@@ -41,6 +41,7 @@ export interface HostApiOptions {
 }
 
 export type TurnGrant = ResponseOf<typeof hostApi.attemptGrant>;
+export type QuestionState = ResponseOf<typeof hostApi.attemptQuestion>;
 
 export class HostApiClient {
   private readonly http: InternalClient;
@@ -68,5 +69,15 @@ export class HostApiClient {
 
   turnGrant(attemptId: string): Promise<TurnGrant> {
     return this.fenced(attemptId, this.http.call(hostApi.attemptGrant, { params: { hostId: this.options.hostId, attemptId }, body: {} }));
+  }
+
+  /** Where the owner's answer to the attempt's question stands. */
+  questionState(attemptId: string, requestId: string): Promise<QuestionState> {
+    return this.fenced(attemptId, this.http.call(hostApi.attemptQuestion, { params: { hostId: this.options.hostId, attemptId, requestId } }));
+  }
+
+  /** Stops waiting: a pending question becomes `expired`; the final state (an answer that came first wins). */
+  expireQuestion(attemptId: string, requestId: string): Promise<QuestionState> {
+    return this.fenced(attemptId, this.http.call(hostApi.attemptQuestionExpire, { params: { hostId: this.options.hostId, attemptId, requestId }, body: {} }));
   }
 }

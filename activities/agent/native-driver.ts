@@ -15,7 +15,8 @@ import { execCliLines, redactPayload } from './cli-exec';
 import type { CliLine, SplitLine } from './cli-lines';
 import { redactSecret, tailWithMarker } from './driver-text';
 import { claudeLine, codexLine, newNativeRun, type NativeRun } from './native-lines';
-import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult } from './types';
+import { claudeAllowResponse, claudeControlRequest, claudeErrorResponse, claudePromptLine, claudeQuestionResponse } from './claude-control';
+import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type QuestionReply, type QuestionRequest, type StdinWriter } from './types';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -31,12 +32,23 @@ interface Invocation {
   env: Record<string, string>;
   /** Files written (as the member) before the run. */
   files: Array<[string, string]>;
+  /** Written first to a stdin that stays open (a conversation with the CLI); absent: the prompt, then stdin closes. */
+  stdin?: string;
+}
+
+/** A run's open stdin, for a spec's {@link NativeSpec.control}. */
+interface Conversation {
+  input: DriverInput;
+  write(text: string): void;
+  end(): void;
 }
 
 interface NativeSpec {
   dir: string;
   normalize(split: SplitLine, run: NativeRun): CliLine[];
   invocation(input: DriverInput, port: number, resumeId: string | undefined): Invocation;
+  /** A line the driver answers on stdin (or that ends the conversation): handled here, true when it is not an event line. */
+  control?(split: SplitLine, conversation: Conversation): Promise<boolean>;
 }
 
 function tomlString(value: string): string {
@@ -76,7 +88,13 @@ const SPECS: Record<NativeKind, NativeSpec> = {
     normalize: claudeLine,
     invocation(input, port, resumeId) {
       return {
-        argv: ['claude', '-p', '--output-format', 'stream-json', '--verbose', '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : [])],
+        // stream-json in and a permission prompt on stdio: the CLI's questions (`AskUserQuestion`)
+        // come to the driver as control requests (claude-control.ts).
+        argv: [
+          'claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio',
+          '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : []),
+        ],
+        stdin: claudePromptLine(input.prompt),
         env: {
           CLAUDE_CONFIG_DIR: `${input.sessionDir}/claude`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: PLACEHOLDER_KEY,
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
@@ -84,8 +102,40 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         files: [],
       };
     },
+    control: claudeControl,
   },
 };
+
+/** An unanswered question's reply when no owner can be asked (no channel). */
+const NO_CHANNEL: QuestionReply = { kind: 'unanswered', message: 'Questions cannot be answered in this run; continue with your best judgment.' };
+
+async function ask(conversation: Conversation, request: QuestionRequest): Promise<QuestionReply> {
+  const { input } = conversation;
+  return input.questions ? input.questions.ask(request, input.signal) : NO_CHANNEL;
+}
+
+/** Claude Code's control requests (questions) and its `result` line (after which it waits for more input: stdin is closed). */
+async function claudeControl(split: SplitLine, conversation: Conversation): Promise<boolean> {
+  if (!('line' in split) || !(split.line.includes('"control_request"') || split.line.includes('"result"'))) return false;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(split.line);
+  } catch {
+    return false;
+  }
+  if (typeof obj !== 'object' || obj === null) return false;
+  if ((obj as { type?: unknown }).type === 'result') {
+    conversation.end();
+    return false;
+  }
+  const control = claudeControlRequest(obj as Record<string, unknown>);
+  if (!control) return false;
+  if (control.kind === 'tool') conversation.write(claudeAllowResponse(control));
+  else if (control.kind === 'other') conversation.write(claudeErrorResponse(control.requestId, `${control.subtype} is not supported by this host`));
+  else if (control.questions.length === 0) conversation.write(claudeQuestionResponse(control, { kind: 'declined', message: 'The questions could not be read; continue with your best judgment.' }));
+  else conversation.write(claudeQuestionResponse(control, await ask(conversation, { requestId: control.requestId, cli: 'claude-code', questions: control.questions })));
+  return true;
+}
 
 const SESSION_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
 
@@ -125,9 +175,13 @@ async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, r
   const invocation = spec.invocation(input, relay.port, resumeId);
   for (const [path, content] of invocation.files) await input.sandbox.writeFile(path, content);
   const native = newNativeRun();
+  let writer: StdinWriter | undefined;
+  const conversation: Conversation = { input, write: (text) => writer?.write(text), end: () => writer?.end() };
   const exec = await execCliLines(input, ['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {
     maxOutputBytes: OUTPUT_BYTES, env: invocation.env, cwd: '/workspace', timeLimitMessage: `The turn reached its time limit while ${kind} was running.`,
+    ...(invocation.stdin !== undefined ? { stdin: invocation.stdin, openStdin: (w: StdinWriter) => { writer = w; } } : {}),
   }, async (split) => {
+    if (spec.control && await spec.control(split, conversation)) return;
     for (const line of spec.normalize(split, native)) {
       if (line.kind === 'event') await input.events.emit(line.type, redactPayload(input, line.payload), line.isError ? { isError: true } : undefined);
     }

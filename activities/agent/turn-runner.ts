@@ -12,6 +12,7 @@ import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
 import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor, usesModelRelay } from './drivers';
+import { HostQuestionChannel } from './question-channel';
 import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
@@ -114,6 +115,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
       prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
       jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: memberPaths(context.uid).sessionDir,
       sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
+      questions: new HostQuestionChannel({ api: deps.api, attemptId: input.attemptId, events, deadline }),
     });
     return { result: outcome.result };
   } catch (err) {

@@ -104,10 +104,10 @@ export type PurgeResult =
   | { kind: 'fenced' };
 
 /** Tables holding a chat's records, deleted children first (the job row last). */
-const CHAT_TABLES = ['agent_events', 'agent_attempts', 'agent_turns', 'agent_grants', 'agent_sandbox_members', 'agent_jobs'] as const;
+const CHAT_TABLES = ['agent_native_questions', 'agent_events', 'agent_attempts', 'agent_turns', 'agent_grants', 'agent_sandbox_members', 'agent_jobs'] as const;
 
 /**
- * Deletes the chat's records in one transaction: events, attempts, turns, its grant rows, its
+ * Deletes the chat's records in one transaction: native questions, events, attempts, turns, its grant rows, its
  * sandbox membership and the job row. The audit log, the deletion request and the sandbox group's
  * row are kept. Refused (`busy`) while a turn is still queued or running.
  */

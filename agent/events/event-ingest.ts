@@ -4,12 +4,14 @@
  * must belong to the calling host and still be `running`, so an attempt that was finished,
  * abandoned or replaced writes nothing, and finishing an attempt waits for an in-flight batch.
  * `job_id` and `turn_seq` come from the attempt row, never from the body. Hosts may write only
- * driver event types; `turn_*` events belong to the control plane.
+ * driver event types; `turn_*` events belong to the control plane. A `question` event (a native
+ * CLI asking the owner) also opens the question for the owner's answer, in the same transaction.
  */
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import type { ValidRequestOf } from '../../lib/contracts/endpoint';
-import type { attemptEvents, DriverEventType } from '../../lib/contracts/host-api';
+import { questionEventPayload, type attemptEvents, type DriverEventType } from '../../lib/contracts/host-api';
+import { openQuestions } from '../questions/native-questions';
 import { appendEvents } from './event-store';
 
 /** A batch as the API receives it (lib/contracts/host-api.ts `attemptEvents`). */
@@ -29,6 +31,17 @@ interface AttemptFenceRow {
  */
 export async function ingestHostEvents(db: Db, options: { hostId: string; attemptId: string; batch: HostEventBatch }): Promise<{ accepted: number }> {
   const { hostId, attemptId, batch } = options;
+  // A `question` event opens a native question: its payload must be one (agent/questions/native-questions.ts).
+  const questions = batch.events.flatMap((e, index) => {
+    if (e.event_type !== 'question') return [];
+    const parsed = questionEventPayload.safeParse(e.payload);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const path = ['events', index, 'payload', ...issue.path].join('.');
+      throw new AppError('invalid_request', `Invalid field '${path}': ${issue.message}`, { param: path });
+    }
+    return [parsed.data];
+  });
   return db.transaction(async (trx) => {
     const attempt = await trx('agent_attempts as a')
       .join('agent_turns as t', 't.turn_id', 'a.turn_id')
@@ -46,6 +59,7 @@ export async function ingestHostEvents(db: Db, options: { hostId: string; attemp
       payload: e.payload,
       isError: e.is_error ?? false,
     })));
+    await openQuestions(trx, { jobId: attempt.job_id, turnSeq: attempt.turn_seq, attemptId }, questions);
     return { accepted: batch.events.length };
   });
 }

@@ -1,7 +1,7 @@
 /** The normalized event types of a chat's event log (documented in docs/agent-events.md). */
 /** Normalized event types every driver emits (documented in docs/agent-events.md). */
 export const AGENT_EVENT_TYPES = [
-  'turn_queued', 'turn_started', 'message', 'tool_use', 'tool_result', 'retry', 'notice',
+  'turn_queued', 'turn_started', 'message', 'tool_use', 'tool_result', 'retry', 'notice', 'question',
   'turn_completed', 'turn_failed', 'turn_cancelled', 'title_changed',
 ] as const;
 export type AgentEventType = (typeof AGENT_EVENT_TYPES)[number];

@@ -25,6 +25,7 @@ import { adminSandboxesRouter } from './admin-sandboxes';
 import { adminSandboxBatchRouter } from './admin-sandbox-batch';
 import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
+import { nativeQuestionsRouter } from './native-questions';
 import { workspaceArchiveRouter } from './workspace-archive';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
@@ -52,6 +53,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostGrantRouter(deps),
     promptRewriteRouter(deps),
     agentEventsRouter(deps),
+    nativeQuestionsRouter(deps),
     workspaceArchiveRouter(deps),
   ];
 }

@@ -85,7 +85,7 @@ export const attemptGrant = defineEndpoint({
 });
 
 /** Event types a host (driver) may write; `turn_*` events belong to the control plane. */
-export const DRIVER_EVENT_TYPES = ['message', 'tool_use', 'tool_result', 'retry', 'notice'] as const;
+export const DRIVER_EVENT_TYPES = ['message', 'tool_use', 'tool_result', 'retry', 'notice', 'question'] as const;
 export type DriverEventType = (typeof DRIVER_EVENT_TYPES)[number];
 /** Events per request. */
 export const MAX_EVENTS_PER_BATCH = 100;
@@ -129,6 +129,65 @@ export const attemptEvents = defineEndpoint({
     }),
   }).strict(),
   response: z.object({ accepted: z.number().int() }),
+});
+
+/** Bounds of a native question (docs/agent-drivers.md "Native questions"): the CLI is untrusted. */
+export const QUESTION_LIMITS = { questions: 8, options: 8, text: 4000, label: 500, header: 200, requestId: 200 } as const;
+
+/**
+ * The payload of a `question` event: a native CLI asks the chat's owner (Claude Code's
+ * `AskUserQuestion`, Codex's `request_user_input`). Storing it opens the question for the owner's
+ * answer route; the host then waits for the answer ({@link attemptQuestion}).
+ */
+export const questionEventPayload = z.object({
+  request_id: z.string().min(1).max(QUESTION_LIMITS.requestId),
+  cli: z.enum(['codex', 'claude-code']),
+  questions: z.array(z.object({
+    id: z.string().min(1).max(QUESTION_LIMITS.text),
+    header: z.string().max(QUESTION_LIMITS.header),
+    question: z.string().min(1).max(QUESTION_LIMITS.text),
+    multi_select: z.boolean(),
+    options: z.array(z.object({ label: z.string().min(1).max(QUESTION_LIMITS.label), description: z.string().max(QUESTION_LIMITS.text) }).strict()).max(QUESTION_LIMITS.options),
+  }).strict()).min(1).max(QUESTION_LIMITS.questions).superRefine((questions, ctx) => {
+    const seen = new Set<string>();
+    questions.forEach((q, index) => {
+      if (seen.has(q.id)) ctx.addIssue({ code: 'custom', path: [index, 'id'], message: 'two questions have this id' });
+      seen.add(q.id);
+    });
+  }),
+}).strict();
+
+export const QUESTION_STATES = ['pending', 'answered', 'declined', 'expired'] as const;
+
+/** A question's state as the host reads it (one schema object per endpoint: contract tests spy on each). */
+const questionState = () => z.object({
+  state: z.enum(QUESTION_STATES),
+  /** The owner's answers by question id (`answered`). */
+  answers: z.record(z.string(), z.array(z.string())).nullable(),
+  /** The owner's decline message (`declined`). */
+  message: z.string().nullable(),
+});
+
+/** `GET …/attempts/:attemptId/questions/:requestId`: where the owner's answer stands (the host polls it). */
+export const attemptQuestion = defineEndpoint({
+  name: 'attempt question',
+  method: 'GET',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/questions/:requestId',
+  request: z.object({}),
+  response: questionState(),
+});
+
+/**
+ * `POST …/attempts/:attemptId/questions/:requestId/expire`: the host stops waiting (its wait limit
+ * or the turn's end); a pending question becomes `expired`. Answers the final state: an answer that
+ * came first wins.
+ */
+export const attemptQuestionExpire = defineEndpoint({
+  name: 'attempt question expire',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/questions/:requestId/expire',
+  request: z.object({}).strict(),
+  response: questionState(),
 });
 
 /** Docker's container states, as a host reports them. */
@@ -188,4 +247,4 @@ export const hostInventory = defineEndpoint({
 });
 
 /** Every endpoint of the host runner's API. */
-export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptEvents, hostInventory] as const;
+export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptEvents, attemptQuestion, attemptQuestionExpire, hostInventory] as const;

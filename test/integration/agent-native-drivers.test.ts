@@ -55,6 +55,23 @@ function claudeWrite(file: string, text: string): Behaviour {
   };
 }
 
+const QUESTION = 'Which database should the service use?';
+
+/** The CLI's own question tool, asking the owner which database to use. */
+function askQuestion(driver: 'codex' | 'claude-code'): Behaviour {
+  const name = driver === 'codex' ? 'request_user_input' : 'AskUserQuestion';
+  const options = [{ label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }];
+  const questions = driver === 'codex'
+    ? [{ id: 'database', header: 'Database', question: QUESTION, options }]
+    : [{ question: QUESTION, header: 'Database', options, multiSelect: false }];
+  return {
+    kind: 'dynamic',
+    choose: (request) => (offered(request).includes(name)
+      ? { kind: 'tool_call', id: 'call_ask_1', name, arguments: { questions } }
+      : { kind: 'status', status: 400, message: `no ${name} tool offered: ${offered(request).join(', ')}` }),
+  };
+}
+
 async function turns(stack: AgentStack, jobId: string): Promise<TurnView[]> {
   const res = await ownerCall(stack, 'GET', `/v1/agent/jobs/${jobId}`);
   return ((await res.json()) as { turns: TurnView[] }).turns;
@@ -144,6 +161,42 @@ describe('native drivers in the sandbox (Codex CLI, Claude Code) through the mod
       const [, second] = await settled(stack, jobId, 2);
       assert.equal(second!.state, 'completed', `turn 2: ${second!.error ?? ''}`);
       assert.equal(second!.result, FINAL);
+    });
+  }
+
+  for (const driver of ['claude-code'] as const) {
+    it(`${driver}: the CLI's question reaches the owner as a question event; the owner's answer reaches the CLI and its model`, async () => {
+      const before = stack.upstream.chatRequests().length;
+      stack.upstream.enqueue(askQuestion(driver), finalText);
+      const created = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt: 'Ask me which database to use, then say done.', model: AGENT_MODEL, repo: null, driver });
+      assert.equal(created.status, 201, await created.clone().text());
+      const jobId = ((await created.json()) as { job_id: string }).job_id;
+      const pending = await waitFor(async () => {
+        const res = await ownerCall(stack, 'GET', `/v1/agent/jobs/${jobId}/questions?pending=true`);
+        const list = ((await res.json()) as { questions: Json[] }).questions;
+        return list.length > 0 ? list[0] : undefined;
+      }, 'a pending question', 150_000);
+      assert.equal(pending.cli, driver);
+      const asked = pending.questions as Array<{ id: string; question: string; options: Array<{ label: string }> }>;
+      assert.equal(asked[0]!.question, QUESTION);
+      assert.deepEqual(asked[0]!.options.map((o) => o.label).filter((l) => l === 'Postgres' || l === 'SQLite'), ['Postgres', 'SQLite']);
+      const event = await stack.t.db('agent_events').where({ job_id: jobId, event_type: 'question' }).first<{ payload: Json; attempt_id: string } | undefined>('payload', 'attempt_id');
+      assert.ok(event, 'a question event');
+      assert.equal(event.attempt_id, pending.attempt_id);
+      assert.equal(event.payload.request_id, pending.request_id);
+
+      const answered = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/attempts/${String(pending.attempt_id)}/questions/${encodeURIComponent(String(pending.request_id))}/answer`, { answers: { [asked[0]!.id]: ['SQLite'] } });
+      assert.equal(answered.status, 200, await answered.clone().text());
+      const [first] = await settled(stack, jobId, 1);
+      assert.equal(first!.state, 'completed', `turn 1: ${first!.error ?? ''}`);
+      assert.equal(first!.result, FINAL);
+      const calls = stack.upstream.chatRequests().slice(before);
+      assert.ok(calls.length >= 2);
+      assert.ok(calls[1]!.rawBody.includes('SQLite'), 'the model receives the owner’s answer');
+      const notices = await stack.t.db('agent_events').where({ job_id: jobId, event_type: 'notice' }).select<Array<{ payload: Json }>>('payload');
+      assert.ok(notices.some((n) => n.payload.kind === 'question_answered'), 'a notice says the question was answered');
+      const late = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/attempts/${String(pending.attempt_id)}/questions/${encodeURIComponent(String(pending.request_id))}/answer`, { answers: { [asked[0]!.id]: ['Postgres'] } });
+      assert.equal(late.status, 409, 'a finished attempt refuses another answer');
     });
   }
 });
