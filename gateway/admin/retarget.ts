@@ -67,7 +67,7 @@ export function retargetRouter(deps: GatewayDeps): Router<GatewayState> {
     const { model_id: modelId, route_id: routeId } = ctx.params as { model_id: string; route_id: string };
     const base = fileRoute(deps, modelId, routeId);
     const { route } = prepare(deps, base, modelId, await adminBody(ctx, retargetBody));
-    ctx.body = { model_id: modelId, route_id: routeId, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId })) };
+    ctx.body = { model_id: modelId, route_id: routeId, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId, upstreamApi: route.upstreamApi })) };
   });
   router.delete(path, admin, async (ctx) => {
     const { model_id: modelId, route_id: routeId } = ctx.params as { model_id: string; route_id: string };

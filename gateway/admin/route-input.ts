@@ -25,6 +25,8 @@ export const routeFields = z.object({
   max_output_length: z.number().int().positive().optional(),
   supports_tools: z.boolean().optional(),
   pricing: z.record(z.string(), z.union([z.string(), z.number()]).transform(String)).optional(),
+  /** `responses`: the upstream speaks the Responses API (docs/adapters.md "Responses-API upstreams"). */
+  upstream_api: z.enum(['chat_completions', 'responses']).optional(),
 }).strict();
 export type RouteFields = z.infer<typeof routeFields>;
 

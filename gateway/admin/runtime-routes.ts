@@ -71,7 +71,7 @@ function runtimeModelRoutes(router: Router<GatewayState>, deps: GatewayDeps, adm
     const body = await adminBody(ctx, runtimeModelBody);
     const { record, row } = prepareRuntimeModel(deps, body);
     const route = trialRoute(row, modelFields(record), deps.runtimeConfig.effective.providers);
-    ctx.body = { model_id: body.id, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId })) };
+    ctx.body = { model_id: body.id, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId, upstreamApi: route.upstreamApi })) };
   });
 }
 
@@ -114,7 +114,7 @@ function candidateRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin:
     const model = modelOr404(deps, ctx.params.model_id!);
     const providers = deps.runtimeConfig.effective.providers;
     const route = trialRoute(candidateRow(model.id, await adminBody(ctx, routeFields), providers), fieldsOfModel(model), providers);
-    ctx.body = { model_id: model.id, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId })) };
+    ctx.body = { model_id: model.id, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId, upstreamApi: route.upstreamApi })) };
   });
   const one = '/admin/routing/provider-route-candidates/:model_id/:route_id';
   router.patch(one, admin, async (ctx) => {

@@ -15,6 +15,7 @@ export interface RouteView {
   provider: string;
   provider_display_name: string | null;
   base_url: string;
+  upstream_api: Route['upstreamApi'];
   provider_model_id: string;
   weight: number;
   weight_override: number | null;
@@ -32,7 +33,7 @@ export function routeView(model: Model, route: Route, effective: EffectiveConfig
     model_id: model.id, route_id: route.routeId, endpoint_id: route.endpointId, source: info?.source ?? 'yaml', kind: route.kind,
     provider: route.providerLabel, provider_display_name: route.providerDisplayName ?? null, base_url: route.baseUrl,
     provider_model_id: route.providerModelId, weight: info?.configuredWeight ?? route.weight, weight_override: info?.overrideWeight ?? null,
-    effective_weight: route.weight, published: route.weight > 0, exclusion_reasons: info?.reasons ?? [],
+    effective_weight: route.weight, published: route.weight > 0, exclusion_reasons: info?.reasons ?? [], upstream_api: route.upstreamApi,
     keys: route.apiKeys.map(keyView), ...(info?.candidateId ? { candidate_id: info.candidateId } : {}),
   };
 }

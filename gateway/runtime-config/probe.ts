@@ -1,10 +1,11 @@
 /**
  * Verification probes for admin "verify" endpoints: try an upstream without saving anything.
  * Either `GET <base>/models` (provider and key checks) or a one-token completion in the kind's
- * wire format (route and model checks: chat completions, or a messages call for message-format kinds). The key is sent to the upstream only; results never contain it.
+ * wire format (route and model checks: chat completions, a Responses-API call for `upstream_api:
+ * responses` routes, or a messages call for message-format kinds). The key is sent to the upstream only; results never contain it.
  */
 import { request } from 'undici';
-import { chatUrlFor, messagesUrlsFor, modelsListUrl, resolveAdapterKind, upstreamHeaders, type AdapterProfile } from '../adapters';
+import { chatUrlFor, messagesUrlsFor, modelsListUrl, resolveAdapterKind, responsesUrlFor, upstreamHeaders, type AdapterProfile } from '../adapters';
 
 export interface ProbeTarget {
   kind: string;
@@ -12,6 +13,8 @@ export interface ProbeTarget {
   apiKey: string | undefined;
   /** With a model: a tiny chat completion; without: `GET /models`. */
   providerModelId?: string;
+  /** `responses`: the model probe is a tiny Responses-API call (routes with `upstream_api: responses`). */
+  upstreamApi?: 'chat_completions' | 'responses';
 }
 
 export interface ProbeResult {
@@ -32,11 +35,13 @@ export function probeUrl(target: ProbeTarget): string | undefined {
   const adapter = resolveAdapterKind(target.kind);
   if (!target.providerModelId) return modelsListUrl(adapter, target.baseUrl);
   if (adapter.messages !== undefined) return messagesUrlsFor(adapter.messages, target.baseUrl, target.providerModelId).create;
+  if (target.upstreamApi === 'responses') return responsesUrlFor(adapter, target.baseUrl);
   return chatUrlFor(adapter, target.baseUrl);
 }
 
 /** The body of a one-token completion in the kind's own wire format. */
-function probeBody(adapter: AdapterProfile, providerModelId: string): string {
+function probeBody(adapter: AdapterProfile, providerModelId: string, upstreamApi: ProbeTarget['upstreamApi']): string {
+  if (upstreamApi === 'responses' && adapter.messages === undefined) return JSON.stringify({ model: providerModelId, input: 'ping', max_output_tokens: 16, stream: false, store: false });
   const messages = [{ role: 'user', content: 'ping' }];
   if (adapter.messages === undefined) return JSON.stringify({ model: providerModelId, messages, max_tokens: 1, stream: false });
   const dialect = adapter.messages;
@@ -56,7 +61,7 @@ export async function probeUpstream(target: ProbeTarget): Promise<ProbeResult> {
     return { ok: false, probe, url: target.baseUrl, status: null, latency_ms: 0, error: `adapter kind ${target.kind} lists no models: verify with a model` };
   }
   const headers = upstreamHeaders(target.apiKey, adapter, {});
-  const body = target.providerModelId ? probeBody(adapter, target.providerModelId) : undefined;
+  const body = target.providerModelId ? probeBody(adapter, target.providerModelId, target.upstreamApi) : undefined;
   const started = Date.now();
   try {
     const response = await request(url, {

@@ -9,6 +9,7 @@ import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../support/gateway';
 import { startFakeMessagesUpstream } from '../support/fake-messages-upstream';
+import { startFakeResponsesUpstream } from '../support/fake-responses-upstream';
 
 interface RouteView { route_id: string; endpoint_id: string; source: string; kind: string; provider: string; base_url: string; provider_model_id: string; keys: Array<{ prefix: string; fingerprint: string }> }
 interface ModelView { id: string; source: string; required_role: string | null; context_length: number; max_output_length: number; routes: RouteView[] }
@@ -94,6 +95,36 @@ describe('admin runtime models, runtime routes and retargets', function () {
       assert.equal(completion.choices[0]!.message.content, 'hello from messages');
       assert.equal(upstream.requests[1]!.path, '/v1/messages');
       assert.equal(gw.logs.lines.some((l) => JSON.stringify(l).includes(SECRET)), false, 'the key never appears in a log line');
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('a runtime model on a Responses-API upstream (upstream_api: responses) is verified with a Responses call and served on /v1/responses', async () => {
+    const upstream = await startFakeResponsesUpstream();
+    try {
+      upstream.script(() => ({ output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'pong from responses' }] }] }));
+      gw = await start();
+      const route = { kind: 'generic_compat', base_url: upstream.url, api_key: SECRET, provider_model_id: 'resp-upstream', upstream_api: 'responses' };
+      const verified = await admin(gw, 'POST', '/admin/routing/provider-route-model-verifications', { id: 'resp-model', route });
+      assert.deepEqual([verified.status, verified.body.ok, verified.body.url], [200, true, `${upstream.url}/responses`], JSON.stringify(verified.body));
+      assert.equal(upstream.requests[0]!.body.model, 'resp-upstream');
+      assert.equal(upstream.requests[0]!.body.input, 'ping');
+
+      const created = await admin<ModelView & { routes: Array<RouteView & { upstream_api: string }> }>(gw, 'POST', '/admin/routing/provider-route-models', { id: 'resp-model', route });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.equal(created.body.routes[0]!.upstream_api, 'responses');
+      const response = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'resp-model', input: 'hi' }) });
+      assert.equal(response.status, 200, await response.clone().text());
+      assert.match(await response.text(), /pong from responses/);
+      assert.equal(upstream.requests.at(-1)!.path, '/v1/responses');
+      assert.equal(upstream.requests.at(-1)!.body.model, 'resp-upstream');
+
+      const wrongKind = await admin(gw, 'POST', '/admin/routing/provider-route-models', { id: 'resp-model-2', route: { ...route, kind: 'vendor_h_direct' } });
+      assert.equal(wrongKind.status, 400, JSON.stringify(wrongKind.body));
+      assert.match(JSON.stringify(wrongKind.body), /upstream_api 'responses' needs a chat-completions-compatible kind/);
+      const wrongValue = await admin(gw, 'POST', '/admin/routing/provider-route-models', { id: 'resp-model-3', route: { ...route, upstream_api: 'soap' } });
+      assert.equal(wrongValue.status, 400, JSON.stringify(wrongValue.body));
     } finally {
       await upstream.close();
     }
