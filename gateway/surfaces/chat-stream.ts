@@ -86,6 +86,7 @@ const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 const DATA_PREFIX = Buffer.from('data: ');
 const LF = 10;
 const CR = 13;
+const LF_LF = Buffer.from('\n\n');
 
 /** Whether `chunk` ends where an event ends (its last line is empty), leaving an SSE parser with nothing pending. */
 function endsAtEventBoundary(chunk: Buffer): boolean {
@@ -164,6 +165,8 @@ export class ChatStreamRelay {
   private readonly passThrough: boolean;
   /** True while the SSE parser holds no partial event (so whole events may skip it). */
   private parserIdle = true;
+  /** The last bytes the parser took ended with a LF (a blank line may complete the event at the next byte). */
+  private endedWithLf = false;
   private finished = false;
   private doneSent = false;
   /** Output queued for the next write: byte runs and text, in order. */
@@ -184,6 +187,7 @@ export class ChatStreamRelay {
   /** Queues the events completed by `chunk` (written at the end of the tick); false when the socket wants a drain. */
   push(chunk: Buffer): boolean {
     if (this.passThrough && this.parserIdle) this.pushEvents(chunk);
+    else if (this.passThrough) this.finishPending(chunk);
     else this.parse(chunk);
     if ((this.text.length > 0 || this.pieces.length > 0 || (this.frameBytes?.len ?? 0) > 0) && !this.flushQueued) {
       this.flushQueued = true;
@@ -217,10 +221,33 @@ export class ChatStreamRelay {
     this.res.write(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))));
   }
 
+  /**
+   * The parser holds a partial event (an upstream read ended inside it): the bytes up to that
+   * event's end (its blank line, LF framing) go to the parser, and the rest of the chunk takes the
+   * byte path again. Without such an end in the chunk (or in CRLF framing), all of it is parsed.
+   */
+  private finishPending(chunk: Buffer): void {
+    let end: number;
+    if (this.endedWithLf && chunk[0] === LF) {
+      end = 1; // the blank line that ends the event
+    } else {
+      const at = chunk.indexOf(LF_LF);
+      end = at === -1 ? -1 : at + 2;
+    }
+    if (end === -1 || end >= chunk.length) {
+      this.parse(chunk);
+      return;
+    }
+    this.parse(chunk.subarray(0, end));
+    this.parserIdle = true; // the event ended: the splitter holds nothing
+    this.pushEvents(chunk.subarray(end));
+  }
+
   /** Bytes through the SSE parser. */
   private parse(chunk: Buffer): void {
     for (const data of this.splitter.push(chunk)) this.event(data);
     this.parserIdle = endsAtEventBoundary(chunk);
+    this.endedWithLf = chunk.length > 0 && chunk[chunk.length - 1] === LF;
   }
 
   /**

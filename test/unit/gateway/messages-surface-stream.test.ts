@@ -158,14 +158,19 @@ describe('messages surface: chat stream → messages events', () => {
     Object.defineProperty(ParsedOnly.prototype, 'plainBytes', { value: undefined });
     // Pushed whole (one read), one event per read (both take the byte path for whole events), and
     // one byte at a time (the parser's text path).
-    type Mode = 'whole' | 'per event' | 'byte by byte';
+    // Also cut in two at every byte: a read that ends inside an event, the rest in the next one.
+    type Mode = 'whole' | 'per event' | 'byte by byte' | `cut at ${number}`;
     const run = (shape: MessagesStream, bytes: Buffer, mode: Mode): string => {
       const out: Buffer[] = [];
       const res = { writableNeedDrain: false, destroyed: false, write: (c: string | Buffer) => out.push(Buffer.from(c)) > 0 };
       const relay = new ChatStreamRelay(res, ROUTE, shape);
       if (mode === 'per event') for (const event of bytes.toString('utf8').split(/(?<=\n\n)/)) relay.push(Buffer.from(event));
       else if (mode === 'byte by byte') for (let i = 0; i < bytes.length; i += 1) relay.push(bytes.subarray(i, i + 1));
-      else relay.push(bytes);
+      else if (mode.startsWith('cut at ')) {
+        const at = Number(mode.slice(7));
+        relay.push(bytes.subarray(0, at));
+        relay.push(bytes.subarray(at));
+      } else relay.push(bytes);
       relay.end();
       return Buffer.concat(out).toString('utf8');
     };
@@ -173,7 +178,8 @@ describe('messages surface: chat stream → messages events', () => {
       + chunk({ content: '</s>' }) + chunk({ content: 'x' }, null, { logprobs: null }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
     for (const [name, stream] of Object.entries({ ...STREAMS, escaped })) {
       const bytes = Buffer.from(stream);
-      for (const mode of ['whole', 'per event', 'byte by byte'] as const) {
+      const cuts = Array.from({ length: bytes.length - 1 }, (_, i) => `cut at ${i + 1}` as const);
+      for (const mode of ['whole', 'per event', 'byte by byte', ...cuts] as Mode[]) {
         const fast = new MessagesStream({ model: 'client-model', stopSequences: undefined });
         const hits = { text: 0, bytes: 0 };
         const counted = Object.assign(fast, {
@@ -189,7 +195,7 @@ describe('messages surface: chat stream → messages events', () => {
           },
         });
         assert.equal(run(counted, bytes, mode), run(new ParsedOnly({ model: 'client-model', stopSequences: undefined }), bytes, mode), `${name}, ${mode}`);
-        if (name === 'text' || name === 'escaped') assert.ok((mode === 'byte by byte' ? hits.text : hits.bytes) >= 1, `${name}, ${mode}: the fast path was taken`);
+        if (name === 'text' || name === 'escaped') assert.ok((mode === 'byte by byte' ? hits.text : mode.startsWith('cut') ? hits.text + hits.bytes : hits.bytes) >= 1, `${name}, ${mode}: the fast path was taken`);
       }
     }
   });
