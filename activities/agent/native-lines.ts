@@ -30,24 +30,24 @@ export function newNativeRun(): NativeRun {
 
 type Json = Record<string, unknown>;
 
-function isRecord(value: unknown): value is Json {
+export function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function str(value: unknown): string | undefined {
+export function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
 /** A line of the generic CLI format, through its normalizer (bounds, name bookkeeping). */
-function generic(obj: Json, run: NativeRun): CliLine {
+export function generic(obj: Json, run: NativeRun): CliLine {
   return normalizeCliLine({ line: JSON.stringify(obj) }, run.toolNames);
 }
 
-function notice(kind: string, details: Json): CliLine {
+export function notice(kind: string, details: Json): CliLine {
   return { kind: 'event', type: 'notice', payload: { kind, ...details } };
 }
 
-function retry(attempt: number, waitMs: number | undefined, reason: string): CliLine {
+export function retry(attempt: number, waitMs: number | undefined, reason: string): CliLine {
   return { kind: 'event', type: 'retry', payload: { attempt, ...(waitMs !== undefined ? { wait_ms: waitMs } : {}), reason: reason.slice(0, 2000), source: 'cli' } };
 }
 
