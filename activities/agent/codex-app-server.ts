@@ -12,6 +12,7 @@
  * same bounds. Questions are asked without blocking the stream; those still open when the run ends
  * are answered "no answer" ({@link CodexAppServer.settle}).
  */
+import { QUESTION_LIMITS } from '../../lib/contracts/host-api';
 import { cleanText } from '../../lib/text';
 import { MAX_EVENT_TEXT_CHARS, NOTICE_EXCERPT_CHARS, type CliLine, type SplitLine } from './cli-lines';
 import { boundedValue, tailWithMarker } from './driver-text';
@@ -21,10 +22,8 @@ import type { NativeQuestion, QuestionChannel, QuestionReply, StdinWriter } from
 type Json = Record<string, unknown>;
 type RpcId = string | number;
 
-/** Bounds of a question from the CLI (untrusted): questions, options, characters per string. */
-export const MAX_QUESTIONS = 8;
-export const MAX_OPTIONS = 8;
-export const MAX_QUESTION_CHARS = 2000;
+/** The reply when no owner can be asked (the same words as Claude Code's, native-driver.ts). */
+const NO_CHANNEL: QuestionReply = { kind: 'unanswered', message: 'Questions cannot be answered in this run; continue with your best judgment.' };
 
 const INITIALIZE = 1;
 const THREAD = 2;
@@ -121,26 +120,30 @@ export function codexAppNotification(method: string, params: Json, run: NativeRu
   }
 }
 
-function bounded(value: unknown): string {
-  return cleanText((typeof value === 'string' ? value : '').slice(0, MAX_QUESTION_CHARS));
+function bounded(value: unknown, max: number): string {
+  return cleanText((typeof value === 'string' ? value : '').slice(0, max));
 }
 
 /**
- * The questions of an `item/tool/requestUserInput` request, bounded, with each normalized id
+ * The questions of an `item/tool/requestUserInput` request, bounded by the question event's limits
+ * (a question without id or text, an option without label, is dropped), with each normalized id
  * mapped to Codex's own (the answer must name Codex's id).
  */
 export function codexQuestions(raw: unknown): { questions: NativeQuestion[]; ids: Map<string, string> } {
   const questions: NativeQuestion[] = [];
   const ids = new Map<string, string>();
   for (const q of Array.isArray(raw) ? raw : []) {
-    if (questions.length >= MAX_QUESTIONS) break;
+    if (questions.length >= QUESTION_LIMITS.questions) break;
     if (!isRecord(q) || typeof q.id !== 'string') continue;
-    const id = bounded(q.id);
-    if (ids.has(id)) continue;
+    const id = bounded(q.id, QUESTION_LIMITS.text);
+    const question = bounded(q.question, QUESTION_LIMITS.text);
+    if (id === '' || question === '' || ids.has(id)) continue;
     ids.set(id, q.id);
-    const options = (Array.isArray(q.options) ? q.options : []).filter(isRecord).slice(0, MAX_OPTIONS)
-      .map((o) => ({ label: bounded(o.label), description: bounded(o.description) }));
-    questions.push({ id, header: bounded(q.header), question: bounded(q.question), multi_select: false, options });
+    const options = (Array.isArray(q.options) ? q.options : []).filter(isRecord)
+      .map((o) => ({ label: bounded(o.label, QUESTION_LIMITS.label), description: bounded(o.description, QUESTION_LIMITS.text) }))
+      .filter((o) => o.label !== '')
+      .slice(0, QUESTION_LIMITS.options);
+    questions.push({ id, header: bounded(q.header, QUESTION_LIMITS.header), question, multi_select: false, options });
   }
   return { questions, ids };
 }
@@ -289,11 +292,12 @@ export class CodexAppServer {
       this.send({ id, error: { code: -32601, message: 'not supported by this host' } });
       return [notice('cli_notice', { message: `Codex asked for ${method.slice(0, 200)}, which this host does not support; it was refused.` })];
     }
+    this.run.produced = true; // the model called a tool: a resumed session is alive
     const { questions, ids } = codexQuestions(params.questions);
     const channel = this.options.questions;
     const task = (async () => {
       let reply: QuestionReply;
-      if (!channel) reply = { kind: 'unanswered', message: 'this host cannot ask the owner' };
+      if (!channel) reply = NO_CHANNEL;
       else if (questions.length === 0) reply = { kind: 'unanswered', message: 'the request named no question' };
       else {
         try {

@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CodexAppServer, codexAppNotification, codexQuestions, MAX_OPTIONS, MAX_QUESTION_CHARS, MAX_QUESTIONS, type CodexAppServerOptions } from '../../../activities/agent/codex-app-server';
+import { CodexAppServer, codexAppNotification, codexQuestions, type CodexAppServerOptions } from '../../../activities/agent/codex-app-server';
 import type { CliLine } from '../../../activities/agent/cli-lines';
 import { newNativeRun, type NativeRun } from '../../../activities/agent/native-lines';
 import type { QuestionChannel, QuestionReply, QuestionRequest } from '../../../activities/agent/types';
+import { QUESTION_LIMITS, questionEventPayload } from '../../../lib/contracts/host-api';
 
 type Json = Record<string, unknown>;
 
@@ -150,7 +151,7 @@ describe('Codex app-server protocol', () => {
     const none = harness();
     none.feed([askLine(8, [{ id: 'db', header: 'DB', question: 'Which?', options: [] }])]);
     await tick();
-    assert.deepEqual(none.written.at(-1), { id: 8, result: { answers: { db: { answers: ['(no answer: this host cannot ask the owner)'] } } } });
+    assert.deepEqual(none.written.at(-1), { id: 8, result: { answers: { db: { answers: ['(no answer: Questions cannot be answered in this run; continue with your best judgment.)'] } } } });
   });
 
   it('an open question is answered "no answer" when the run ends (settle), and a stopped server is a failure naming stderr', async () => {
@@ -160,19 +161,21 @@ describe('Codex app-server protocol', () => {
     await tick();
     assert.equal(waiting.asked.length, 1);
     assert.equal(h.written.length, 4, 'no reply yet');
+    assert.equal(h.run.produced, true, 'a question is model output: a resumed thread that asks is not reset');
     await h.server.settle('boom: the server panicked');
     assert.deepEqual(h.written.at(-1), { id: 0, result: { answers: { db: { answers: ['(no answer: the turn ended)'] } } } });
     assert.equal(h.run.failure, 'the app-server stopped before the turn completed (stderr: boom: the server panicked)');
   });
 
-  it('bounds the CLI’s questions: at most 8 questions of 8 options, strings cut, the answer keyed by Codex’s own id', async () => {
+  it('bounds the CLI’s questions to what a question event may hold, the answer keyed by Codex’s own id', async () => {
     const long = 'q'.repeat(5000);
-    const raw = Array.from({ length: 12 }, (_, i) => ({ id: i === 0 ? long : `q${i}`, header: long, question: long, options: Array.from({ length: 12 }, () => ({ label: long, description: long })) }));
-    const { questions } = codexQuestions([null, 'x', { header: 'no id' }, ...raw]);
-    assert.equal(questions.length, MAX_QUESTIONS);
-    assert.ok(questions.every((q) => q.options.length === MAX_OPTIONS && q.question.length === MAX_QUESTION_CHARS && q.header.length === MAX_QUESTION_CHARS));
-    assert.ok(questions.every((q) => q.options.every((o) => o.label.length === MAX_QUESTION_CHARS && o.description.length === MAX_QUESTION_CHARS)));
-    assert.equal(questions[0]!.id.length, MAX_QUESTION_CHARS);
+    const raw = Array.from({ length: 12 }, (_, i) => ({ id: i === 0 ? long : `q${i}`, header: long, question: long, options: [{ label: '', description: 'no label' }, ...Array.from({ length: 12 }, () => ({ label: long, description: long }))] }));
+    const { questions } = codexQuestions([null, 'x', { header: 'no id', question: 'q' }, { id: 'no-text', question: '' }, ...raw]);
+    assert.equal(questions.length, QUESTION_LIMITS.questions);
+    assert.ok(questions.every((q) => q.options.length === QUESTION_LIMITS.options && q.question.length === QUESTION_LIMITS.text && q.header.length === QUESTION_LIMITS.header));
+    assert.ok(questions.every((q) => q.options.every((o) => o.label.length === QUESTION_LIMITS.label && o.description.length === QUESTION_LIMITS.text)));
+    assert.equal(questions[0]!.id.length, QUESTION_LIMITS.text);
+    assert.equal(questionEventPayload.safeParse({ request_id: '0', cli: 'codex', questions }).success, true, 'the host API accepts the question event');
 
     const h = harness({ questions: channel((request) => Promise.resolve({ kind: 'answered', answers: { [request.questions[0]!.id]: ['yes'], unknown: ['ignored'] } })) });
     h.feed([askLine(3, raw.slice(0, 1))]);
