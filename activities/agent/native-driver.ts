@@ -3,7 +3,8 @@
  * (`claude-code`) run unchanged inside the member's container, as the member's UID, reaching the
  * gateway only through the model relay (`agent-relay-run` serves the member's relay socket on a
  * loopback port for as long as the CLI runs). Their native event streams are normalized as they
- * arrive (native-lines.ts); the turn's result is the CLI's final answer.
+ * arrive (native-lines.ts); the turn's result is the CLI's final answer. Codex runs as `codex
+ * app-server`, spoken to over stdin (codex-app-server.ts), so its questions can be answered.
  *
  * Sessions: each CLI keeps its files under the member's session directory (`<sessionDir>/codex`,
  * `<sessionDir>/claude`), kept in the retained sandbox (and in its archive); the session id of the
@@ -14,8 +15,9 @@
 import { execCliLines, redactPayload } from './cli-exec';
 import type { CliLine, SplitLine } from './cli-lines';
 import { redactSecret, tailWithMarker } from './driver-text';
-import { claudeLine, codexLine, newNativeRun, type NativeRun } from './native-lines';
 import { claudeAllowResponse, claudeControlRequest, claudeErrorResponse, claudePromptLine, claudeQuestionResponse } from './claude-control';
+import { CodexAppServer } from './codex-app-server';
+import { claudeLine, newNativeRun, type NativeRun } from './native-lines';
 import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type QuestionReply, type QuestionRequest, type StdinWriter } from './types';
 
 export type NativeKind = 'codex' | 'claude-code';
@@ -43,9 +45,21 @@ interface Conversation {
   end(): void;
 }
 
+/** A CLI whose whole run is a protocol on stdin/stdout (Codex's app-server): its first stdin line, then a writer; every stdout line. */
+interface NativeProtocol {
+  opening(): string;
+  open(writer: StdinWriter): void;
+  line(split: SplitLine): CliLine[];
+  /** After the process ended (or failed): outstanding work settled, the run's failure named. */
+  settle(stderr?: string): Promise<void>;
+}
+
 interface NativeSpec {
   dir: string;
-  normalize(split: SplitLine, run: NativeRun): CliLine[];
+  /** One stdout line of the CLI's event stream, normalized. */
+  normalize?: (split: SplitLine, run: NativeRun) => CliLine[];
+  /** Instead of `normalize` (and `Invocation.stdin`): the run's protocol, which reads every stdout line and writes stdin. */
+  protocol?(input: DriverInput, run: NativeRun, resumeId: string | undefined): NativeProtocol;
   invocation(input: DriverInput, port: number, resumeId: string | undefined): Invocation;
   /** A line the driver answers on stdin (or that ends the conversation): handled here, true when it is not an event line. */
   control?(split: SplitLine, conversation: Conversation): Promise<boolean>;
@@ -58,14 +72,20 @@ function tomlString(value: string): string {
 const SPECS: Record<NativeKind, NativeSpec> = {
   codex: {
     dir: 'codex',
-    normalize: codexLine,
-    invocation(input, port, resumeId) {
+    protocol: (input, run, resumeId) => new CodexAppServer(run, {
+      model: input.model, prompt: input.prompt, signal: input.signal, ...(resumeId ? { resumeId } : {}), ...(input.questions ? { questions: input.questions } : {}),
+    }),
+    invocation(input, port) {
       const home = `${input.sessionDir}/codex`;
       const config = [
         `model = ${tomlString(input.model)}`,
         'model_provider = "gateway"',
         // Nothing outside the relay: no update checks, no analytics.
         'check_for_update_on_startup = false',
+        // request_user_input in Default mode is an unstable feature: enabled, without its warning.
+        'suppress_unstable_features_warning = true',
+        '[features]',
+        'default_mode_request_user_input = true',
         '[analytics]',
         'enabled = false',
         '[model_providers.gateway]',
@@ -75,9 +95,8 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         'env_key = "AGENT_RELAY_KEY"',
         '',
       ].join('\n');
-      const common = ['--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', input.model];
       return {
-        argv: resumeId ? ['codex', 'exec', 'resume', ...common, resumeId, '-'] : ['codex', 'exec', ...common, '-'],
+        argv: ['codex', 'app-server'], // the thread (new or resumed) is chosen over JSON-RPC
         env: { CODEX_HOME: home, AGENT_RELAY_KEY: PLACEHOLDER_KEY },
         files: [[`${home}/config.toml`, config]],
       };
@@ -175,16 +194,25 @@ async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, r
   const invocation = spec.invocation(input, relay.port, resumeId);
   for (const [path, content] of invocation.files) await input.sandbox.writeFile(path, content);
   const native = newNativeRun();
+  const protocol = spec.protocol?.(input, native, resumeId);
+  const normalize = protocol ? (split: SplitLine) => protocol.line(split) : spec.normalize;
+  if (!normalize) throw new Error(`The ${kind} driver has no way to read the CLI's output`);
   let writer: StdinWriter | undefined;
   const conversation: Conversation = { input, write: (text) => writer?.write(text), end: () => writer?.end() };
-  const exec = await execCliLines(input, ['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {
-    maxOutputBytes: OUTPUT_BYTES, env: invocation.env, cwd: '/workspace', timeLimitMessage: `The turn reached its time limit while ${kind} was running.`,
-    ...(invocation.stdin !== undefined ? { stdin: invocation.stdin, openStdin: (w: StdinWriter) => { writer = w; } } : {}),
-  }, async (split) => {
-    if (spec.control && await spec.control(split, conversation)) return;
-    for (const line of spec.normalize(split, native)) {
-      if (line.kind === 'event') await input.events.emit(line.type, redactPayload(input, line.payload), line.isError ? { isError: true } : undefined);
-    }
-  });
+  const stdin = protocol ? protocol.opening() : invocation.stdin;
+  let exec: ExecResult | undefined;
+  try {
+    exec = await execCliLines(input, ['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {
+      maxOutputBytes: OUTPUT_BYTES, env: invocation.env, cwd: '/workspace', timeLimitMessage: `The turn reached its time limit while ${kind} was running.`,
+      ...(stdin !== undefined ? { stdin, openStdin: (w: StdinWriter) => { writer = w; protocol?.open(w); } } : {}),
+    }, async (split) => {
+      if (spec.control && await spec.control(split, conversation)) return;
+      for (const line of normalize(split, native)) {
+        if (line.kind === 'event') await input.events.emit(line.type, redactPayload(input, line.payload), line.isError ? { isError: true } : undefined);
+      }
+    });
+  } finally {
+    await protocol?.settle(exec?.stderr);
+  }
   return { native, exec };
 }

@@ -1,13 +1,12 @@
 /**
  * Native coding-CLI event streams, normalized (docs/agent-drivers.md "Events"): one JSON line of
- * `codex exec --json` or `claude -p --output-format stream-json --verbose` becomes zero or more
+ * `claude -p --output-format stream-json --verbose` becomes zero or more
  * driver lines of the existing kinds (`message`, `tool_use`, `tool_result`, `retry`, `notice`), with
  * the bounds of the generic CLI format (the same normalizer checks and truncates them). The run's
  * session id, final answer and failure are collected in {@link NativeRun}. Pure; never throws on
- * bad input.
+ * bad input. Codex's app-server notifications use the same helpers (codex-app-server.ts).
  */
-import { MAX_EVENT_TEXT_CHARS, NOTICE_EXCERPT_CHARS, normalizeCliLine, type CliLine, type SplitLine, type ToolNames } from './cli-lines';
-import { boundedValue } from './driver-text';
+import { NOTICE_EXCERPT_CHARS, normalizeCliLine, type CliLine, type SplitLine, type ToolNames } from './cli-lines';
 
 /** What a native run told us besides its events. */
 export interface NativeRun {
@@ -30,24 +29,24 @@ export function newNativeRun(): NativeRun {
 
 type Json = Record<string, unknown>;
 
-function isRecord(value: unknown): value is Json {
+export function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function str(value: unknown): string | undefined {
+export function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
 /** A line of the generic CLI format, through its normalizer (bounds, name bookkeeping). */
-function generic(obj: Json, run: NativeRun): CliLine {
+export function generic(obj: Json, run: NativeRun): CliLine {
   return normalizeCliLine({ line: JSON.stringify(obj) }, run.toolNames);
 }
 
-function notice(kind: string, details: Json): CliLine {
+export function notice(kind: string, details: Json): CliLine {
   return { kind: 'event', type: 'notice', payload: { kind, ...details } };
 }
 
-function retry(attempt: number, waitMs: number | undefined, reason: string): CliLine {
+export function retry(attempt: number, waitMs: number | undefined, reason: string): CliLine {
   return { kind: 'event', type: 'retry', payload: { attempt, ...(waitMs !== undefined ? { wait_ms: waitMs } : {}), reason: reason.slice(0, 2000), source: 'cli' } };
 }
 
@@ -63,87 +62,6 @@ function parse(split: SplitLine): { obj: Json } | { line: CliLine } {
     // fall through
   }
   return { line: notice('malformed_line', { problem: 'not a JSON object with a "type"', excerpt: line.slice(0, NOTICE_EXCERPT_CHARS), length: line.length }) };
-}
-
-// ---- Codex CLI (`codex exec --json`) ----
-
-/** Codex's reconnect notice: `Reconnecting... 2/5 (…)`. */
-const CODEX_RECONNECT = /Reconnecting\.{3}\s*(\d+)\/(\d+)/;
-
-/** Codex's request backoff (codex-rs: 200 ms × 2^(attempt−1), jittered ±10 %): the middle of its range. */
-function codexBackoffMs(attempt: number): number {
-  return Math.round(200 * 2 ** Math.min(attempt - 1, 20));
-}
-
-function codexItem(item: Json, phase: string, run: NativeRun): CliLine[] {
-  const id = str(item.id) ?? 'item';
-  switch (item.type) {
-    case 'agent_message': {
-      if (phase !== 'item.completed') return [];
-      const text = str(item.text) ?? '';
-      run.lastText = text;
-      run.produced = true;
-      return [generic({ type: 'assistant', text }, run)];
-    }
-    case 'command_execution': {
-      const use = { type: 'tool_use', id, name: 'shell', input: { command: item.command ?? '' } };
-      if (phase === 'item.started') {
-        run.produced = true;
-        return [generic(use, run)];
-      }
-      if (phase !== 'item.completed') return [];
-      const out = run.toolNames.has(id) ? [] : [generic(use, run)];
-      const exit = typeof item.exit_code === 'number' ? item.exit_code : undefined;
-      out.push(generic({ type: 'tool_result', tool_use_id: id, output: str(item.aggregated_output) ?? '', is_error: item.status === 'failed' || item.status === 'declined' || (exit !== undefined && exit !== 0) }, run));
-      return out;
-    }
-    case 'file_change':
-    case 'mcp_tool_call':
-    case 'web_search': {
-      if (phase !== 'item.completed') return [];
-      run.produced = true;
-      const name = item.type === 'file_change' ? 'apply_patch' : item.type === 'web_search' ? 'web_search'
-        : `${str(item.server) ?? 'mcp'}.${str(item.tool) ?? 'tool'}`;
-      const input = item.type === 'file_change' ? { changes: item.changes ?? [] } : item.type === 'web_search' ? { query: item.query ?? '' } : (item.arguments ?? {});
-      const failed = item.status === 'failed' || item.error !== undefined && item.error !== null;
-      const output = item.type === 'mcp_tool_call' ? JSON.stringify(boundedValue(item.result ?? item.error ?? '', MAX_EVENT_TEXT_CHARS)) : (str(item.status) ?? 'completed');
-      return [generic({ type: 'tool_use', id, name, input }, run), generic({ type: 'tool_result', tool_use_id: id, output, is_error: failed }, run)];
-    }
-    case 'error':
-      return phase === 'item.completed' ? [notice('cli_notice', { message: (str(item.message) ?? '').slice(0, NOTICE_EXCERPT_CHARS) })] : [];
-    default:
-      return []; // reasoning, todo lists and other items the event log has no kind for
-  }
-}
-
-/** One line of `codex exec --json`. */
-export function codexLine(split: SplitLine, run: NativeRun): CliLine[] {
-  const parsed = parse(split);
-  if ('line' in parsed) return [parsed.line];
-  const { obj } = parsed;
-  switch (obj.type) {
-    case 'thread.started':
-      if (typeof obj.thread_id === 'string') run.sessionId = obj.thread_id;
-      return [];
-    case 'item.started':
-    case 'item.updated':
-    case 'item.completed':
-      return isRecord(obj.item) ? codexItem(obj.item, obj.type, run) : [];
-    case 'turn.completed':
-      run.result = run.lastText ?? '';
-      return [];
-    case 'turn.failed':
-      run.failure = (isRecord(obj.error) ? str(obj.error.message) : undefined) ?? 'the turn failed';
-      return [];
-    case 'error': {
-      const message = str(obj.message) ?? 'error';
-      const reconnect = CODEX_RECONNECT.exec(message);
-      if (reconnect) return [retry(Number(reconnect[1]), codexBackoffMs(Number(reconnect[1])), message)];
-      return [notice('cli_notice', { message: message.slice(0, NOTICE_EXCERPT_CHARS) })];
-    }
-    default:
-      return [];
-  }
 }
 
 // ---- Claude Code (`claude -p --output-format stream-json --verbose`) ----

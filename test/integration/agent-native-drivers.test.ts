@@ -164,7 +164,7 @@ describe('native drivers in the sandbox (Codex CLI, Claude Code) through the mod
     });
   }
 
-  for (const driver of ['claude-code'] as const) {
+  for (const driver of ['claude-code', 'codex'] as const) {
     it(`${driver}: the CLI's question reaches the owner as a question event; the owner's answer reaches the CLI and its model`, async () => {
       const before = stack.upstream.chatRequests().length;
       stack.upstream.enqueue(askQuestion(driver), finalText);
