@@ -17,13 +17,10 @@ import { cleanText } from '../../lib/text';
 import { MAX_EVENT_TEXT_CHARS, NOTICE_EXCERPT_CHARS, type CliLine, type SplitLine } from './cli-lines';
 import { boundedValue, tailWithMarker } from './driver-text';
 import { generic, isRecord, notice, retry, str, type NativeRun } from './native-lines';
-import type { NativeQuestion, QuestionChannel, QuestionReply, StdinWriter } from './types';
+import { NO_CHANNEL_REPLY, type NativeQuestion, type QuestionChannel, type QuestionReply, type StdinWriter } from './types';
 
 type Json = Record<string, unknown>;
 type RpcId = string | number;
-
-/** The reply when no owner can be asked (the same words as Claude Code's, native-driver.ts). */
-const NO_CHANNEL: QuestionReply = { kind: 'unanswered', message: 'Questions cannot be answered in this run; continue with your best judgment.' };
 
 const INITIALIZE = 1;
 const THREAD = 2;
@@ -297,7 +294,7 @@ export class CodexAppServer {
     const channel = this.options.questions;
     const task = (async () => {
       let reply: QuestionReply;
-      if (!channel) reply = NO_CHANNEL;
+      if (!channel) reply = NO_CHANNEL_REPLY;
       else if (questions.length === 0) reply = { kind: 'unanswered', message: 'the request named no question' };
       else {
         try {

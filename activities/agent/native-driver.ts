@@ -18,7 +18,7 @@ import { redactSecret, tailWithMarker } from './driver-text';
 import { claudeAllowResponse, claudeControlRequest, claudeErrorResponse, claudePromptLine, claudeQuestionResponse } from './claude-control';
 import { CodexAppServer } from './codex-app-server';
 import { claudeLine, newNativeRun, type NativeRun } from './native-lines';
-import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type QuestionReply, type QuestionRequest, type StdinWriter } from './types';
+import { NO_CHANNEL_REPLY, SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type QuestionReply, type QuestionRequest, type StdinWriter } from './types';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -125,12 +125,10 @@ const SPECS: Record<NativeKind, NativeSpec> = {
   },
 };
 
-/** An unanswered question's reply when no owner can be asked (no channel). */
-const NO_CHANNEL: QuestionReply = { kind: 'unanswered', message: 'Questions cannot be answered in this run; continue with your best judgment.' };
 
 async function ask(conversation: Conversation, request: QuestionRequest): Promise<QuestionReply> {
   const { input } = conversation;
-  return input.questions ? input.questions.ask(request, input.signal) : NO_CHANNEL;
+  return input.questions ? input.questions.ask(request, input.signal) : NO_CHANNEL_REPLY;
 }
 
 /** Claude Code's control requests (questions) and its `result` line (after which it waits for more input: stdin is closed). */

@@ -133,6 +133,9 @@ export type QuestionReply =
   | { kind: 'declined'; message: string }
   | { kind: 'unanswered'; message: string };
 
+/** The reply to a question when no owner can be asked (a run without a {@link QuestionChannel}). */
+export const NO_CHANNEL_REPLY: QuestionReply = { kind: 'unanswered', message: 'Questions cannot be answered in this run; continue with your best judgment.' };
+
 /** How a driver asks the chat's owner (the host runner: a `question` event, then the owner's answer through the API). */
 export interface QuestionChannel {
   /** Shows the question and waits for the reply; `unanswered` when the wait ends first (its limit, the turn's end). */
