@@ -15,12 +15,16 @@ export const NOTICE_EXCERPT_CHARS = 512;
 export const MAX_EVENT_TEXT_CHARS = 64 * 1024;
 
 /** One split line, or the report of a line that exceeded {@link MAX_LINE_CHARS}. */
-export type SplitLine = { line: string } | { oversized: number };
+/** A line, or the length of one over the limit with its first {@link OVERSIZED_HEAD_CHARS} characters (enough to say what it was). */
+export type SplitLine = { line: string } | { oversized: number; head: string };
+
+export const OVERSIZED_HEAD_CHARS = 256;
 
 /** Splits streamed text into lines, across chunk boundaries, keeping at most `maxLineChars` per line. */
 export class LineSplitter {
   private buffer = '';
   private dropping = 0;
+  private head = '';
 
   constructor(private readonly maxLineChars = MAX_LINE_CHARS) {}
 
@@ -48,6 +52,7 @@ export class LineSplitter {
     }
     if (this.buffer.length + text.length > this.maxLineChars) {
       this.dropping = this.buffer.length + text.length;
+      this.head = (this.buffer.length >= OVERSIZED_HEAD_CHARS ? this.buffer : this.buffer + text).slice(0, OVERSIZED_HEAD_CHARS);
       this.buffer = '';
       return;
     }
@@ -56,9 +61,10 @@ export class LineSplitter {
 
   private finish(tail: string): SplitLine {
     this.append(tail);
-    const result: SplitLine = this.dropping > 0 ? { oversized: this.dropping } : { line: this.buffer.replace(/\r$/, '') };
+    const result: SplitLine = this.dropping > 0 ? { oversized: this.dropping, head: this.head } : { line: this.buffer.replace(/\r$/, '') };
     this.buffer = '';
     this.dropping = 0;
+    this.head = '';
     return result;
   }
 }

@@ -22,6 +22,9 @@ import { NO_CHANNEL_REPLY, type NativeQuestion, type QuestionChannel, type Quest
 type Json = Record<string, unknown>;
 type RpcId = string | number;
 
+/** The start of a `turn/completed` notification (what an oversized line's head shows of it). */
+const TURN_COMPLETED_HEAD = /^\s*\{\s*"method"\s*:\s*"turn\/completed"/;
+
 const INITIALIZE = 1;
 const THREAD = 2;
 const TURN = 3;
@@ -199,7 +202,17 @@ export class CodexAppServer {
 
   /** One stdout line: the events it makes; replies are written to stdin. */
   line(split: SplitLine): CliLine[] {
-    if ('oversized' in split) return [notice('oversized_line', { length: split.oversized })];
+    if ('oversized' in split) {
+      // The turn's end must not be lost with its line (stdin would stay open until the deadline):
+      // its answer is the last agent message seen, if any.
+      if (TURN_COMPLETED_HEAD.test(split.head) && !this.completed) {
+        this.completed = true;
+        if (this.run.lastText !== undefined) this.run.result = this.run.lastText;
+        else this.run.failure ??= 'Codex ended the turn with a line over the 1 MiB line limit, and no answer came before it';
+        this.end();
+      }
+      return [notice('oversized_line', { length: split.oversized })];
+    }
     const text = split.line.trim();
     if (text === '') return [];
     let msg: unknown;

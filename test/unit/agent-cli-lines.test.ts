@@ -33,8 +33,11 @@ describe('CLI driver line format', () => {
 
   it('reports an over-long line by its length and keeps the lines after it', () => {
     const lines = splitAll(['x'.repeat(30), 'y'.repeat(30), '\n{"type":"result","text":"ok"}\n'], 50);
-    assert.deepEqual(lines, [{ oversized: 60 }, { line: '{"type":"result","text":"ok"}' }]);
-    assert.deepEqual(normalizeCliLine({ oversized: 60 }, new Map()), { kind: 'event', type: 'notice', payload: { kind: 'oversized_line', length: 60 } });
+    assert.deepEqual(lines, [{ oversized: 60, head: 'x'.repeat(30) + 'y'.repeat(30) }, { line: '{"type":"result","text":"ok"}' }]);
+    // The head says what the line was: its first 256 characters, however long the line.
+    const long = splitAll(['{"method":"turn/completed"', 'z'.repeat(2000), 'z'.repeat(2000), '\n'], 1000);
+    assert.deepEqual(long, [{ oversized: 4026, head: `{"method":"turn/completed"${'z'.repeat(230)}` }]);
+    assert.deepEqual(normalizeCliLine({ oversized: 60, head: '' }, new Map()), { kind: 'event', type: 'notice', payload: { kind: 'oversized_line', length: 60 } });
   });
 
   it('normalizes assistant text, tool use and tool result (carrying the tool name by id)', () => {

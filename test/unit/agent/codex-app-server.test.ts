@@ -195,6 +195,21 @@ describe('Codex app-server protocol', () => {
     assert.deepEqual(garbage.map((e) => e.payload.kind), ['malformed_line']);
     assert.match(bad.run.failure ?? '', /not JSON-RPC: panicked at src\/main\.rs/);
     assert.equal(bad.ended(), true);
-    assert.deepEqual(bad.server.line({ oversized: 2_000_000 }).map((l) => l.kind === 'event' && l.payload.kind), ['oversized_line']);
+    assert.deepEqual(bad.server.line({ oversized: 2_000_000, head: '{"method":"item/completed","params":{' }).map((l) => l.kind === 'event' && l.payload.kind), ['oversized_line']);
+  });
+
+  it('a turn/completed line over the line limit still ends the turn (the last agent message is the answer), or fails it when none came', () => {
+    const h = harness();
+    h.feed([JSON.stringify({ method: 'item/completed', params: { item: { type: 'agentMessage', id: 'msg_1', text: 'the answer' } } })]);
+    assert.equal(h.ended(), false);
+    h.server.line({ oversized: 3_000_000, head: '{"method":"turn/completed","params":{"threadId":"t","turn":{"items":[' });
+    assert.equal(h.run.result, 'the answer');
+    assert.equal(h.ended(), true, 'stdin is closed, so the app-server exits');
+
+    const none = harness();
+    none.server.line({ oversized: 3_000_000, head: '{"method":"turn/completed","params":{' });
+    assert.equal(none.run.result, undefined);
+    assert.match(none.run.failure ?? '', /over the 1 MiB line limit/);
+    assert.equal(none.ended(), true);
   });
 });

@@ -43,7 +43,7 @@ describe('native CLI streams', () => {
     const { events } = lines(claudeLine, ['not json', '[1,2]', '{"no":"type"}', '', '{"type":"item.completed","item":null}', '{"type":"assistant","message":{"content":"nope"}}']);
     assert.ok(events.every((e) => e.type === 'notice'));
     assert.equal(events.length, 3);
-    assert.deepEqual(claudeLine({ oversized: 5_000_000 }, newNativeRun()).map((l) => l.kind === 'event' && l.payload.kind), ['oversized_line']);
+    assert.deepEqual(claudeLine({ oversized: 5_000_000, head: '{"type":"assistant"' }, newNativeRun()).map((l) => l.kind === 'event' && l.payload.kind), ['oversized_line']);
     const claude = lines(claudeLine, [{ type: 'assistant', message: { content: [{ type: 'text', text: long }] } }]);
     assert.ok((claude.events[0]!.payload.text as string).length < long.length);
     assert.equal(claude.run.lastText, long, 'the answer itself is not cut');
