@@ -5,9 +5,13 @@
  * reaches the host as `can_use_tool`; its answer is `allow` with the questions echoed back and the
  * answers keyed by question text (multiple choices joined with ", "), or `deny` with a message the
  * model reads. Any other tool is allowed unchanged (the CLI runs with every permission anyway); any
- * other request gets an error response. Pure; never throws on bad input.
+ * other request gets an error response. The line builders are pure and never throw on bad input;
+ * {@link ClaudeStreamJson} is one run's session.
  */
 import { QUESTION_LIMITS } from '../../lib/contracts/host-api';
+import type { CliLine, SplitLine } from './cli-lines';
+import { claudeLine, type NativeRun } from './native-lines';
+import { StdinSession, type StdinSessionOptions } from './stdin-session';
 import type { NativeQuestion, QuestionReply } from './types';
 
 type Json = Record<string, unknown>;
@@ -80,4 +84,51 @@ export function claudeAllowResponse(control: { requestId: string; input: Json })
 /** The stdin line refusing a control request this host does not serve. */
 export function claudeErrorResponse(requestId: string, message: string): string {
   return `${JSON.stringify({ type: 'control_response', response: { subtype: 'error', request_id: requestId, error: message } })}\n`;
+}
+
+/**
+ * One Claude Code run in stream-json mode: the prompt line first, stdout normalized as the stream
+ * (native-lines.ts `claudeLine`), control requests answered on stdin (a question once the owner
+ * replies), and stdin closed at the `result` line (after it the CLI would wait for more input).
+ */
+export class ClaudeStreamJson extends StdinSession {
+  constructor(run: NativeRun, private readonly options: StdinSessionOptions & { prompt: string }) {
+    super(run, options);
+  }
+
+  override opening(): string {
+    return claudePromptLine(this.options.prompt);
+  }
+
+  override line(split: SplitLine): CliLine[] {
+    if ('line' in split && split.line.includes('"control_request"')) {
+      const control = parseControl(split.line);
+      if (control) {
+        this.answer(control);
+        return [];
+      }
+    }
+    const lines = claudeLine(split, this.run);
+    if (this.run.result !== undefined || this.run.failure !== undefined) this.end();
+    return lines;
+  }
+
+  private answer(control: ClaudeControl): void {
+    if (control.kind === 'tool') this.write(claudeAllowResponse(control));
+    else if (control.kind === 'other') this.write(claudeErrorResponse(control.requestId, `${control.subtype} is not supported by this host`));
+    else {
+      this.run.produced = true; // the model called a tool: a resumed session is alive
+      const request = control.questions.length > 0 ? { requestId: control.requestId, cli: 'claude-code' as const, questions: control.questions } : undefined;
+      this.ask(request, (reply) => this.write(claudeQuestionResponse(control, reply)));
+    }
+  }
+}
+
+function parseControl(line: string): ClaudeControl | undefined {
+  try {
+    const obj: unknown = JSON.parse(line);
+    return isRecord(obj) ? claudeControlRequest(obj) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -17,7 +17,8 @@ import { cleanText } from '../../lib/text';
 import { MAX_EVENT_TEXT_CHARS, NOTICE_EXCERPT_CHARS, type CliLine, type SplitLine } from './cli-lines';
 import { boundedValue, tailWithMarker } from './driver-text';
 import { generic, isRecord, notice, retry, str, type NativeRun } from './native-lines';
-import { NO_CHANNEL_REPLY, type NativeQuestion, type QuestionChannel, type QuestionReply, type StdinWriter } from './types';
+import { StdinSession, type StdinSessionOptions } from './stdin-session';
+import type { NativeQuestion, QuestionReply } from './types';
 
 type Json = Record<string, unknown>;
 type RpcId = string | number;
@@ -165,43 +166,29 @@ export function codexAnswers(ids: Map<string, string>, reply: QuestionReply): { 
   return { answers };
 }
 
-export interface CodexAppServerOptions {
+export interface CodexAppServerOptions extends StdinSessionOptions {
   model: string;
   prompt: string;
   /** The stored thread to resume; absent: a new thread. */
   resumeId?: string;
-  /** Where questions go; absent: each is answered "no answer" at once. */
-  questions?: QuestionChannel;
-  /** The turn's signal: aborting it ends the wait for an answer. */
-  signal: AbortSignal;
 }
 
 /** One turn's JSON-RPC client of `codex app-server`: fed stdout lines, writes to stdin. */
-export class CodexAppServer {
-  private writer: StdinWriter | undefined;
-  private readonly queued: string[] = [];
+export class CodexAppServer extends StdinSession {
   private threadId: string | undefined;
-  private ended = false;
   private completed = false;
-  private readonly asking = new Set<Promise<void>>();
-  private readonly stopAsking = new AbortController();
 
-  constructor(private readonly run: NativeRun, private readonly options: CodexAppServerOptions) {}
+  constructor(run: NativeRun, private readonly options: CodexAppServerOptions) {
+    super(run, options);
+  }
 
   /** The first stdin line: `initialize`. */
-  opening(): string {
+  override opening(): string {
     return `${JSON.stringify({ id: INITIALIZE, method: 'initialize', params: { clientInfo: { name: 'agent-control-plane', title: null, version: '1' }, capabilities: { experimentalApi: false } } })}\n`;
   }
 
-  /** Stdin, kept open for the rest of the exchange. */
-  open(writer: StdinWriter): void {
-    this.writer = writer;
-    for (const text of this.queued.splice(0)) writer.write(text);
-    if (this.ended) writer.end();
-  }
-
   /** One stdout line: the events it makes; replies are written to stdin. */
-  line(split: SplitLine): CliLine[] {
+  override line(split: SplitLine): CliLine[] {
     if ('oversized' in split) {
       // The turn's end must not be lost with its line (stdin would stay open until the deadline):
       // its answer is the last agent message seen, if any.
@@ -237,23 +224,15 @@ export class CodexAppServer {
    * After the process ended: open questions are answered "no answer" (their wait is aborted) and
    * a run that never completed its turn gets a failure saying so.
    */
-  async settle(stderr = ''): Promise<void> {
-    this.stopAsking.abort();
-    await Promise.all([...this.asking]);
+  override async settle(stderr = ''): Promise<void> {
+    await super.settle();
     if (this.completed || this.run.result !== undefined || this.run.failure !== undefined) return;
     const tail = tailWithMarker(stderr.trim(), 1500);
     this.run.failure = `the app-server stopped before the turn completed${tail ? ` (stderr: ${tail})` : ''}`;
   }
 
   private send(message: Json): void {
-    const text = `${JSON.stringify(message)}\n`;
-    if (this.writer) this.writer.write(text);
-    else this.queued.push(text);
-  }
-
-  private end(): void {
-    this.ended = true;
-    this.writer?.end();
+    this.write(`${JSON.stringify(message)}\n`);
   }
 
   private fail(reason: string): void {
@@ -304,22 +283,7 @@ export class CodexAppServer {
     }
     this.run.produced = true; // the model called a tool: a resumed session is alive
     const { questions, ids } = codexQuestions(params.questions);
-    const channel = this.options.questions;
-    const task = (async () => {
-      let reply: QuestionReply;
-      if (!channel) reply = NO_CHANNEL_REPLY;
-      else if (questions.length === 0) reply = { kind: 'unanswered', message: 'the request named no question' };
-      else {
-        try {
-          reply = await channel.ask({ requestId: String(id), cli: 'codex', questions }, AbortSignal.any([this.options.signal, this.stopAsking.signal]));
-        } catch (err) {
-          reply = { kind: 'unanswered', message: `the question could not be asked (${err instanceof Error ? err.message.slice(0, 200) : 'error'})` };
-        }
-      }
-      this.send({ id, result: codexAnswers(ids, reply) });
-    })();
-    this.asking.add(task);
-    void task.finally(() => this.asking.delete(task));
+    this.ask(questions.length > 0 ? { requestId: String(id), cli: 'codex', questions } : undefined, (reply) => this.send({ id, result: codexAnswers(ids, reply) }));
     return [];
   }
 }

@@ -3,8 +3,9 @@
  * (`claude-code`) run unchanged inside the member's container, as the member's UID, reaching the
  * gateway only through the model relay (`agent-relay-run` serves the member's relay socket on a
  * loopback port for as long as the CLI runs). Their native event streams are normalized as they
- * arrive (native-lines.ts); the turn's result is the CLI's final answer. Codex runs as `codex
- * app-server`, spoken to over stdin (codex-app-server.ts), so its questions can be answered.
+ * arrive; the turn's result is the CLI's final answer. Each run is a session over the CLI's stdin
+ * and stdout (stdin-session.ts), so the CLI's questions can be answered: Codex as `codex app-server`
+ * (codex-app-server.ts), Claude Code in stream-json mode (claude-control.ts).
  *
  * Sessions: each CLI keeps its files under the member's session directory (`<sessionDir>/codex`,
  * `<sessionDir>/claude`), kept in the retained sandbox (and in its archive); the session id of the
@@ -13,12 +14,12 @@
  * `notice` (`session_reset`).
  */
 import { execCliLines, redactPayload } from './cli-exec';
-import type { CliLine, SplitLine } from './cli-lines';
 import { redactSecret, tailWithMarker } from './driver-text';
-import { claudeAllowResponse, claudeControlRequest, claudeErrorResponse, claudePromptLine, claudeQuestionResponse } from './claude-control';
+import { ClaudeStreamJson } from './claude-control';
 import { CodexAppServer } from './codex-app-server';
-import { claudeLine, newNativeRun, type NativeRun } from './native-lines';
-import { NO_CHANNEL_REPLY, SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type QuestionReply, type QuestionRequest, type StdinWriter } from './types';
+import { newNativeRun, type NativeRun } from './native-lines';
+import type { NativeProtocol } from './stdin-session';
+import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type StdinWriter } from './types';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -34,35 +35,13 @@ interface Invocation {
   env: Record<string, string>;
   /** Files written (as the member) before the run. */
   files: Array<[string, string]>;
-  /** Written first to a stdin that stays open (a conversation with the CLI); absent: the prompt, then stdin closes. */
-  stdin?: string;
-}
-
-/** A run's open stdin, for a spec's {@link NativeSpec.control}. */
-interface Conversation {
-  input: DriverInput;
-  write(text: string): void;
-  end(): void;
-}
-
-/** A CLI whose whole run is a protocol on stdin/stdout (Codex's app-server): its first stdin line, then a writer; every stdout line. */
-interface NativeProtocol {
-  opening(): string;
-  open(writer: StdinWriter): void;
-  line(split: SplitLine): CliLine[];
-  /** After the process ended (or failed): outstanding work settled, the run's failure named. */
-  settle(stderr?: string): Promise<void>;
 }
 
 interface NativeSpec {
   dir: string;
-  /** One stdout line of the CLI's event stream, normalized. */
-  normalize?: (split: SplitLine, run: NativeRun) => CliLine[];
-  /** Instead of `normalize` (and `Invocation.stdin`): the run's protocol, which reads every stdout line and writes stdin. */
-  protocol?(input: DriverInput, run: NativeRun, resumeId: string | undefined): NativeProtocol;
   invocation(input: DriverInput, port: number, resumeId: string | undefined): Invocation;
-  /** A line the driver answers on stdin (or that ends the conversation): handled here, true when it is not an event line. */
-  control?(split: SplitLine, conversation: Conversation): Promise<boolean>;
+  /** The run's session: it writes stdin (kept open) and reads every stdout line. */
+  protocol(input: DriverInput, run: NativeRun, resumeId: string | undefined): NativeProtocol;
 }
 
 function tomlString(value: string): string {
@@ -104,7 +83,7 @@ const SPECS: Record<NativeKind, NativeSpec> = {
   },
   'claude-code': {
     dir: 'claude',
-    normalize: claudeLine,
+    protocol: (input, run) => new ClaudeStreamJson(run, { prompt: input.prompt, signal: input.signal, ...(input.questions ? { questions: input.questions } : {}) }),
     invocation(input, port, resumeId) {
       return {
         // stream-json in and a permission prompt on stdio: the CLI's questions (`AskUserQuestion`)
@@ -113,7 +92,6 @@ const SPECS: Record<NativeKind, NativeSpec> = {
           'claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio',
           '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : []),
         ],
-        stdin: claudePromptLine(input.prompt),
         env: {
           CLAUDE_CONFIG_DIR: `${input.sessionDir}/claude`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: PLACEHOLDER_KEY,
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
@@ -121,38 +99,9 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         files: [],
       };
     },
-    control: claudeControl,
   },
 };
 
-
-async function ask(conversation: Conversation, request: QuestionRequest): Promise<QuestionReply> {
-  const { input } = conversation;
-  return input.questions ? input.questions.ask(request, input.signal) : NO_CHANNEL_REPLY;
-}
-
-/** Claude Code's control requests (questions) and its `result` line (after which it waits for more input: stdin is closed). */
-async function claudeControl(split: SplitLine, conversation: Conversation): Promise<boolean> {
-  if (!('line' in split) || !(split.line.includes('"control_request"') || split.line.includes('"result"'))) return false;
-  let obj: unknown;
-  try {
-    obj = JSON.parse(split.line);
-  } catch {
-    return false;
-  }
-  if (typeof obj !== 'object' || obj === null) return false;
-  if ((obj as { type?: unknown }).type === 'result') {
-    conversation.end();
-    return false;
-  }
-  const control = claudeControlRequest(obj as Record<string, unknown>);
-  if (!control) return false;
-  if (control.kind === 'tool') conversation.write(claudeAllowResponse(control));
-  else if (control.kind === 'other') conversation.write(claudeErrorResponse(control.requestId, `${control.subtype} is not supported by this host`));
-  else if (control.questions.length === 0) conversation.write(claudeQuestionResponse(control, { kind: 'declined', message: 'The questions could not be read; continue with your best judgment.' }));
-  else conversation.write(claudeQuestionResponse(control, await ask(conversation, { requestId: control.requestId, cli: 'claude-code', questions: control.questions })));
-  return true;
-}
 
 const SESSION_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
 
@@ -192,25 +141,19 @@ async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, r
   const invocation = spec.invocation(input, relay.port, resumeId);
   for (const [path, content] of invocation.files) await input.sandbox.writeFile(path, content);
   const native = newNativeRun();
-  const protocol = spec.protocol?.(input, native, resumeId);
-  const normalize = protocol ? (split: SplitLine) => protocol.line(split) : spec.normalize;
-  if (!normalize) throw new Error(`The ${kind} driver has no way to read the CLI's output`);
-  let writer: StdinWriter | undefined;
-  const conversation: Conversation = { input, write: (text) => writer?.write(text), end: () => writer?.end() };
-  const stdin = protocol ? protocol.opening() : invocation.stdin;
+  const protocol = spec.protocol(input, native, resumeId);
   let exec: ExecResult | undefined;
   try {
     exec = await execCliLines(input, ['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {
       maxOutputBytes: OUTPUT_BYTES, env: invocation.env, cwd: '/workspace', timeLimitMessage: `The turn reached its time limit while ${kind} was running.`,
-      ...(stdin !== undefined ? { stdin, openStdin: (w: StdinWriter) => { writer = w; protocol?.open(w); } } : {}),
+      stdin: protocol.opening(), openStdin: (writer: StdinWriter) => protocol.open(writer),
     }, async (split) => {
-      if (spec.control && await spec.control(split, conversation)) return;
-      for (const line of normalize(split, native)) {
+      for (const line of protocol.line(split)) {
         if (line.kind === 'event') await input.events.emit(line.type, redactPayload(input, line.payload), line.isError ? { isError: true } : undefined);
       }
     });
   } finally {
-    await protocol?.settle(exec?.stderr);
+    await protocol.settle(exec?.stderr);
   }
   return { native, exec };
 }

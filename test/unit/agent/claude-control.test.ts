@@ -4,8 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import {
-  claudeAllowResponse, claudeControlRequest, claudeErrorResponse, claudePromptLine, claudeQuestionResponse, claudeQuestions,
+  ClaudeStreamJson, claudeAllowResponse, claudeControlRequest, claudeErrorResponse, claudePromptLine, claudeQuestionResponse, claudeQuestions,
 } from '../../../activities/agent/claude-control';
+import { newNativeRun } from '../../../activities/agent/native-lines';
+import type { QuestionRequest } from '../../../activities/agent/types';
 
 type Json = Record<string, unknown>;
 
@@ -67,5 +69,55 @@ describe('Claude Code control protocol', () => {
     assert.equal(questions[0]!.options[0]!.description.length, 4000);
     assert.deepEqual(claudeQuestions({ questions: 'no' }), []);
     assert.deepEqual(claudeQuestions({}), []);
+  });
+
+  it('a run: the prompt first, a question asked without holding the stream, its answer written back, stdin closed at the result', async () => {
+    const asked: QuestionRequest[] = [];
+    let release: () => void = () => undefined;
+    const questions = { ask: async (request: QuestionRequest) => {
+      asked.push(request);
+      await new Promise<void>((resolve) => { release = resolve; });
+      return { kind: 'answered' as const, answers: { [request.questions[0]!.id]: ['SQLite'] } };
+    } };
+    const run = newNativeRun();
+    const session = new ClaudeStreamJson(run, { prompt: 'Ask me.', signal: new AbortController().signal, questions });
+    const written: string[] = [];
+    let ended = false;
+    assert.deepEqual(JSON.parse(session.opening()), JSON.parse(claudePromptLine('Ask me.')));
+    session.open({ write: (text) => written.push(text), end: () => { ended = true; } });
+
+    assert.deepEqual(session.line({ line: JSON.stringify(ASK) }), [], 'a control request is no event');
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0]!.cli, 'claude-code');
+    const tool = session.line({ line: JSON.stringify({ type: 'control_request', request_id: 'r-bash', request: { subtype: 'can_use_tool', tool_name: 'Bash', input: { command: 'ls' } } }) });
+    assert.deepEqual(tool, []);
+    assert.equal(written.length, 1, 'another tool is allowed while the question waits');
+    release();
+    await session.settle();
+    assert.equal(written.length, 2);
+    const answer = JSON.parse(written[1]!) as { response: { request_id: string; response: { behavior: string; updatedInput: { answers: Json } } } };
+    assert.equal(answer.response.request_id, ASK.request_id);
+    assert.deepEqual(answer.response.response.updatedInput.answers, { 'Which database should the service use?': 'SQLite' });
+    assert.equal(ended, false);
+    session.line({ line: JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'done', session_id: 's-1' }) });
+    assert.equal(run.result, 'done');
+    assert.equal(ended, true, 'stdin closes at the result, so the CLI exits');
+  });
+
+  it('a question still open when the run ends is answered "no answer"; without a channel it is answered at once', async () => {
+    const never = { ask: (_request: QuestionRequest, signal: AbortSignal) => new Promise<never>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) };
+    const open = new ClaudeStreamJson(newNativeRun(), { prompt: 'p', signal: new AbortController().signal, questions: never });
+    const written: string[] = [];
+    open.open({ write: (text) => written.push(text), end: () => undefined });
+    open.line({ line: JSON.stringify(ASK) });
+    await open.settle();
+    assert.equal((JSON.parse(written[0]!) as { response: { response: { behavior: string } } }).response.response.behavior, 'deny');
+
+    const alone = new ClaudeStreamJson(newNativeRun(), { prompt: 'p', signal: new AbortController().signal });
+    const out: string[] = [];
+    alone.line({ line: JSON.stringify(ASK) }); // before stdin opens: queued
+    alone.open({ write: (text) => out.push(text), end: () => undefined });
+    await alone.settle();
+    assert.match(out.join(''), /Questions cannot be answered in this run/);
   });
 });
