@@ -10,15 +10,12 @@
  */
 import { QUESTION_LIMITS } from '../../lib/contracts/host-api';
 import type { CliLine, SplitLine } from './cli-lines';
+import { isRecord } from './driver-text';
 import { claudeLine, type NativeRun } from './native-lines';
 import { StdinSession, type StdinSessionOptions } from './stdin-session';
 import type { NativeQuestion, QuestionReply } from './types';
 
 type Json = Record<string, unknown>;
-
-function isRecord(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function cut(value: unknown, max: number): string {
   return typeof value === 'string' ? value.slice(0, max) : '';

@@ -5,7 +5,7 @@
  * nothing here throws on bad input.
  */
 import type { AgentEventType } from './types';
-import { boundedValue, truncateWithMarker } from './driver-text';
+import { boundedValue, isRecord, truncateWithMarker } from './driver-text';
 
 /** Longest stdout line kept (bytes of UTF-16 text, close enough); longer lines become a notice. */
 export const MAX_LINE_CHARS = 1024 * 1024;
@@ -141,8 +141,4 @@ function notice(kind: string, details: Record<string, unknown>): CliLine {
 
 function bound(text: string): string {
   return truncateWithMarker(text, MAX_EVENT_TEXT_CHARS);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -15,8 +15,8 @@
 import { QUESTION_LIMITS } from '../../lib/contracts/host-api';
 import { cleanText } from '../../lib/text';
 import { MAX_EVENT_TEXT_CHARS, NOTICE_EXCERPT_CHARS, type CliLine, type SplitLine } from './cli-lines';
-import { boundedValue, tailWithMarker } from './driver-text';
-import { generic, isRecord, notice, retry, str, type NativeRun } from './native-lines';
+import { boundedValue, isRecord, str, tailWithMarker } from './driver-text';
+import { generic, notice, retry, type NativeRun } from './native-lines';
 import { StdinSession, type StdinSessionOptions } from './stdin-session';
 import type { NativeQuestion, QuestionReply } from './types';
 

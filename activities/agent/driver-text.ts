@@ -1,7 +1,18 @@
 /**
  * Small text helpers shared by the drivers: bounding text that goes to the model or into an
- * event (with a visible marker), and removing a secret from text that may be shown.
+ * event (with a visible marker), removing a secret from text that may be shown, and reading the
+ * untrusted JSON a CLI prints.
  */
+
+/** A JSON object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The value when it is a string. */
+export function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
 
 /** Keeps the first `maxChars` characters of `text`, marking how much was cut. */
 export function truncateWithMarker(text: string, maxChars: number): string {

@@ -7,6 +7,7 @@
  * bad input. Codex's app-server notifications use the same helpers (codex-app-server.ts).
  */
 import { NOTICE_EXCERPT_CHARS, normalizeCliLine, type CliLine, type SplitLine, type ToolNames } from './cli-lines';
+import { isRecord, str } from './driver-text';
 
 /** What a native run told us besides its events. */
 export interface NativeRun {
@@ -28,14 +29,6 @@ export function newNativeRun(): NativeRun {
 }
 
 type Json = Record<string, unknown>;
-
-export function isRecord(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-export function str(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
 
 /** A line of the generic CLI format, through its normalizer (bounds, name bookkeeping). */
 export function generic(obj: Json, run: NativeRun): CliLine {

@@ -3,7 +3,6 @@
  * stopped when the runner exits (normally, on an error, or on SIGINT/SIGTERM).
  */
 import { spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { createServer } from 'node:net';
 import { openSync, closeSync } from 'node:fs';
 import { request } from 'undici';
 import { ownPids } from './cpu';
@@ -129,17 +128,7 @@ export function firstLine(child: ChildProcess, timeoutMs: number): Promise<strin
 }
 
 /** A port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freeLoopbackPort as freePort } from '../../ops/dev/free-port';
 
 /** Polls `url` with GET until it answers `status` (any status when undefined), within `timeoutMs`. */
 export async function waitForHttp(url: string, timeoutMs: number, child: ChildProcess, status?: number): Promise<void> {

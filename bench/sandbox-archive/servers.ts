@@ -9,7 +9,8 @@
  * - `versitygw-md5`: the same with its default MD5 ETags.
  */
 import { join } from 'node:path';
-import { freeLoopbackPort, type S3Credentials } from '../../ops/dev/s3-server';
+import { freeLoopbackPort } from '../../ops/dev/free-port';
+import type { S3Credentials } from '../../ops/dev/s3-server';
 import { ensureSeaweedfsBinary, freeSeaweedfsPorts, startSeaweedfs } from '../../ops/dev/seaweedfs';
 import { ensureVersitygwBinary, startVersitygw, VERSITYGW_VERSION } from '../../ops/dev/versitygw';
 

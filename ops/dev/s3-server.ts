@@ -6,7 +6,6 @@
  * comparison only.
  */
 import type { ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { run, tcpOpen } from './sh';
 import { processAlive } from '../../lib/process-alive';
@@ -27,17 +26,6 @@ export function findGo(): string | undefined {
   return undefined;
 }
 
-/** A free loopback port (the kernel's choice). */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 /** Polls a signed ListBuckets until it answers; fails early when `child` (named `name`) exits. */
 export async function waitReady(endpoint: string, credentials: S3Credentials, timeoutMs: number, child: ChildProcess, name: string): Promise<void> {

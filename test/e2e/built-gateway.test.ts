@@ -6,20 +6,12 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freeLoopbackPort as freePort } from '../../ops/dev/free-port';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '../..');
 const MAIN = join(ROOT, 'dist', 'gateway', 'main.js');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startBuilt(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const port = await freePort();

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freeLoopbackPort as freePort } from '../../ops/dev/free-port';
 import { join } from 'node:path';
 import { admin, ADMIN_TOKEN } from '../support/admin';
 import { TEST_JWT_SECRET } from '../support/api';
@@ -16,14 +16,6 @@ import { waitFor } from '../support/wait';
 const ROOT = join(__dirname, '../..');
 const PASSWORD = 'process-sync-password-5521';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 interface ApiProcess { child: ChildProcess; url: string; output(): string }
 

@@ -6,7 +6,7 @@
  * backend, and removed afterwards.
  */
 import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freeLoopbackPort as freePort } from '../../ops/dev/free-port';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pgBin } from '../../ops/dev/postgres';
@@ -25,16 +25,6 @@ export interface PrivatePostgres {
   stop(): void;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 function idOf(flag: '-u' | '-g', user: string): number {
   return Number(run('id', [flag, user]).stdout.trim());

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../lib/object-store';
 import { atRunEnd } from './root-hooks';
-import { freeLoopbackPort, type S3Credentials } from '../../ops/dev/s3-server';
+import { freeLoopbackPort } from '../../ops/dev/free-port';
+import type { S3Credentials } from '../../ops/dev/s3-server';
 import { startVersitygw, versitygwBinary, type VersitygwServer } from '../../ops/dev/versitygw';
 
 export interface TestS3 {

@@ -1,0 +1,13 @@
+/** A loopback port the kernel just handed out (free a moment ago): for the dev stack, tests and benches. */
+import { createServer } from 'node:net';
+
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
