@@ -4,41 +4,13 @@
  * attribution removed, comments and other fields dropped, CRLF and multi-line events parsed.
  */
 import assert from 'node:assert/strict';
+import { relayAtCuts, RELAY_ROUTE, writeRecorder } from '../support/stream-relay';
 import { ChatStreamRelay } from '../../gateway/surfaces/chat-stream';
-import type { Route } from '../../gateway/registry';
 import { seededRng } from '../../gateway/routing/weighted-order';
 
-const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
-
-/** A response stand-in that records what the relay writes (the relay only calls `write`). */
-function recorder(): { res: { write(chunk: string | Buffer): boolean; writableNeedDrain: boolean; destroyed: boolean }; text: () => string; writes: number } {
-  const out: Buffer[] = [];
-  const rec = {
-    writes: 0,
-    res: {
-      writableNeedDrain: false,
-      destroyed: false,
-      write(chunk: string | Buffer): boolean {
-        rec.writes += 1;
-        out.push(Buffer.from(chunk));
-        return true;
-      },
-    },
-    text: () => Buffer.concat(out).toString('utf8'),
-  };
-  return rec;
-}
-
 function relayed(bytes: Buffer, cuts: number[], passThrough: boolean): { text: string; usage: unknown } {
-  const rec = recorder();
-  const relay = new ChatStreamRelay(rec.res, ROUTE, undefined, { passThrough });
-  let start = 0;
-  for (const cut of [...cuts, bytes.length]) {
-    if (cut > start) relay.push(bytes.subarray(start, cut));
-    start = Math.max(start, cut);
-  }
-  relay.end();
-  return { text: rec.text(), usage: relay.usage };
+  const { text, relay } = relayAtCuts(undefined, bytes, cuts, { passThrough });
+  return { text, usage: relay.usage };
 }
 
 const chunk = (content: string, extra: Record<string, unknown> = {}): string => JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }], ...extra });
@@ -109,8 +81,8 @@ describe('chat stream relay: byte pass-through', () => {
   });
 
   it('writes once per tick, whatever the number of chunks', async () => {
-    const rec = recorder();
-    const relay = new ChatStreamRelay(rec.res, ROUTE, undefined);
+    const rec = writeRecorder();
+    const relay = new ChatStreamRelay(rec.res, RELAY_ROUTE, undefined);
     for (let i = 0; i < 10; i += 1) relay.push(Buffer.from(`data: ${chunk(String(i))}\n\n`));
     assert.equal(rec.writes, 0);
     await new Promise((r) => process.nextTick(r));

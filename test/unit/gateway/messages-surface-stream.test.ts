@@ -5,11 +5,10 @@
  * a time: the output is the same as for the whole stream, and it is the documented event sequence.
  */
 import assert from 'node:assert/strict';
-import type { Route } from '../../../gateway/registry';
-import { ChatStreamRelay, type FrameBytes } from '../../../gateway/surfaces/chat-stream';
+import { relayAtCuts } from '../../support/stream-relay';
+import type { FrameBytes } from '../../../gateway/surfaces/chat-stream';
 import { MessagesStream, plainContentBytes, plainContentLiteral } from '../../../gateway/translate/messages-surface/stream';
 
-const ROUTE = { processor: 'default', nullCacheDetailsMeansMiss: false } as unknown as Route;
 
 const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}): string =>
   `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish, ...extra }] })}\n\n`;
@@ -40,16 +39,7 @@ const STREAMS: Record<string, string> = {
 interface Event { event: string; data: Record<string, unknown> }
 
 function translate(bytes: Buffer, cuts: number[], stopSequences?: string[]): string {
-  const out: Buffer[] = [];
-  const res = { writableNeedDrain: false, destroyed: false, write: (c: string | Buffer) => out.push(Buffer.from(c)) > 0 };
-  const relay = new ChatStreamRelay(res, ROUTE, new MessagesStream({ model: 'client-model', stopSequences }));
-  let start = 0;
-  for (const cut of [...cuts, bytes.length]) {
-    if (cut > start) relay.push(bytes.subarray(start, cut));
-    start = Math.max(start, cut);
-  }
-  relay.end();
-  return Buffer.concat(out).toString('utf8');
+  return relayAtCuts(new MessagesStream({ model: 'client-model', stopSequences }), bytes, cuts).text;
 }
 
 function events(text: string): Event[] {
@@ -160,20 +150,12 @@ describe('messages surface: chat stream → messages events', () => {
     // one byte at a time (the parser's text path).
     // Also cut in two at every byte: a read that ends inside an event, the rest in the next one.
     type Mode = 'whole' | 'per event' | 'byte by byte' | `cut at ${number}`;
-    const run = (shape: MessagesStream, bytes: Buffer, mode: Mode): string => {
-      const out: Buffer[] = [];
-      const res = { writableNeedDrain: false, destroyed: false, write: (c: string | Buffer) => out.push(Buffer.from(c)) > 0 };
-      const relay = new ChatStreamRelay(res, ROUTE, shape);
-      if (mode === 'per event') for (const event of bytes.toString('utf8').split(/(?<=\n\n)/)) relay.push(Buffer.from(event));
-      else if (mode === 'byte by byte') for (let i = 0; i < bytes.length; i += 1) relay.push(bytes.subarray(i, i + 1));
-      else if (mode.startsWith('cut at ')) {
-        const at = Number(mode.slice(7));
-        relay.push(bytes.subarray(0, at));
-        relay.push(bytes.subarray(at));
-      } else relay.push(bytes);
-      relay.end();
-      return Buffer.concat(out).toString('utf8');
+    const cutsOf = (bytes: Buffer, mode: Mode): number[] => {
+      if (mode === 'per event') return [...bytes.toString('latin1').matchAll(/\n\n/g)].map((m) => m.index + 2);
+      if (mode === 'byte by byte') return Array.from({ length: bytes.length }, (_, i) => i);
+      return mode.startsWith('cut at ') ? [Number(mode.slice(7))] : [];
     };
+    const run = (shape: MessagesStream, bytes: Buffer, mode: Mode): string => relayAtCuts(shape, bytes, cutsOf(bytes, mode)).text;
     const escaped = chunk({ role: 'assistant', content: 'a' }) + chunk({ content: 'quote " backslash \\ newline \n tab \t \u0001 é 🌍' })
       + chunk({ content: '</s>' }) + chunk({ content: 'x' }, null, { logprobs: null }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
     for (const [name, stream] of Object.entries({ ...STREAMS, escaped })) {

@@ -5,8 +5,8 @@
  * Also a native (Responses-API) stream through the event relay, cut at every byte boundary.
  */
 import assert from 'node:assert/strict';
+import { relayAtCuts } from '../../support/stream-relay';
 import type { Route } from '../../../gateway/registry';
-import { ChatStreamRelay } from '../../../gateway/surfaces/chat-stream';
 import { chatUsageOf, ResponsesEventRelay } from '../../../gateway/surfaces/responses-relay';
 import { responsesToChat } from '../../../gateway/translate/responses-surface/request';
 import { responseContext } from '../../../gateway/translate/responses-surface/response';
@@ -44,18 +44,8 @@ const STREAMS: Record<string, string> = {
 };
 
 function translate(bytes: Buffer, cuts: number[]): string {
-  const out: Buffer[] = [];
-  const res = { writableNeedDrain: false, destroyed: false, write: (c: string | Buffer) => out.push(Buffer.from(c)) > 0 };
   const { names } = responsesToChat({ model: 'codex', input: 'x', tools: TOOLS });
-  const context = { ...responseContext('codex', names), base: 'b', createdAt: 1 };
-  const relay = new ChatStreamRelay(res, ROUTE, new ResponsesStream(context));
-  let start = 0;
-  for (const cut of [...cuts, bytes.length]) {
-    if (cut > start) relay.push(bytes.subarray(start, cut));
-    start = Math.max(start, cut);
-  }
-  relay.end();
-  return Buffer.concat(out).toString('utf8');
+  return relayAtCuts(new ResponsesStream({ ...responseContext('codex', names), base: 'b', createdAt: 1 }), bytes, cuts).text;
 }
 
 function parse(text: string): Json[] {
