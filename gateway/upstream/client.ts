@@ -34,7 +34,6 @@ interface OriginPool {
 }
 
 /**
-
  * What a call is for: chat completions (or a messages call on message-format routes, answers
  * translated to chat), embeddings, token counting, `messages`: a messages-API body on a
  * message-format route whose answer is returned as the upstream sent it (the messages surface's

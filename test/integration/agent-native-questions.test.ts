@@ -160,6 +160,7 @@ describe('native questions: the owner answer route and the host channel', functi
     assert.equal(all.find((q) => q.request_id === 'rq-5')?.state, 'expired');
     assert.equal((await t.db('agent_native_questions').where({ request_id: 'rq-5' }).first<{ state: string } | undefined>())?.state, 'pending', 'the row itself is untouched');
     await assert.rejects(client().questionState(attemptId, 'rq-5'), { name: 'AttemptNotCurrent' });
-    assert.ok(newAttempt);
+    const viaNew = await answer('rq-5', { answers: { database: ['SQLite'] } }, { attempt: newAttempt });
+    assert.equal(viaNew.status, 404, 'naming the replacing attempt does not reach the replaced attempt’s question');
   });
 });
