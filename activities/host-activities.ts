@@ -10,6 +10,7 @@ import {
   type SandboxCommandInput, type SandboxCommandResult, type SandboxLimits,
 } from './docker/sandbox-command';
 import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
+import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile } from './docker/container-runtime';
 import { createTurnActivities, type TurnActivityDeps } from './agent/turn-activities';
 
 /** What host activities need: the local engine, the sandbox image and caps, and (optional) the object store and clone credentials. */
@@ -30,10 +31,14 @@ export function createHostActivities(deps: HostActivityDeps) {
     async runSandboxCommand(input: SandboxCommandInput): Promise<SandboxCommandResult> {
       const ctx = Context.current();
       const name = containerName('cmd', ctx.info.workflowExecution?.workflowId ?? 'standalone', ctx.info.activityId);
+      // A one-off command runs what the workflow asked, which may be anyone's: the untrusted profile's runtime.
+      const runtimes = deps.runtimes ?? DEFAULT_RUNTIMES;
+      const runtimeName = runtimeForProfile(runtimes, input.executionProfile);
+      const runtime = { name: runtimeName, isolating: isIsolating(runtimes, runtimeName) };
       try {
         return await runInContainer(
           { ...input, labels: { ...input.labels, 'agent.host': deps.hostId } },
-          { docker: deps.docker, image: deps.image, name, ...(deps.limits ? { limits: deps.limits } : {}), onWaiting: () => ctx.heartbeat() },
+          { docker: deps.docker, image: deps.image, name, runtime, ...(deps.limits ? { limits: deps.limits } : {}), onWaiting: () => ctx.heartbeat() },
         );
       } catch (err) {
         if (err instanceof ImageMissingError) throw ApplicationFailure.nonRetryable(err.message, FailureType.imageMissing);

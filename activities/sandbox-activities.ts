@@ -13,7 +13,11 @@ import { relayHostDir, sandboxContainerName } from '../agent/sandboxes/names';
 import { FsObjectStore, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
-import { ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError } from './docker/sandbox-container';
+import {
+  ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError, SandboxRuntimeMismatchError, SandboxRuntimeUnavailableError,
+} from './docker/sandbox-container';
+import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile, type SandboxRuntimes } from './docker/container-runtime';
+import type { ExecutionProfile } from '../lib/execution-profiles';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
 import { ArchiveRestoreError, ArchiveSpoolMissingError, DEFAULT_MEMORY_SPOOL_BYTES, discardSpool, restoreArchive, spoolArchive, uploadSpool } from './docker/sandbox-archive';
@@ -39,6 +43,10 @@ export interface SandboxActivityDeps {
   archiveMemorySpoolBytes?: number;
   /** Root of the containers' model-relay directories on this host (`AGENT_RELAY_DIR`); absent: no relay mount. */
   relayRoot?: string;
+  /** The Docker runtimes of the execution profiles on this host (default: runsc and runc, backend `vm`). */
+  runtimes?: SandboxRuntimes;
+  /** Told when a runtime failed to create or start a container (the runner re-runs its preflight). */
+  onRuntimeFailure?: (runtime: string) => void;
 }
 
 export interface PrepareSandboxInput {
@@ -56,6 +64,8 @@ export interface PrepareSandboxInput {
   limits?: SandboxLimits;
   /** Largest checkout cloned into a new workspace, bytes (the turn's host settings); absent: no limit. */
   repositoryMaxBytes?: number;
+  /** The group's execution profile (absent in work from before profiles: the safe `untrusted-vm-v1`). */
+  executionProfile?: ExecutionProfile;
 }
 
 export interface PrepareSandboxResult {
@@ -72,6 +82,8 @@ const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, FailureType]> =
   [RepositoryTooLargeError, FailureType.repositoryTooLarge],
   [SandboxGenerationMismatchError, FailureType.sandboxGenerationMismatch],
   [SandboxMissingError, FailureType.sandboxMissing],
+  [SandboxRuntimeMismatchError, FailureType.sandboxRuntimeMismatch],
+  [SandboxRuntimeUnavailableError, FailureType.sandboxRuntimeUnavailable],
   [ArchiveRestoreError, FailureType.archiveRestoreFailed],
 ];
 
@@ -135,15 +147,24 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     });
     return fitLimitsToHost(input.limits ?? deps.limits ?? DEFAULT_SANDBOX_LIMITS, await hostCpus);
   };
+  const runtimes = deps.runtimes ?? DEFAULT_RUNTIMES;
+  const runtimeOf = (profile: ExecutionProfile | undefined) => {
+    const name = runtimeForProfile(runtimes, profile);
+    return { name, isolating: isIsolating(runtimes, name) };
+  };
   return {
     /** Creates or reuses the group's container, adds the member and initializes `/workspace` once. */
     async prepareSandbox(input: PrepareSandboxInput): Promise<PrepareSandboxResult> {
       return heartbeating(() => perGroup(input.groupId, async () => {
+        const runtime = runtimeOf(input.executionProfile);
         const ensured = await ensureSandboxContainer(deps.docker, {
           jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
-          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input),
+          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input), runtime,
           ...(deps.sandboxLabels ? { extraLabels: deps.sandboxLabels } : {}),
           ...(deps.relayRoot ? { relayDir: relayDirFor(deps.relayRoot, input.groupId) } : {}),
+        }).catch((err: unknown) => {
+          if (err instanceof SandboxRuntimeUnavailableError) deps.onRuntimeFailure?.(runtime.name);
+          throw err;
         });
         if (input.restore) await restoreInto(deps, ensured, input.restore, spoolDir);
         const base = input.repo === null

@@ -5,6 +5,7 @@
  * reads `process.env`. Every variable carries a comment saying what it does and its default.
  */
 import { z } from 'zod';
+import { EXECUTION_PROFILES, SANDBOX_BACKENDS } from './execution-profiles';
 
 /** The agent drivers a chat may use (docs/agent-drivers.md). */
 export const AGENT_DRIVERS = ['builtin', 'cli', 'codex', 'claude-code'] as const;
@@ -221,6 +222,19 @@ export const settingsShape = {
   AGENT_HOST_SLOTS: z.coerce.number().int().min(2).max(128).default(3),
   /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s, spec 8). */
   AGENT_HOST_HEARTBEAT_SECONDS: z.coerce.number().positive().default(15),
+  /**
+   * How this host runs `untrusted-vm-v1` work: `vm` (default) under the isolating runtime, attested
+   * only when its preflight saw a guest kernel different from the host's; `container` explicitly
+   * accepts a shared kernel for it (the trusted runtime; logged at start and shown on the host).
+   * Never an automatic fallback. docs/execution-profiles.md.
+   */
+  AGENT_SANDBOX_BACKEND: z.enum(SANDBOX_BACKENDS).default('vm'),
+  /** Docker runtime name of the isolating runtime (gVisor's `runsc`, registered in daemon.json by the bootstrap). Default `runsc`. */
+  AGENT_ISOLATING_RUNTIME: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/).default('runsc'),
+  /** Docker runtime name of the shared-kernel runtime of `trusted-v1` work. Default `runc`. */
+  AGENT_TRUSTED_RUNTIME: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/).default('runc'),
+  /** Seconds between a host runner's runtime preflights (a probe container per runtime; also at start). Default 120. */
+  AGENT_PREFLIGHT_SECONDS: z.coerce.number().positive().max(86_400).default(120),
   /** Docker engine socket used by the host runner. Default `/var/run/docker.sock`. */
   DOCKER_SOCKET_PATH: z.string().default('/var/run/docker.sock'),
   /** Image sandboxes start from. Default `agent-sandbox:base` (built by the dev bootstrap). */
@@ -277,6 +291,10 @@ export const settingsShape = {
   AGENT_PROMPT_REWRITE_DEADLINE_SECONDS: z.coerce.number().positive().max(600).default(90),
   /** Generate a better title for chats titled from their first prompt, with the job's model (spec 8; docs/agent-api.md "Titles"). Default true. */
   AGENT_TITLE_GENERATION_ENABLED: flag(true),
+  /** Execution profile of new jobs that name none (docs/execution-profiles.md). `trusted-v1` applies only to repositories of `AGENT_TRUSTED_REPOSITORIES`; every other job runs `untrusted-vm-v1`. Default `untrusted-vm-v1`. */
+  AGENT_DEFAULT_EXECUTION_PROFILE: z.enum(EXECUTION_PROFILES).default('untrusted-vm-v1'),
+  /** Reviewed repositories that may run `trusted-v1` (comma-separated, as the repository allowlist). Empty: none. */
+  AGENT_TRUSTED_REPOSITORIES: z.string().default(''),
   /** Deployment repository allowlist (comma-separated `owner/name` or URL prefixes); empty allows no repository. */
   AGENT_REPO_ALLOWLIST: z.string().default(''),
   /** Source-control app id; with the private key below, jobs on repositories need the app loaded (503 otherwise). */

@@ -21,6 +21,7 @@ import * as agentSettings from './20261125080000_agent_settings';
 import * as agentAttemptLimits from './20261126030000_agent_attempt_limits';
 import * as agentNativeDrivers from './20261126050000_agent_native_drivers';
 import * as agentNativeQuestions from './20261126060000_agent_native_questions';
+import * as agentExecutionProfiles from './20261128010000_agent_execution_profiles';
 import * as agentServerAllocations from './20261126040000_agent_server_allocations';
 
 export interface Migration {
@@ -51,4 +52,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261126040000_agent_server_allocations', ...agentServerAllocations },
   { name: '20261126050000_agent_native_drivers', ...agentNativeDrivers },
   { name: '20261126060000_agent_native_questions', ...agentNativeQuestions },
+  { name: '20261128010000_agent_execution_profiles', ...agentExecutionProfiles },
 ];

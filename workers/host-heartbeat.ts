@@ -8,6 +8,7 @@ import type { ResponseOf } from '../lib/contracts/endpoint';
 import * as hostApi from '../lib/contracts/host-api';
 import { InternalCallError, InternalClient } from '../lib/http/internal-client';
 import type { Logger } from '../lib/logger';
+import type { Preflight } from '../activities/docker/runtime-preflight';
 
 /** Version 2 applies remote slot changes; version 1 runners ignore `slots_configured`. */
 export const RUNNER_VERSION = '2';
@@ -29,7 +30,8 @@ export interface HeartbeatOptions {
   /** e.g. `docker-27.1.1`. */
   runtime: string;
   log: Logger;
-  capabilities?: string[];
+  /** What the host attests now and the preflight behind it (read at each beat); absent: `container` only. */
+  attestation?: () => { capabilities: string[]; preflight?: Preflight };
   /** Replaceable for tests; the global fetch by default. */
   fetch?: typeof fetch;
 }
@@ -71,7 +73,7 @@ export function createHeartbeat(options: HeartbeatOptions): Heartbeat {
     try {
       const answer = await http.call(hostApi.hostHeartbeat, {
         params: { hostId: options.hostId },
-        body: { slots_total: reported, runtime: options.runtime, runner_version: RUNNER_VERSION, capabilities: options.capabilities ?? ['container'] },
+        body: { slots_total: reported, runtime: options.runtime, runner_version: RUNNER_VERSION, ...(options.attestation?.() ?? { capabilities: ['container'] }) },
       });
       log.debug(answer, 'host heartbeat');
       apply(answer);

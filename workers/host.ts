@@ -1,5 +1,6 @@
 /**
- * The host runner: one per execution host. Polls task queue `host:<hostId>` with activities that
+ * The host runner: one per execution host. Runs its runtime preflight (workers/host-preflight.ts),
+ * polls task queue `host:<hostId>` with activities that
  * use the local Docker engine, heartbeats `slots_total`, runtime and attestations to the API
  * with its enrollment-issued credential, and reports its containers every 30 s (host-inventory.ts).
  * Entry of `npm run worker:host`.
@@ -18,6 +19,8 @@ import { hostTaskQueue } from '../workflows/definitions/task-queues';
 import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 import { createInventoryReporter } from './host-inventory';
 import { relayRoot } from '../agent/sandboxes/names';
+import type { SandboxRuntimes } from '../activities/docker/container-runtime';
+import { createPreflightLoop } from './host-preflight';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -30,6 +33,15 @@ async function main(): Promise<void> {
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   const docker = new Docker({ socketPath: settings.DOCKER_SOCKET_PATH });
   const engine = (await docker.version()) as { Version: string };
+  const runtimes: SandboxRuntimes = { isolating: settings.AGENT_ISOLATING_RUNTIME, trusted: settings.AGENT_TRUSTED_RUNTIME, backend: settings.AGENT_SANDBOX_BACKEND };
+  if (runtimes.backend === 'container') {
+    log.warn({ event: 'agent_shared_kernel_accepted', host_id: hostId, runtime: runtimes.trusted },
+      `AGENT_SANDBOX_BACKEND=container: untrusted-vm-v1 work on this host runs under ${runtimes.trusted}, ON THE HOST'S KERNEL, by the operator's explicit choice`);
+  }
+  // Before the first heartbeat: a host attests only what a preflight saw.
+  const preflight = createPreflightLoop({ docker, image: settings.AGENT_SANDBOX_IMAGE, runtimes, hostId, log });
+  await preflight.runNow();
+  preflight.start(settings.AGENT_PREFLIGHT_SECONDS * 1000);
   const connection = await connectWorker(settings);
   const taskQueue = hostTaskQueue(hostId);
   const worker = await Worker.create({
@@ -44,6 +56,8 @@ async function main(): Promise<void> {
       objectStore: await openObjectStore(settings),
       relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
       archiveMemorySpoolBytes: settings.AGENT_ARCHIVE_MEMORY_SPOOL_MIB * 1024 * 1024,
+      runtimes,
+      onRuntimeFailure: () => void preflight.runNow().catch(() => undefined),
       turns: {
         api: new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL }),
         apiUrl: settings.AGENT_API_URL, credential: settings.AGENT_HOST_CREDENTIAL, gatewayUrl: settings.AGENT_GATEWAY_URL, settings,
@@ -56,6 +70,10 @@ async function main(): Promise<void> {
   const heartbeat = createHeartbeat({
     apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL,
     defaultSlots: settings.AGENT_HOST_SLOTS, runtime: `docker-${engine.Version}`, log,
+    attestation: () => {
+      const latest = preflight.latest();
+      return latest ? { capabilities: ['container', ...latest.attestations], preflight: latest } : { capabilities: ['container'] };
+    },
   });
   heartbeat.start(settings.AGENT_HOST_HEARTBEAT_SECONDS * 1000);
   const inventory = createInventoryReporter({
@@ -65,6 +83,7 @@ async function main(): Promise<void> {
   inventory.start(settings.AGENT_INVENTORY_REFRESH_SECONDS * 1000);
   const running = worker.run();
   shutdown.add({ name: 'heartbeat', run: () => Promise.resolve(heartbeat.stop()) });
+  shutdown.add({ name: 'preflight', run: () => Promise.resolve(preflight.stop()) });
   shutdown.add({ name: 'inventory', run: () => Promise.resolve(inventory.stop()) });
   shutdown.add({ name: 'temporal worker', run: () => stopWorker(worker, running) });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });

@@ -178,12 +178,21 @@ async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ re
     jobId: input.jobId, groupId: admitted.groupId, generation: admitted.generation, attemptId: admitted.attemptId,
     uid: admitted.uid, repo: admitted.repo, ...(admitted.baseRef ? { baseRef: admitted.baseRef } : {}),
     ...(admitted.baseSha ? { baseSha: admitted.baseSha } : {}), ...(admitted.restore ? { restore: admitted.restore } : {}),
-    ...(limits ? { limits: { memoryBytes: limits.memoryBytes, nanoCpus: limits.nanoCpus }, repositoryMaxBytes: limits.repositoryMaxBytes } : {}),
+    ...(limits ? { limits: sandboxLimitsOf(limits), repositoryMaxBytes: limits.repositoryMaxBytes } : {}),
+    ...(admitted.executionProfile ? { executionProfile: admitted.executionProfile } : {}),
   });
   await control.recordSandbox({
     jobId: input.jobId, groupId: admitted.groupId, containerId: sandbox.containerId, baseSha: sandbox.baseSha, generation: admitted.generation,
   });
   return host.runAgentTurn({ attemptId: admitted.attemptId, jobId: input.jobId, turnSeq: admitted.seq });
+}
+
+/** The container caps of the admitted limits (pids and open files only where the admission recorded them). */
+function sandboxLimitsOf(limits: NonNullable<AdmittedTurn['limits']>): { memoryBytes: number; nanoCpus: number; pids?: number; openFiles?: number } {
+  return {
+    memoryBytes: limits.memoryBytes, nanoCpus: limits.nanoCpus,
+    ...(limits.pids !== undefined ? { pids: limits.pids } : {}), ...(limits.openFiles !== undefined ? { openFiles: limits.openFiles } : {}),
+  };
 }
 
 async function fenceOnHost(admitted: AdmittedTurn): Promise<void> {

@@ -4,6 +4,7 @@
  * control worker every `intervalMs`; waking a chat that is already working is harmless (the
  * workflow re-reads PostgreSQL and finds nothing new).
  */
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
 import type { ChatDelivery } from '../../agent/jobs/chat-delivery';
@@ -24,11 +25,11 @@ export async function reconcileQueuedTurns(deps: ReconcilerDeps): Promise<number
     .whereNull('j.deleted_at')
     .where('t.created_at', '<', deps.db.raw(`now() - make_interval(secs => ?)`, [deps.minQueuedSeconds]))
     .whereNotExists((q) => q.select(deps.db.raw('1')).from('agent_turns as r').whereRaw('r.job_id = t.job_id').where('r.state', 'running'))
-    .distinct<Array<{ job_id: string; owner_id: string }>>('t.job_id', 'j.owner_id')
+    .distinct<Array<{ job_id: string; owner_id: string; execution_profile: ExecutionProfile }>>('t.job_id', 'j.owner_id', 'j.execution_profile')
     .limit(500);
   let woken = 0;
   for (const row of rows) {
-    if (await deps.delivery.wake({ jobId: row.job_id, ownerId: Number(row.owner_id) })) woken += 1;
+    if (await deps.delivery.wake({ jobId: row.job_id, ownerId: Number(row.owner_id), executionProfile: row.execution_profile })) woken += 1;
   }
   if (rows.length > 0) deps.log.info({ event: 'agent_chats_reconciled', found: rows.length, woken }, 'woke chats with queued turns');
   return woken;

@@ -4,7 +4,8 @@
  * callback, and optional stdin is written and closed (or kept open for a conversation). Resolves with the exit code once the
  * command has finished. Killing is the caller's business (docker exec has no kill API).
  */
-import { Writable, type Duplex } from 'node:stream';
+import { Writable, type Duplex, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import type Docker from 'dockerode';
 
@@ -117,4 +118,33 @@ async function exitCodeOf(exec: Docker.Exec): Promise<number> {
     await new Promise((r) => setTimeout(r, 50));
   }
   return -1;
+}
+
+/**
+ * Extracts a tar stream into a running container, by the container's own `tar` reading it on stdin
+ * as root (owners and modes kept). Not the engine's archive upload: that writes the container's
+ * layer from the host, which a sandbox with its own kernel (gVisor) caches and does not re-read
+ * while it runs; through the sandbox's own processes every runtime sees the files at once.
+ */
+export async function extractTarInContainer(docker: Docker, containerName: string, source: Readable, dir: string): Promise<void> {
+  const exec = await docker.getContainer(containerName).exec({
+    Cmd: ['tar', '-xpf', '-', '-C', dir], User: '0', AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false,
+  });
+  const stream = await exec.start({ hijack: true, stdin: true });
+  const err = new BoundedSink(16 * 1024);
+  docker.modem.demuxStream(stream, new BoundedSink(16 * 1024), err);
+  const ended = new Promise<void>((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  });
+  try {
+    await pipeline(source, stream);
+  } catch (cause) {
+    stream.destroy();
+    throw new Error(`Streaming the archive into ${containerName} failed: ${(cause as Error).message}`);
+  }
+  await ended;
+  const code = await exitCodeOf(exec);
+  if (code !== 0) throw new Error(`Extracting the archive into ${containerName}:${dir} failed (tar exit ${code}): ${err.text().trim().slice(0, 500)}`);
 }

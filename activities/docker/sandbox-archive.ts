@@ -25,6 +25,7 @@ import {
 } from '../../lib/object-store';
 import type { ContainerObservation, SandboxArchiveReceipt, SpooledArchive } from '../../workflows/definitions/sandbox-group';
 import { observeSandboxContainer, type ExactContainer } from './sandbox-lifecycle';
+import { extractTarInContainer } from './container-exec';
 import { joinTars, type TarPart } from './tar-join';
 
 /** What an archive holds, in extraction order: the base record last, so its presence means the rest was extracted. */
@@ -250,7 +251,7 @@ export async function restoreArchive(
     });
     if (read.bytes !== receipt.length) throw new ArchiveRestoreError(`The archive ${receipt.key} is ${read.bytes} bytes, not the receipt's ${receipt.length}`);
     if (read.sha256 !== receipt.sha256) throw new ArchiveRestoreError(`The archive ${receipt.key} does not have the receipt's SHA-256`);
-    await docker.getContainer(containerName).putArchive(createReadStream(path, { highWaterMark: 1024 * 1024 }), { path: '/' });
+    await extractTarInContainer(docker, containerName, createReadStream(path, { highWaterMark: 1024 * 1024 }), '/');
     return { restored: true };
   } finally {
     await rm(path, { force: true });

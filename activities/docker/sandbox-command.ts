@@ -3,7 +3,9 @@
  * afterwards, whatever happens. Idempotent per activity attempt: the container name is derived
  * from the workflow and activity ids, and a leftover container of an earlier attempt is removed first.
  */
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type Docker from 'dockerode';
+import { containmentHostConfig } from './containment';
 import { demuxDockerLogs } from './demux';
 
 /** Label present on every container this project creates; reconcilers and tests select on it. */
@@ -13,6 +15,8 @@ export interface SandboxCommandInput {
   command: string[];
   labels: Record<string, string>;
   timeoutMs: number;
+  /** The profile the command runs under (default the safe `untrusted-vm-v1`). */
+  executionProfile?: ExecutionProfile;
 }
 
 export interface SandboxCommandResult {
@@ -25,6 +29,10 @@ export interface SandboxCommandResult {
 export interface SandboxLimits {
   memoryBytes: number;
   nanoCpus: number;
+  /** Processes the sandbox may hold (default `DEFAULT_SANDBOX_PIDS`; docs/execution-profiles.md "Containment"). */
+  pids?: number;
+  /** Open files per process (default `DEFAULT_SANDBOX_OPEN_FILES`). */
+  openFiles?: number;
 }
 
 /** Default per-sandbox caps (spec 8: 4g memory and 2 CPUs). */
@@ -34,6 +42,8 @@ export interface RunOptions {
   docker: Docker;
   image: string;
   name: string;
+  /** The Docker runtime the container runs under, and whether it isolates (container-runtime.ts). */
+  runtime: { name: string; isolating: boolean };
   limits?: SandboxLimits;
   /** Called while waiting, so a heartbeat can report liveness. */
   onWaiting?: () => void;
@@ -64,7 +74,7 @@ export async function runSandboxCommand(input: SandboxCommandInput, options: Run
     Tty: false,
     AttachStdout: false,
     AttachStderr: false,
-    HostConfig: { Memory: limits.memoryBytes, NanoCpus: limits.nanoCpus, NetworkMode: 'none', AutoRemove: false },
+    HostConfig: { ...containmentHostConfig({ limits, runtime: options.runtime.name, isolating: options.runtime.isolating }), AutoRemove: false },
   });
   try {
     await container.start();

@@ -8,6 +8,7 @@
 import type Docker from 'dockerode';
 import { RELAY_MOUNT, sandboxContainerName } from '../../agent/sandboxes/names';
 import { execInContainer } from './container-exec';
+import { containmentHostConfig } from './containment';
 import { ImageMissingError, MANAGED_LABEL, type SandboxLimits } from './sandbox-command';
 
 export interface SandboxSpec {
@@ -21,6 +22,8 @@ export interface SandboxSpec {
   uid: number;
   image: string;
   limits: SandboxLimits;
+  /** The Docker runtime of the group's execution profile, and whether it isolates (container-runtime.ts). */
+  runtime: { name: string; isolating: boolean };
   /** More labels (tests mark their containers). */
   extraLabels?: Record<string, string>;
   /** The container's model-relay directory on the host, mounted read-only at `RELAY_MOUNT` (native drivers). */
@@ -48,6 +51,33 @@ export class SandboxGenerationMismatchError extends Error {
     super(`Sandbox container ${containerName} has generation ${found ?? 'unknown'}, expected ${expected}; refusing to reuse or replace it`);
     this.name = 'SandboxGenerationMismatch';
   }
+}
+
+/**
+ * A group's container runs under another runtime than its execution profile needs (made before
+ * profiles, or the host's runtimes changed): reusing it would run the chat under the wrong
+ * boundary. An operator archives the group; its restore recreates the container under the right one.
+ */
+export class SandboxRuntimeMismatchError extends Error {
+  constructor(containerName: string, wanted: string, found: string) {
+    super(`This chat's sandbox ${containerName} runs under the ${found} runtime but its execution profile needs ${wanted}; `
+      + 'an operator can archive it (Archive to object store and delete) so the next turn restores it under the right runtime');
+    this.name = 'SandboxRuntimeMismatch';
+  }
+}
+
+/** The engine could not create or start the container under its runtime (not registered, binary gone, runtime error). */
+export class SandboxRuntimeUnavailableError extends Error {
+  constructor(runtime: string, detail: string) {
+    super(`The sandbox runtime ${runtime} is unavailable on this host: ${detail.replace(/\s+/g, ' ').slice(0, 300)}`);
+    this.name = 'SandboxRuntimeUnavailable';
+  }
+}
+
+/** Whether an engine error is the runtime's (unknown runtime name, OCI runtime failure), not the container's. */
+export function isRuntimeFailure(err: unknown): boolean {
+  const message = (err as { message?: string } | undefined)?.message ?? '';
+  return /unknown or invalid runtime name|OCI runtime|runtime .*(not found|no such file)/i.test(message);
 }
 
 /** A sandbox container that should exist does not (removed, or never created on this host). */
@@ -89,7 +119,9 @@ export async function ensureSandboxContainer(docker: Docker, spec: SandboxSpec):
   if (labels[SANDBOX_LABELS.group] !== spec.groupId || labels[SANDBOX_LABELS.generation] !== String(spec.generation)) {
     throw new SandboxGenerationMismatchError(name, spec.generation, labels[SANDBOX_LABELS.generation]);
   }
-  if (!info.State.Running) await startIgnoringAlreadyStarted(docker.getContainer(name));
+  const runtime = info.HostConfig.Runtime ?? 'runc';
+  if (runtime !== spec.runtime.name) throw new SandboxRuntimeMismatchError(name, spec.runtime.name, runtime);
+  if (!info.State.Running) await startIgnoringAlreadyStarted(docker.getContainer(name), spec.runtime.name);
   await ensureMember(docker, name, spec.uid);
   return { containerId: info.Id, containerName: name, created };
 }
@@ -105,9 +137,9 @@ async function inspectAfterCreate(docker: Docker, name: string): Promise<Docker.
 }
 
 /**
- * The create options of a group's container: the spec's labels, its memory and CPU caps (the
- * host settings of the turn that creates it, docs/agent-admin.md "Host settings"), no network,
- * Docker's init. Pure, so the caps a new sandbox gets are unit-tested without an engine.
+ * The create options of a group's container: the spec's labels, its runtime and containment (the
+ * host settings of the turn that creates it: containment.ts, docs/agent-admin.md "Host settings"),
+ * no network, Docker's init. Pure, so the caps a new sandbox gets are unit-tested without an engine.
  */
 export function sandboxContainerOptions(name: string, spec: SandboxSpec): Docker.ContainerCreateOptions {
   return {
@@ -126,9 +158,7 @@ export function sandboxContainerOptions(name: string, spec: SandboxSpec): Docker
     },
     Tty: false,
     HostConfig: {
-      Memory: spec.limits.memoryBytes,
-      NanoCpus: spec.limits.nanoCpus,
-      NetworkMode: 'none',
+      ...containmentHostConfig({ limits: spec.limits, runtime: spec.runtime.name, isolating: spec.runtime.isolating }),
       ...(spec.relayDir ? { Binds: [`${spec.relayDir}:${RELAY_MOUNT}:ro`] } : {}),
       // An init process reaps orphans of killed command groups.
       Init: true,
@@ -158,15 +188,18 @@ async function createContainer(docker: Docker, name: string, spec: SandboxSpec):
     return true;
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 409) return false;
+    if (isRuntimeFailure(err)) throw new SandboxRuntimeUnavailableError(spec.runtime.name, (err as Error).message);
     throw err;
   }
 }
 
-async function startIgnoringAlreadyStarted(container: Docker.Container): Promise<void> {
+async function startIgnoringAlreadyStarted(container: Docker.Container, runtime: string): Promise<void> {
   try {
     await container.start();
   } catch (err) {
-    if ((err as { statusCode?: number }).statusCode !== 304) throw err;
+    if ((err as { statusCode?: number }).statusCode === 304) return;
+    if (isRuntimeFailure(err)) throw new SandboxRuntimeUnavailableError(runtime, (err as Error).message);
+    throw err;
   }
 }
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
-import { execInContainer } from './container-exec';
+import { execInContainer, extractTarInContainer } from './container-exec';
 
 const execFileAsync = promisify(execFile);
 
@@ -164,7 +164,7 @@ async function copyIntoContainer(docker: Docker, containerName: string, dir: str
   let stderr = '';
   tar.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
   const exited = new Promise<number>((resolve) => tar.on('close', (code) => resolve(code ?? -1)));
-  await docker.getContainer(containerName).putArchive(tar.stdout, { path: '/workspace' });
+  await extractTarInContainer(docker, containerName, tar.stdout, '/workspace');
   const code = await exited;
   if (code !== 0) throw new Error(`tar of the checkout failed (${code}): ${stderr.trim()}`);
 }

@@ -60,7 +60,7 @@ const VISIBLE: Readonly<Record<string, VisibleTable>> = {
   agent_hosts: {
     key: ['host_id'],
     columns: {
-      host_id: T, slots_saved: I, slots_total: I, runtime: T, runner_version: T, capabilities: J, enrolled_at: TS, last_heartbeat_at: TS,
+      host_id: T, slots_saved: I, slots_total: I, runtime: T, runner_version: T, capabilities: J, preflight: J, enrolled_at: TS, last_heartbeat_at: TS,
       removal_requested_at: TS, removed_at: TS, removal_requested_by: J,
     },
   },
@@ -69,7 +69,7 @@ const VISIBLE: Readonly<Record<string, VisibleTable>> = {
     key: ['job_id'],
     columns: {
       job_id: T, owner_id: I, title: T, title_source: T, model: T, repo: T, base_ref: T, base_sha: T, environment_id: T, driver: T,
-      host_id: T, group_id: T, created_at: TS, updated_at: TS, deleted_at: TS,
+      execution_profile: T, host_id: T, group_id: T, created_at: TS, updated_at: TS, deleted_at: TS,
     },
   },
   // Hidden: value (write-only to its owner).
@@ -87,7 +87,7 @@ const VISIBLE: Readonly<Record<string, VisibleTable>> = {
   agent_sandboxes: {
     key: ['group_id'],
     columns: {
-      group_id: T, host_id: T, container_name: T, container_id: T, generation: I, state: T, fork_helper_version: I, resources: J,
+      group_id: T, host_id: T, container_name: T, container_id: T, generation: I, state: T, execution_profile: T, fork_helper_version: I, resources: J,
       last_activity_at: TS, created_at: TS, updated_at: TS, pending_action: T, pending_from_state: T, hidden_at: TS, hidden_reason: T,
       native_resume_lost_at: TS, observed_at: TS, observed_state: T, observed_cpu_percent: N, observed_memory_bytes: I, observed_disk_bytes: I,
     },
@@ -99,7 +99,7 @@ const VISIBLE: Readonly<Record<string, VisibleTable>> = {
   agent_turns: {
     key: ['turn_id'],
     columns: {
-      turn_id: T, job_id: T, seq: I, state: T, error: T, attempt_id: T, cancel_requested_at: TS, created_at: TS, started_at: TS, finished_at: TS,
+      turn_id: T, job_id: T, seq: I, state: T, error: T, wait_reason: T, attempt_id: T, cancel_requested_at: TS, created_at: TS, started_at: TS, finished_at: TS,
     },
   },
   // Hidden: key_hash, prefix.

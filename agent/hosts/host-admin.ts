@@ -14,7 +14,7 @@ import { runningCounts } from './placement';
 import { hostView, type HostRow, type HostView, type HostViewContext } from './host-view';
 
 const HOST_COLUMNS = [
-  'host_id', 'slots_saved', 'slots_total', 'runtime', 'runner_version', 'capabilities', 'enrolled_at',
+  'host_id', 'slots_saved', 'slots_total', 'runtime', 'runner_version', 'capabilities', 'preflight', 'enrolled_at',
   'last_heartbeat_at', 'removal_requested_at',
 ];
 

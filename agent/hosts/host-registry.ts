@@ -76,6 +76,8 @@ export async function recordHeartbeat(db: Db, hostId: string, beat: Heartbeat, s
       runtime: beat.runtime,
       runner_version: beat.runner_version,
       capabilities: JSON.stringify(beat.capabilities),
+      // An older runner reports no preflight: what it reported before is no longer known to hold.
+      preflight: beat.preflight ? JSON.stringify(beat.preflight) : null,
       last_heartbeat_at: trx.fn.now(),
     });
     const row = { slots_saved: previous.slots_saved, slots_total: beat.slots_total };

@@ -5,6 +5,12 @@
  */
 import { appliesRemoteSlots } from '../../workflows/definitions/host';
 import { effectiveSlots } from './placement';
+import { EXECUTION_PROFILES, type ExecutionProfile } from '../../lib/execution-profiles';
+import type { z } from 'zod';
+import type { preflightSchema } from '../../lib/contracts/host-api';
+
+/** A runner's runtime preflight as stored (`agent_hosts.preflight`). */
+export type Preflight = z.infer<typeof preflightSchema>;
 
 /** The runner-version rule lives beside the host workflow, which judges slot changes with it too. */
 export { appliesRemoteSlots, REMOTE_SLOTS_RUNNER_VERSION } from '../../workflows/definitions/host';
@@ -17,6 +23,8 @@ export interface HostRow {
   runtime: string | null;
   runner_version: string | null;
   capabilities: string[];
+  /** The runner's last runtime preflight (null: none reported). */
+  preflight: Preflight | null;
   enrolled_at: Date;
   last_heartbeat_at: Date | null;
   removal_requested_at: Date | null;
@@ -41,9 +49,32 @@ export interface HostView {
   runtime: string | null;
   runner_version: string | null;
   capabilities: string[];
+  /** Per execution profile: whether this host may take its turns, and if not why (docs/execution-profiles.md). */
+  execution_profiles: Record<ExecutionProfile, ProfileAttestation>;
+  /** `AGENT_SANDBOX_BACKEND=container` on this host: untrusted work runs on its kernel by the operator's choice. */
+  shared_kernel_accepted: boolean;
+  /** The runner's last preflight as reported (kernels, runtimes probed), or null. */
+  preflight: Preflight | null;
   last_heartbeat_at: string | null;
   enrolled_at: string;
   removal_requested_at: string | null;
+}
+
+export interface ProfileAttestation {
+  attested: boolean;
+  /** Why the host cannot take this profile's work; null when it can. */
+  reason: string | null;
+}
+
+/** What a host attests per profile, with the preflight's reason for each one it does not. */
+export function profileAttestations(capabilities: readonly string[], preflight: Preflight | null): Record<ExecutionProfile, ProfileAttestation> {
+  const entries = EXECUTION_PROFILES.map((profile) => {
+    if (capabilities.includes(profile)) return [profile, { attested: true, reason: null }] as const;
+    const reason = preflight?.refused[profile]
+      ?? (preflight ? 'the preflight did not attest it' : 'the runner reported no runtime preflight (a runner older than execution profiles, or none yet)');
+    return [profile, { attested: false, reason }] as const;
+  });
+  return Object.fromEntries(entries) as Record<ExecutionProfile, ProfileAttestation>;
 }
 
 export interface HostViewContext {
@@ -86,6 +117,9 @@ export function hostView(row: HostRow, runningTurns: number, context: HostViewCo
     runtime: row.runtime,
     runner_version: row.runner_version,
     capabilities: row.capabilities,
+    execution_profiles: profileAttestations(row.capabilities, row.preflight),
+    shared_kernel_accepted: row.preflight?.shared_kernel_accepted ?? false,
+    preflight: row.preflight,
     last_heartbeat_at: row.last_heartbeat_at?.toISOString() ?? null,
     enrolled_at: row.enrolled_at.toISOString(),
     removal_requested_at: row.removal_requested_at?.toISOString() ?? null,

@@ -7,6 +7,7 @@
  * The caller inserts its `running` attempt in the same transaction before committing.
  * Needs READ COMMITTED (PostgreSQL's default): each statement sees rows committed before it.
  */
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { Knex } from 'knex';
 
 /** The slot columns of an `agent_hosts` row. */
@@ -33,16 +34,19 @@ export interface PlaceTurnInput {
   staleSeconds: number;
   /** `AGENT_HOST_SLOTS`, passed to `effectiveSlots`. */
   defaultSlots: number;
+  /** The chat's execution profile: only a host that attests it (in its heartbeat's capabilities) may run the turn. */
+  profile: ExecutionProfile;
 }
 
 /** Why a turn cannot be admitted now (it waits and is placed again later). */
-export type PlacementWait = 'no_host' | 'host_full' | 'host_offline';
+export type PlacementWait = 'no_host' | 'host_full' | 'host_offline' | 'no_attested_host' | 'host_not_attested';
 
 export type Placement = { hostId: string } | { wait: PlacementWait };
 
 interface LockedHost extends SlotColumns {
   host_id: string;
   online: boolean;
+  attests: boolean;
 }
 
 /** Locks the candidate host rows in host id order; `online` is judged by the database clock. */
@@ -54,6 +58,7 @@ async function lockHosts(trx: Knex.Transaction, input: PlaceTurnInput): Promise<
         and last_heartbeat_at > now() - make_interval(secs => ?)) as online`,
       [input.staleSeconds],
     ))
+    .select(trx.raw('capabilities @> ?::jsonb as attests', [JSON.stringify([input.profile])]))
     .orderBy('host_id')
     .forUpdate();
   if (input.jobHostId !== null) {
@@ -79,14 +84,18 @@ export async function runningCounts(trx: Knex | Knex.Transaction, hostIds: reado
 
 /**
  * Chooses the host for a turn inside `trx`, or says why it must wait: a retained chat only on its
- * own host (`host_offline` when that host is stale or being removed, `host_full` when its running
- * attempts reach its effective slots); a new chat on the online host with the most free slots,
- * ties by host id (`no_host` when no host is online, `host_full` when every online host is full).
+ * own host (`host_offline` when that host is stale or being removed, `host_not_attested` when it
+ * no longer attests the chat's execution profile, `host_full` when its running attempts reach its
+ * effective slots); a new chat on the online host attesting the profile with the most free slots,
+ * ties by host id (`no_host` when no host is online, `no_attested_host` when none online attests
+ * the profile, `host_full` when every such host is full).
  */
 export async function placeTurn(trx: Knex.Transaction, input: PlaceTurnInput): Promise<Placement> {
   const hosts = await lockHosts(trx, input);
-  const online = hosts.filter((h) => h.online);
-  if (online.length === 0) return { wait: input.jobHostId !== null ? 'host_offline' : 'no_host' };
+  const reachable = hosts.filter((h) => h.online);
+  if (reachable.length === 0) return { wait: input.jobHostId !== null ? 'host_offline' : 'no_host' };
+  const online = reachable.filter((h) => h.attests);
+  if (online.length === 0) return { wait: input.jobHostId !== null ? 'host_not_attested' : 'no_attested_host' };
   const running = await runningCounts(trx, online.map((h) => h.host_id));
   let best: { hostId: string; free: number } | undefined;
   for (const host of online) {

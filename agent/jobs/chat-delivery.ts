@@ -5,6 +5,8 @@
  * durable in PostgreSQL and the reconciler delivers it when Temporal answers again.
  */
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import type { chatWorkflow } from '../../workflows/chat';
@@ -26,13 +28,28 @@ export function chatConfigFrom(settings: ChatSettings): ChatConfig {
   };
 }
 
-function startOperation(settings: ChatSettings, job: { jobId: string; ownerId: number }) {
+/** The chat a delivery is for; its profile is shown as a search attribute of a workflow it starts. */
+export interface ChatRef {
+  jobId: string;
+  ownerId: number;
+  executionProfile?: ExecutionProfile;
+}
+
+/** Start-time search attributes of a chat workflow: `AgentOwner`, and `AgentProfile` when known. */
+function chatSearchAttributes(job: ChatRef): SearchAttributePair[] {
+  return [
+    { key: searchAttributes.owner, value: String(job.ownerId) },
+    ...(job.executionProfile ? [{ key: searchAttributes.profile, value: job.executionProfile }] : []),
+  ];
+}
+
+function startOperation(settings: ChatSettings, job: ChatRef) {
   return new WithStartWorkflowOperation<typeof chatWorkflow>(CHAT_WORKFLOW_TYPE, {
     workflowId: chatWorkflowId(job.jobId),
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowIdConflictPolicy: 'USE_EXISTING',
     args: [{ jobId: job.jobId, ownerId: job.ownerId, config: chatConfigFrom(settings) }],
-    typedSearchAttributes: [{ key: searchAttributes.owner, value: String(job.ownerId) }],
+    typedSearchAttributes: chatSearchAttributes(job),
     memo: { jobId: job.jobId, owner: job.ownerId },
   });
 }
@@ -46,7 +63,7 @@ export class ChatDelivery {
   }
 
   /** Delivers a queued turn; true when the workflow accepted it. */
-  async submitTurn(job: { jobId: string; ownerId: number }, turn: { turnId: string; seq: number }): Promise<boolean> {
+  async submitTurn(job: ChatRef, turn: { turnId: string; seq: number }): Promise<boolean> {
     try {
       await this.bounded(() => this.client.workflow.executeUpdateWithStart(submitTurnUpdate, {
         args: [{ turnId: turn.turnId, seq: turn.seq }],
@@ -60,7 +77,7 @@ export class ChatDelivery {
   }
 
   /** Starts the chat workflow if needed and wakes it (reconciler, cancels). */
-  async wake(job: { jobId: string; ownerId: number }): Promise<boolean> {
+  async wake(job: ChatRef): Promise<boolean> {
     try {
       await this.bounded(() => this.client.workflow.signalWithStart<typeof chatWorkflow, []>(CHAT_WORKFLOW_TYPE, {
         workflowId: chatWorkflowId(job.jobId),
@@ -68,7 +85,7 @@ export class ChatDelivery {
         args: [{ jobId: job.jobId, ownerId: job.ownerId, config: chatConfigFrom(this.settings) }],
         signal: wakeSignal,
         signalArgs: [],
-        typedSearchAttributes: [{ key: searchAttributes.owner, value: String(job.ownerId) }],
+        typedSearchAttributes: chatSearchAttributes(job),
         memo: { jobId: job.jobId, owner: job.ownerId },
       }));
       return true;
@@ -79,7 +96,7 @@ export class ChatDelivery {
   }
 
   /** Asks the chat workflow to stop its running turn `seq`. */
-  async cancelRunning(job: { jobId: string; ownerId: number }, seq: number): Promise<boolean> {
+  async cancelRunning(job: ChatRef, seq: number): Promise<boolean> {
     try {
       await this.bounded(() => this.client.workflow.getHandle(chatWorkflowId(job.jobId)).signal(cancelTurnSignal, { seq }));
       return true;

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { AGENT_DRIVERS, type AgentDriverKind } from '../../lib/settings';
+import { EXECUTION_PROFILES, type ExecutionProfile } from '../../lib/execution-profiles';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { newId, type JobRow } from './job-store';
@@ -40,6 +41,8 @@ export const createJobSchema = z.object({
   env: z.record(z.string().regex(ENV_NAME, 'environment variable names are letters, digits and _'), z.string().max(32_768))
     .refine((env) => Object.keys(env).length <= 64, 'at most 64 variables').optional(),
   driver: z.enum(AGENT_DRIVERS).optional(),
+  /** `untrusted-vm-v1` or `trusted-v1` (reviewed repositories only); absent: the deployment's choice (agent/sandboxes/execution-profile.ts). */
+  execution_profile: z.enum(EXECUTION_PROFILES).optional(),
 }).strict().superRefine((body, ctx) => {
   if (body.repo !== null) return;
   for (const field of ['base_ref', 'base_sha', 'environment_id'] as const) {
@@ -54,7 +57,11 @@ export type CreateJobBody = z.infer<typeof createJobSchema>;
 export type { QueuedTurn };
 
 /** Creates a job and its first turn. */
-export async function createJob(db: Db, input: { ownerId: number; body: CreateJobBody; defaultDriver: AgentDriverKind }): Promise<{ job: JobRow; turn: QueuedTurn }> {
+export async function createJob(db: Db, input: {
+  ownerId: number; body: CreateJobBody; defaultDriver: AgentDriverKind;
+  /** Chosen by the caller from the request, the deployment default and the trusted repositories. */
+  executionProfile: ExecutionProfile;
+}): Promise<{ job: JobRow; turn: QueuedTurn }> {
   const { body } = input;
   const jobId = newId('job');
   return db.transaction(async (trx) => {
@@ -70,6 +77,7 @@ export async function createJob(db: Db, input: { ownerId: number; body: CreateJo
       environment_id: body.environment_id ?? null,
       env: JSON.stringify(body.env ?? {}),
       driver: body.driver ?? input.defaultDriver,
+      execution_profile: input.executionProfile,
     }).returning<JobRow[]>('*');
     const turn = await queueTurn(trx, { jobId, seq: 1, prompt: body.prompt });
     return { job: job!, turn };

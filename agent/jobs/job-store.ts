@@ -2,6 +2,7 @@
  * Reading jobs (chats) for owners. An owner sees only their own jobs: every other job, deleted or
  * not, is reported exactly like a job that does not exist (404).
  */
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../lib/db';
 import type { AgentDriverKind } from '../../lib/settings';
@@ -19,6 +20,8 @@ export interface JobRow {
   environment_id: string | null;
   env: Record<string, string>;
   driver: AgentDriverKind;
+  /** The isolation its sandbox runs under (docs/execution-profiles.md); fixed at creation. */
+  execution_profile: ExecutionProfile;
   host_id: string | null;
   group_id: string | null;
   created_at: Date;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import type { JobRow } from './job-store';
+import { waitMessage } from './wait-reasons';
 
 export type ConversationState = 'queued' | 'running' | 'idle' | 'failed';
 
@@ -16,6 +17,8 @@ export interface TurnView {
   state: string;
   result: string | null;
   error?: string;
+  /** A queued turn's reason for waiting (docs/execution-profiles.md "Waiting turns"); absent otherwise. */
+  waiting?: { reason: string; message: string };
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -39,6 +42,7 @@ interface TurnRow {
   state: string;
   result: string | null;
   error: string | null;
+  wait_reason: string | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -50,13 +54,14 @@ function turnView(row: TurnRow): TurnView {
   return {
     turn_id: row.turn_id, seq: row.seq, state: row.state, result: row.result,
     ...(row.error !== null ? { error: row.error } : {}),
+    ...(row.state === 'queued' && row.wait_reason !== null ? { waiting: { reason: row.wait_reason, message: waitMessage(row.wait_reason) } } : {}),
     created_at: row.created_at.toISOString(), started_at: iso(row.started_at), finished_at: iso(row.finished_at),
   };
 }
 
 export async function jobView(db: Db, job: JobRow) {
   const turns = await db('agent_turns').where({ job_id: job.job_id }).orderBy('seq', 'asc')
-    .select<TurnRow[]>('turn_id', 'seq', 'state', 'result', 'error', 'created_at', 'started_at', 'finished_at');
+    .select<TurnRow[]>('turn_id', 'seq', 'state', 'result', 'error', 'wait_reason', 'created_at', 'started_at', 'finished_at');
   return {
     job_id: job.job_id,
     title: job.title,
@@ -67,6 +72,7 @@ export async function jobView(db: Db, job: JobRow) {
     base_ref: job.base_ref,
     base_sha: job.base_sha,
     environment_id: job.environment_id,
+    execution_profile: job.execution_profile,
     temporary: job.repo === null,
     conversation_state: conversationState(turns),
     created_at: job.created_at.toISOString(),

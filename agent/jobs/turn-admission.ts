@@ -6,7 +6,9 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
-import { placeTurn, type PlacementWait } from '../hosts/placement';
+import { placeTurn } from '../hosts/placement';
+import type { ExecutionProfile } from '../../lib/execution-profiles';
+import type { WaitReason } from './wait-reasons';
 import { PENDING_STATES } from '../sandboxes/sandbox-actions';
 import { latestReceipt } from '../sandboxes/sandbox-archives';
 import type { SandboxArchiveReceipt } from '../../workflows/definitions/sandbox-group';
@@ -33,6 +35,8 @@ export type AdmittedTurn = {
   restore?: SandboxArchiveReceipt;
   /** The limits this turn runs under, recorded on its attempt (absent in histories from before host settings). */
   limits?: TurnLimits;
+  /** The sandbox group's execution profile (absent in histories from before profiles: the host takes the safe one). */
+  executionProfile?: ExecutionProfile;
 };
 
 export type Admission =
@@ -40,7 +44,7 @@ export type Admission =
   /** The turn is no longer queued (cancelled meanwhile) or not the chat's next: nothing to run. */
   | { kind: 'skipped'; state: TurnState | 'not_next' }
   /** No slot now: try again later. */
-  | { kind: 'wait'; reason: PlacementWait | 'sandbox_pending' }
+  | { kind: 'wait'; reason: WaitReason }
   | { kind: 'job_missing' }
   /** The chat's sandbox group record is gone: it cannot run here again. */
   | { kind: 'sandbox_missing'; message: string };
@@ -74,7 +78,9 @@ async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: strin
     return { groupId: job.group_id, generation: group.generation, uid: member.uid };
   }
   const groupId = newId('grp');
-  await trx('agent_sandboxes').insert({ group_id: groupId, host_id: hostId, container_name: `sbx-${groupId}`, generation: 1, state: 'starting' });
+  await trx('agent_sandboxes').insert({
+    group_id: groupId, host_id: hostId, container_name: `sbx-${groupId}`, generation: 1, state: 'starting', execution_profile: job.execution_profile,
+  });
   await trx('agent_sandbox_members').insert({ job_id: job.job_id, group_id: groupId, uid: FIRST_MEMBER_UID });
   await trx('agent_jobs').where({ job_id: job.job_id }).update({ group_id: groupId, host_id: hostId, updated_at: trx.fn.now() });
   return { groupId, generation: 1, uid: FIRST_MEMBER_UID };
@@ -96,21 +102,26 @@ async function restoreGroup(trx: Knex.Transaction, groupId: string, generation: 
   return { groupId, generation: next, uid, restore: receipt };
 }
 
-/** Whether the chat's group is cold: its turn may go to any host (the archive is restored there). */
-async function isCold(trx: Knex.Transaction, groupId: string | null): Promise<boolean> {
-  if (!groupId) return false;
-  const row = await trx('agent_sandboxes').where({ group_id: groupId }).first<{ state: string } | undefined>('state');
-  return row?.state === 'cold';
+/**
+ * Where and how the chat's turn may run: a cold group's turn may go to any host (the archive is
+ * restored there); the profile is the group's once it exists (fixed at its creation), else the job's.
+ */
+async function groupPlacement(trx: Knex.Transaction, job: ClaimedJob): Promise<{ cold: boolean; profile: ExecutionProfile }> {
+  if (!job.group_id) return { cold: false, profile: job.execution_profile };
+  const row = await trx('agent_sandboxes').where({ group_id: job.group_id })
+    .first<{ state: string; execution_profile: ExecutionProfile } | undefined>('state', 'execution_profile');
+  return { cold: row?.state === 'cold', profile: row?.execution_profile ?? job.execution_profile };
 }
 
 /** Admits turn `seq` of chat `jobId` when it is next, queued and a slot is free. */
 export async function admitTurn(db: Db, input: { jobId: string; seq: number }, limits: AdmissionLimits): Promise<Admission> {
-  return db.transaction(async (trx) => {
+  const admission = await db.transaction(async (trx): Promise<Admission> => {
     const claim = await claimNextTurn(trx, input);
     if (claim.kind !== 'claimable') return claim;
     const { job, turn } = claim;
-    const jobHostId = await isCold(trx, job.group_id) ? null : job.host_id;
-    const placed = await placeTurn(trx, { jobHostId, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots });
+    const where = await groupPlacement(trx, job);
+    const jobHostId = where.cold ? null : job.host_id;
+    const placed = await placeTurn(trx, { jobHostId, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots, profile: where.profile });
     if ('wait' in placed) return { kind: 'wait' as const, reason: placed.wait };
     const group = await ensureGroup(trx, job, placed.hostId);
     if ('missing' in group) return { kind: 'sandbox_missing' as const, message: group.missing };
@@ -121,6 +132,7 @@ export async function admitTurn(db: Db, input: { jobId: string; seq: number }, l
       throw new Error(`turn ${turn.turn_id} left queued under its row lock`);
     }
     await trx('agent_sandboxes').where({ group_id: group.groupId }).update({ last_activity_at: trx.fn.now() });
+    await trx('agent_turns').where({ turn_id: turn.turn_id }).whereNotNull('wait_reason').update({ wait_reason: null });
     if (limits.turnLimits) await trx('agent_attempts').where({ attempt_id: attemptId }).update({ limits: JSON.stringify(limits.turnLimits) });
     return {
       kind: 'admitted' as const, seq: turn.seq, turnId: turn.turn_id, attemptId, hostId: placed.hostId,
@@ -128,6 +140,16 @@ export async function admitTurn(db: Db, input: { jobId: string; seq: number }, l
       repo: job.repo, baseRef: job.base_ref, baseSha: job.base_sha,
       ...(group.restore ? { restore: group.restore } : {}),
       ...(limits.turnLimits ? { limits: limits.turnLimits } : {}),
+      executionProfile: where.profile,
     };
   });
+  if (admission.kind === 'wait') await recordWaitReason(db, input, admission.reason);
+  return admission;
+}
+
+/** Shows the owner why the queued turn waits (written only when the reason changed; a turn admitted or cancelled meanwhile is left alone). */
+async function recordWaitReason(db: Db, input: { jobId: string; seq: number }, reason: WaitReason): Promise<void> {
+  await db('agent_turns').where({ job_id: input.jobId, seq: input.seq, state: 'queued' })
+    .where((q) => q.whereNull('wait_reason').orWhereNot('wait_reason', reason))
+    .update({ wait_reason: reason });
 }

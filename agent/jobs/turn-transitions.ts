@@ -11,6 +11,7 @@
  * appends its control event there, with a dedupe key that makes a retried transition a no-op.
  * Lock order, shared by every writer: the job row, then turn rows, then attempt rows.
  */
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import { appendEvents } from '../events/event-store';
@@ -79,6 +80,7 @@ export interface ClaimedJob {
   repo: string | null;
   base_ref: string | null;
   base_sha: string | null;
+  execution_profile: ExecutionProfile;
 }
 
 /**
@@ -93,7 +95,7 @@ export async function claimNextTurn(trx: Knex.Transaction, input: { jobId: strin
   | { kind: 'job_missing' }
 > {
   const job = await trx('agent_jobs').where({ job_id: input.jobId }).forUpdate()
-    .first<ClaimedJob | undefined>('job_id', 'host_id', 'group_id', 'repo', 'base_ref', 'base_sha');
+    .first<ClaimedJob | undefined>('job_id', 'host_id', 'group_id', 'repo', 'base_ref', 'base_sha', 'execution_profile');
   if (!job) return { kind: 'job_missing' };
   const turn = await nextActiveTurn(trx, input.jobId, { lock: true });
   if (!turn || turn.seq !== input.seq) return { kind: 'skipped', state: 'not_next' };

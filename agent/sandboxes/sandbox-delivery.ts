@@ -44,8 +44,9 @@ export async function sendSandboxAction(
     typedSearchAttributes: [
       { key: searchAttributes.host, value: group.hostId },
       { key: searchAttributes.owner, value: String(group.ownerId) },
+      { key: searchAttributes.profile, value: group.executionProfile },
     ],
-    memo: { groupId, host: group.hostId, owner: group.ownerId },
+    memo: { groupId, host: group.hostId, owner: group.ownerId, profile: group.executionProfile },
   });
   const execute = () => deps.temporal.connection.withDeadline(Date.now() + ACTION_DEADLINE_MS, () =>
     deps.temporal.workflow.executeUpdateWithStart(SANDBOX_ACTION_UPDATES[request.action], { args: [request], startWorkflowOperation: start() }));

@@ -5,6 +5,7 @@
  * credentials, no prompts. Hidden groups (removed from the inventory) appear only with `all`.
  */
 import type { Db } from '../../lib/db';
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { SandboxAction, SandboxState } from '../../workflows/definitions/sandbox-group';
 
 /** A reading older than this is stale (spec 8: 90 s; the host reports every 30 s). */
@@ -22,6 +23,8 @@ export interface SandboxEntry {
   container_id: string | null;
   generation: number;
   state: SandboxState;
+  /** The isolation the group's container runs under (docs/execution-profiles.md). */
+  execution_profile: ExecutionProfile;
   pending_action: SandboxAction | null;
   hidden: boolean;
   hidden_reason: 'host_stale' | 'stopped' | null;
@@ -45,7 +48,7 @@ export interface SandboxEntry {
 
 interface Row {
   group_id: string; host_id: string; host_stale: boolean; container_name: string; container_id: string | null; generation: number;
-  state: SandboxState; pending_action: SandboxAction | null; hidden_at: Date | null; hidden_reason: 'host_stale' | 'stopped' | null;
+  state: SandboxState; execution_profile: ExecutionProfile; pending_action: SandboxAction | null; hidden_at: Date | null; hidden_reason: 'host_stale' | 'stopped' | null;
   native_resume_lost_at: Date | null; last_activity_at: Date; created_at: Date; updated_at: Date;
   observed_at: Date | null; observed_state: string | null; observed_cpu_percent: number | null;
   observed_memory_bytes: string | null; observed_disk_bytes: string | null; observation_stale: boolean;
@@ -55,7 +58,7 @@ interface Row {
 export async function listSandboxes(db: Db, input: { state: SandboxState | 'all'; staleSeconds: number; groupId?: string }): Promise<SandboxEntry[]> {
   const query = db('agent_sandboxes as s').join('agent_hosts as h', 'h.host_id', 's.host_id')
     .select<Row[]>(
-      's.group_id', 's.host_id', 's.container_name', 's.container_id', 's.generation', 's.state', 's.pending_action', 's.hidden_at',
+      's.group_id', 's.host_id', 's.container_name', 's.container_id', 's.generation', 's.state', 's.execution_profile', 's.pending_action', 's.hidden_at',
       's.hidden_reason', 's.native_resume_lost_at', 's.last_activity_at', 's.created_at', 's.updated_at',
       's.observed_at', 's.observed_state', 's.observed_cpu_percent', 's.observed_memory_bytes', 's.observed_disk_bytes',
       db.raw(`(h.last_heartbeat_at is null or h.last_heartbeat_at <= now() - make_interval(secs => ?)) as host_stale`, [input.staleSeconds]),
@@ -75,7 +78,7 @@ export async function listSandboxes(db: Db, input: { state: SandboxState | 'all'
   const turnCount = (groupId: string, state: string) => Number(turns.find((t) => t.group_id === groupId && t.state === state)?.count ?? 0);
   return rows.map((r) => ({
     group_id: r.group_id, host_id: r.host_id, host_stale: r.host_stale, container_name: r.container_name, container_id: r.container_id,
-    generation: r.generation, state: r.state, pending_action: r.pending_action, hidden: r.hidden_at !== null, hidden_reason: r.hidden_reason,
+    generation: r.generation, state: r.state, execution_profile: r.execution_profile, pending_action: r.pending_action, hidden: r.hidden_at !== null, hidden_reason: r.hidden_reason,
     native_resume_lost: r.native_resume_lost_at !== null, last_activity_at: r.last_activity_at.toISOString(),
     created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString(),
     running_turns: turnCount(r.group_id, 'running'), queued_turns: turnCount(r.group_id, 'queued'),
@@ -87,12 +90,12 @@ export async function listSandboxes(db: Db, input: { state: SandboxState | 'all'
   }));
 }
 
-/** The owner of a group's first chat (the workflow's `AgentOwner`), with its host; undefined for an unknown group. */
-export async function sandboxGroupOf(db: Db, groupId: string): Promise<{ hostId: string; ownerId: number } | undefined> {
+/** The owner of a group's first chat (the workflow's `AgentOwner`), with its host and profile; undefined for an unknown group. */
+export async function sandboxGroupOf(db: Db, groupId: string): Promise<{ hostId: string; ownerId: number; executionProfile: ExecutionProfile } | undefined> {
   const row = await db('agent_sandboxes as s')
     .leftJoin('agent_sandbox_members as m', 'm.group_id', 's.group_id')
     .leftJoin('agent_jobs as j', 'j.job_id', 'm.job_id')
     .where('s.group_id', groupId).orderBy('m.created_at')
-    .first<{ host_id: string; owner_id: string | null } | undefined>('s.host_id', 'j.owner_id');
-  return row ? { hostId: row.host_id, ownerId: Number(row.owner_id ?? 0) } : undefined;
+    .first<{ host_id: string; owner_id: string | null; execution_profile: ExecutionProfile } | undefined>('s.host_id', 'j.owner_id', 's.execution_profile');
+  return row ? { hostId: row.host_id, ownerId: Number(row.owner_id ?? 0), executionProfile: row.execution_profile } : undefined;
 }

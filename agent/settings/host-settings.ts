@@ -30,7 +30,9 @@ const integer = (min: number, max: number) => z.number().int().min(min).max(max)
 
 /** Built-in defaults of the limits that have no environment variable. */
 export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'
-  | 'sessions_per_sandbox' | 'terminals_per_sandbox' | 'terminal_idle_timeout_seconds', number>> = Object.freeze({
+  | 'container_pids' | 'container_open_files' | 'sessions_per_sandbox' | 'terminals_per_sandbox' | 'terminal_idle_timeout_seconds', number>> = Object.freeze({
+  container_pids: 1024,
+  container_open_files: 16_384,
   repository_max_mib: 10_240,
   command_timeout_seconds: 600,
   command_output_max_kib: 64,
@@ -57,6 +59,14 @@ export const HOST_SETTING_DEFINITIONS = {
   /** Memory cap of a new sandbox container, MiB (spec 8: 4g). */
   container_memory_mib: {
     credential: false, appliesTo: 'new_sandboxes', schema: integer(256, 262_144), fallback: (env: Settings) => Math.floor(env.AGENT_SANDBOX_MEMORY_BYTES / MIB),
+  } satisfies HostDefinition<number>,
+  /** Processes (tasks) one new sandbox may hold: its pids cgroup, or its guest kernel's process limit (docs/execution-profiles.md "Containment"). */
+  container_pids: {
+    credential: false, appliesTo: 'new_sandboxes', schema: integer(64, 65_536), fallback: () => HOST_SETTING_DEFAULTS.container_pids,
+  } satisfies HostDefinition<number>,
+  /** Open files per process in a new sandbox (`RLIMIT_NOFILE`). */
+  container_open_files: {
+    credential: false, appliesTo: 'new_sandboxes', schema: integer(256, 1_048_576), fallback: () => HOST_SETTING_DEFAULTS.container_open_files,
   } satisfies HostDefinition<number>,
   /** Disk quota of a sandbox container's writable layer, GiB; none by default. Stored only (see the header). */
   container_disk_gib: {
@@ -108,6 +118,9 @@ export interface TurnLimits {
   /** Container caps of a sandbox this turn creates (an existing container keeps its own). */
   memoryBytes: number;
   nanoCpus: number;
+  /** Process and open-file caps of a sandbox this turn creates (absent in attempts from before them: the host's defaults). */
+  pids?: number;
+  openFiles?: number;
   /** Largest checkout a sandbox this turn creates may clone, bytes. */
   repositoryMaxBytes: number;
   commandTimeoutSeconds: number;
@@ -117,11 +130,13 @@ export interface TurnLimits {
 
 /** The turn limits of the current host settings. */
 export function turnLimitsFrom(values: Pick<HostSettingValues, 'turn_time_limit_seconds' | 'container_memory_mib' | 'container_cpus'
-  | 'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'>): TurnLimits {
+  | 'container_pids' | 'container_open_files' | 'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'>): TurnLimits {
   return {
     turnTimeLimitSeconds: values.turn_time_limit_seconds,
     memoryBytes: values.container_memory_mib * MIB,
     nanoCpus: Math.round(values.container_cpus * 1e9),
+    pids: values.container_pids,
+    openFiles: values.container_open_files,
     repositoryMaxBytes: values.repository_max_mib * MIB,
     commandTimeoutSeconds: values.command_timeout_seconds,
     commandOutputMaxBytes: values.command_output_max_kib * KIB,

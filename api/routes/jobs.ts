@@ -15,6 +15,7 @@ import { checkJobModel } from '../../agent/jobs/job-model';
 import { jobView, listJobs, listQuerySchema } from '../../agent/jobs/job-views';
 import { assertRepoEntitled, parseAllowlist } from '../../agent/jobs/entitlement';
 import { SourceControlApp } from '../../agent/jobs/source-control-app';
+import { chooseExecutionProfile } from '../../agent/sandboxes/execution-profile';
 
 const BODY_LIMIT = 256 * 1024;
 const seqParam = z.coerce.number().int().min(1).max(2_147_483_647);
@@ -35,8 +36,13 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     }
     // Before anything is written: 404/403 for a model the owner cannot run (agent/jobs/job-model.ts).
     const model = await checkJobModel({ grants: deps.grants, userId: owner.userId, model: body.model, log: ctx.state.log });
-    const { job, turn } = await createJob(deps.db, { ownerId: owner.userId, body: { ...body, model }, defaultDriver: deps.settings.AGENT_DRIVER });
-    await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId }, { turnId: turn.turn_id, seq: turn.seq });
+    const executionProfile = chooseExecutionProfile({
+      repo: body.repo, deploymentDefault: deps.settings.AGENT_DEFAULT_EXECUTION_PROFILE,
+      trustedRepositories: parseAllowlist(deps.settings.AGENT_TRUSTED_REPOSITORIES),
+      ...(body.execution_profile ? { requested: body.execution_profile } : {}),
+    });
+    const { job, turn } = await createJob(deps.db, { ownerId: owner.userId, body: { ...body, model }, defaultDriver: deps.settings.AGENT_DRIVER, executionProfile });
+    await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId, executionProfile: job.execution_profile }, { turnId: turn.turn_id, seq: turn.seq });
     ctx.status = 201;
     ctx.body = { job_id: job.job_id, title: job.title, turn };
   });
@@ -58,7 +64,7 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', owner.userId);
     const body = validateBody(addTurnSchema, await readJsonBody(ctx.req, BODY_LIMIT));
     const turn = await addTurn(deps.db, job, body.prompt);
-    await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId }, { turnId: turn.turn_id, seq: turn.seq });
+    await delivery.submitTurn({ jobId: job.job_id, ownerId: owner.userId, executionProfile: job.execution_profile }, { turnId: turn.turn_id, seq: turn.seq });
     ctx.status = 201;
     ctx.body = turn;
   });
@@ -68,7 +74,7 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', owner.userId);
     const seq = validateBody(seqParam, ctx.params.seq);
     const outcome = await cancelTurn(deps.db, job, seq);
-    const chat = { jobId: job.job_id, ownerId: owner.userId };
+    const chat = { jobId: job.job_id, ownerId: owner.userId, executionProfile: job.execution_profile };
     if (outcome.state === 'running') await delivery.cancelRunning(chat, seq);
     else await delivery.wake(chat);
     ctx.body = outcome;

@@ -9,10 +9,26 @@
  */
 import { z } from 'zod';
 import { AGENT_DRIVERS } from '../settings';
+import { EXECUTION_PROFILES, SANDBOX_BACKENDS } from '../execution-profiles';
 import { defineEndpoint } from './endpoint';
 
 /** The most slots a host may report, or an operator may save for it (spec 8). */
 export const MAX_HOST_SLOTS = 128;
+
+const text = (max: number) => z.string().max(max);
+
+/** A runtime preflight as a runner reports it (activities/docker/runtime-preflight.ts). */
+export const preflightSchema = z.object({
+  checked_at: z.string().datetime(),
+  host_kernel: text(128),
+  backend: z.enum(SANDBOX_BACKENDS),
+  shared_kernel_accepted: z.boolean(),
+  probes: z.array(z.object({
+    runtime: text(64), ok: z.boolean(), guest_kernel: text(128).optional(), error: text(500).optional(), duration_ms: z.number().int().min(0),
+  }).strict()).max(8),
+  attestations: z.array(text(128)).max(16),
+  refused: z.partialRecord(z.enum(EXECUTION_PROFILES), text(700)),
+}).strict();
 
 /** `POST /v1/agent/hosts/:hostId/heartbeat`: what the host reports, and the slots it learns. */
 export const hostHeartbeat = defineEndpoint({
@@ -24,6 +40,8 @@ export const hostHeartbeat = defineEndpoint({
     runtime: z.string().min(1).max(64),
     runner_version: z.string().min(1).max(64),
     capabilities: z.array(z.string().min(1).max(128)).max(64).default([]),
+    /** The runner's last runtime preflight (docs/execution-profiles.md); absent from older runners. */
+    preflight: preflightSchema.optional(),
   }).strict(),
   response: z.object({
     host_id: z.string(),

@@ -1,6 +1,6 @@
 /**
  * Brings the development stack's backing services up, installing what is missing:
- * Debian packages, the Temporal CLI, PostgreSQL, dockerd, the Temporal dev server, the
+ * Debian packages, the Temporal CLI, PostgreSQL, dockerd with gVisor's runsc registered, the Temporal dev server, the
  * sandbox image, the S3 test server's binary (versitygw, built once per version) and the
  * pinned coding-agent CLIs (Codex, Claude Code: ops/dev/agent-clis.ts). Idempotent; every step is skipped when already done.
  * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`).
@@ -8,6 +8,7 @@
 import { ensureAgentClis } from './agent-clis';
 import { ensureDebPackages } from './packages';
 import { ensureDockerd } from './docker-engine';
+import { ensureEngineRuntime, ensureRunsc, registerIsolatingRuntime } from './container-runtimes';
 import { ensurePostgres } from './postgres';
 import { ensureSandboxImage } from './sandbox-image';
 import { ensureVersitygwBinary } from './versitygw';
@@ -19,7 +20,11 @@ async function main(): Promise<void> {
   ensureDebPackages();
   ensureTemporalCli();
   await ensurePostgres();
+  // Written before a dockerd start reads it; a dockerd already running reloads it (no restart).
+  await ensureRunsc();
+  const runtimeChanged = registerIsolatingRuntime();
   await ensureDockerd();
+  await ensureEngineRuntime(runtimeChanged);
   await ensureTemporalServer();
   // The real coding-agent CLIs (issue 26), fetched once per pinned version: the tests run them,
   // and the sandbox image carries them.

@@ -3,7 +3,7 @@
  */
 import { BootstrapError, run, runLogged, say } from './sh';
 
-/** Packages the stack installs: the database, the container engine, the rootfs builder, flock. */
+/** Packages the stack installs: the database, the container engine, the rootfs builder, flock (gVisor's runsc: container-runtimes.ts). */
 export const DEB_PACKAGES = ['postgresql', 'docker.io', 'debootstrap', 'util-linux'] as const;
 
 function installed(pkg: string): boolean {

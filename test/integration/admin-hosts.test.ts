@@ -15,7 +15,9 @@ import { signUpAndLogIn } from '../support/accounts';
 import { ADMIN_TOKEN } from '../support/admin';
 import { insertJobWithTurn, insertOwner, insertRunningAttempt } from '../support/agent-rows';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from '../support/api';
-import { testRunId } from '../support/docker';
+import { docker, SANDBOX_IMAGE, testLabels, testRunId } from '../support/docker';
+import { runPreflight } from '../../activities/docker/runtime-preflight';
+import { DEFAULT_RUNTIMES } from '../../activities/docker/container-runtime';
 import { endHostWorkflows, startHostWorker } from '../support/host-workflows';
 import { temporalEnv, uniqueTaskQueue } from '../support/temporal';
 import { freshDatabase, type TestDatabase } from '../support/db';
@@ -106,13 +108,41 @@ describe('admin: runner hosts (slots, display states, guarded removal)', () => {
     assert.equal((await putSlots(`auth-host${S}`, 4, operatorToken)).status, 200);
   });
 
+  it('says per execution profile whether a host may take its work and, from its preflight, why not', async () => {
+    const hostId = `preflight-host${S}`;
+    const { credential } = await enrollHost(t.db, hostId);
+    enrolled.add(hostId);
+    const real = await runPreflight({ docker: docker(), image: SANDBOX_IMAGE, runtimes: DEFAULT_RUNTIMES, labels: testLabels() });
+    const guest = real.probes.find((p) => p.runtime === 'runsc')?.guest_kernel;
+    // This machine's preflight as seen from a host whose kernel equals gVisor's: no guest kernel of its own.
+    const shared = await runPreflight({ docker: docker(), image: SANDBOX_IMAGE, runtimes: DEFAULT_RUNTIMES, labels: testLabels(), hostKernel: guest });
+    const post = (preflight: unknown) => fetch(`${serving.url}/v1/agent/hosts/${hostId}/heartbeat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${credential}` },
+      body: JSON.stringify({ slots_total: 3, runtime: 'docker-test', runner_version: '2', capabilities: ['container', ...(preflight as { attestations: string[] }).attestations], preflight }),
+    });
+    assert.equal((await post(shared)).status, 200);
+    let view = await viewOf(hostId);
+    assert.deepEqual(view?.execution_profiles['trusted-v1'], { attested: true, reason: null });
+    assert.equal(view?.execution_profiles['untrusted-vm-v1'].attested, false);
+    assert.match(view?.execution_profiles['untrusted-vm-v1'].reason ?? '', /runs on the host kernel .* no guest kernel of its own/);
+    assert.equal(view?.preflight?.host_kernel, guest);
+    assert.equal((await post(real)).status, 200);
+    view = await viewOf(hostId);
+    assert.deepEqual(view?.execution_profiles['untrusted-vm-v1'], { attested: true, reason: null });
+    assert.equal(view?.shared_kernel_accepted, false);
+    const malformed = await post({ ...real, probes: [{ runtime: 'x\u0000', ok: true, duration_ms: 1 }] });
+    assert.equal(malformed.status, 400, 'a preflight is untrusted input like the rest of the beat');
+  });
+
   it('lists hosts with their slot state, running turns and runner facts', async () => {
     await onlineHost(`list-host${S}`, 5);
     await insertRunningAttempt(t.db, { ...(await insertJobWithTurn(t.db, ownerId, `list-host${S}`)), hostId: `list-host${S}` });
     const view = await viewOf(`list-host${S}`);
     assert.ok(view);
     assert.deepEqual(Object.keys(view).sort(), [
-      'capabilities', 'enrolled_at', 'host_id', 'last_heartbeat_at', 'online', 'removal_requested_at', 'runner_version', 'running_turns', 'runtime', 'slots', 'stale',
+      'capabilities', 'enrolled_at', 'execution_profiles', 'host_id', 'last_heartbeat_at', 'online', 'preflight', 'removal_requested_at', 'runner_version',
+      'running_turns', 'runtime', 'shared_kernel_accepted', 'slots', 'stale',
     ]);
     assert.equal(view.online, true);
     assert.equal(view.stale, false);
@@ -121,6 +151,11 @@ describe('admin: runner hosts (slots, display states, guarded removal)', () => {
     assert.equal(view.runtime, 'docker-test');
     assert.equal(view.runner_version, '2');
     assert.deepEqual(view.capabilities, ['container']);
+    assert.equal(view.preflight, null);
+    for (const profile of ['untrusted-vm-v1', 'trusted-v1'] as const) {
+      assert.equal(view.execution_profiles[profile].attested, false, 'a runner that reports no preflight attests nothing');
+      assert.match(view.execution_profiles[profile].reason ?? '', /no runtime preflight/);
+    }
     assert.ok(!Number.isNaN(Date.parse(view.last_heartbeat_at ?? '')));
     assert.ok(!JSON.stringify(view).includes('credential'));
     const never = await enrollHost(t.db, `quiet-host${S}`);

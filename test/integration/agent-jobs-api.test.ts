@@ -66,6 +66,37 @@ describe('agent owner API without a reachable Temporal, and the source-control a
     await handle.terminate('test done');
   });
 
+  it('chooses the execution profile: trusted-v1 only for reviewed repositories, refused with 403 elsewhere and nothing written', async () => {
+    const jobs = async () => Number((await t.db('agent_jobs').count<Array<{ count: string }>>({ count: '*' }))[0]!.count);
+    const profileOf = async (res: Response) => {
+      assert.equal(res.status, 201, await res.clone().text());
+      const jobId = ((await res.json()) as { job_id: string }).job_id;
+      return (await t.db('agent_jobs').where({ job_id: jobId }).first<{ execution_profile: string }>('execution_profile'))?.execution_profile;
+    };
+    const env = { AGENT_REPO_ALLOWLIST: 'acme/app,acme/reviewed', AGENT_TRUSTED_REPOSITORIES: 'acme/reviewed' };
+    await withApi(env, async (api) => {
+      const before = await jobs();
+      for (const body of [{ repo: 'acme/app', execution_profile: 'trusted-v1' }, { repo: null, execution_profile: 'trusted-v1' }]) {
+        const res = await createJob(api, body);
+        assert.equal(res.status, 403, JSON.stringify(body));
+        const error = ((await res.json()) as { error: { message: string; param: string } }).error;
+        assert.equal(error.param, 'execution_profile');
+        assert.match(error.message, /trusted-v1/);
+      }
+      const invalid = await createJob(api, { repo: null, execution_profile: 'root-v0' });
+      assert.equal(invalid.status, 400);
+      assert.equal(await jobs(), before, 'a refused job writes nothing');
+      assert.equal(await profileOf(await createJob(api, { repo: 'acme/reviewed', execution_profile: 'trusted-v1' })), 'trusted-v1');
+      assert.equal(await profileOf(await createJob(api, { repo: 'acme/reviewed' })), 'untrusted-vm-v1', 'reviewed, but the deployment default is the safe one');
+      assert.equal(await profileOf(await createJob(api, { repo: 'acme/reviewed', execution_profile: 'untrusted-vm-v1' })), 'untrusted-vm-v1');
+    });
+    await withApi({ ...env, AGENT_DEFAULT_EXECUTION_PROFILE: 'trusted-v1' }, async (api) => {
+      assert.equal(await profileOf(await createJob(api, { repo: 'acme/reviewed' })), 'trusted-v1', 'the default applies to reviewed repositories');
+      assert.equal(await profileOf(await createJob(api, { repo: 'acme/app' })), 'untrusted-vm-v1', 'and never to the others');
+      assert.equal(await profileOf(await createJob(api, { repo: null })), 'untrusted-vm-v1', 'nor to a temporary workspace');
+    });
+  });
+
   it('answers 503 for repository jobs while a configured source-control app cannot be loaded', async () => {
     const missing = { AGENT_SOURCE_CONTROL_APP_ID: '42', AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: join(dir, 'missing.pem'), AGENT_REPO_ALLOWLIST: 'acme/app' };
     await withApi(missing, async (api) => {

@@ -142,7 +142,7 @@ describe('generated chat titles (PostgreSQL + Temporal + Docker + gateway)', fun
     });
 
     async function newJob(prompt: string): Promise<string> {
-      const { job } = await createJob(stack.t.db, { ownerId, body: { prompt, model: AGENT_MODEL, repo: null }, defaultDriver: 'builtin' });
+      const { job } = await createJob(stack.t.db, { ownerId, body: { prompt, model: AGENT_MODEL, repo: null }, defaultDriver: 'builtin', executionProfile: 'untrusted-vm-v1' });
       return job.job_id;
     }
 

@@ -231,13 +231,15 @@ describe('turn state machine (PostgreSQL)', () => {
       assert.deepEqual(await rowsOf(jobId), before);
     });
 
-    it('admission without a free slot waits and writes nothing', async () => {
+    it('admission without a free slot waits and writes nothing but the turn\'s reason for waiting', async () => {
       await insertHost(t.db, 'host-full', { slotsTotal: 0 });
       const { jobId } = await jobWithTurns();
       await t.db('agent_jobs').where({ job_id: jobId }).update({ host_id: 'host-full' });
-      const before = await rowsOf(jobId);
+      const before = await rowsOf(jobId) as { turns: Array<{ seq: number; wait_reason: string | null }> };
       assert.deepEqual(await admitTurn(t.db, { jobId, seq: 1 }, LIMITS), { kind: 'wait', reason: 'host_full' });
-      assert.deepEqual(await rowsOf(jobId), before);
+      const after = await rowsOf(jobId) as typeof before;
+      assert.equal(after.turns[0]?.wait_reason, 'host_full', 'the owner can see why it waits');
+      assert.deepEqual({ ...after, turns: after.turns.map((turn) => ({ ...turn, wait_reason: null })) }, before);
     });
   });
 

@@ -4,7 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { runSandboxCommand, DEFAULT_SANDBOX_LIMITS } from '../../activities/docker/sandbox-command';
-import { docker, execIn, removeContainers, SANDBOX_IMAGE, startTestContainer, testLabels, testRunId, TEST_RUN_LABEL } from '../support/docker';
+import { docker, execIn, removeContainers, SANDBOX_IMAGE, startTestContainer, testLabels, testRunId, testRuntime, TEST_RUN_LABEL } from '../support/docker';
+
+const MEMTOTAL_BYTES = "awk '/^MemTotal:/ { print $2 * 1024 }' /proc/meminfo";
+const CGROUP_LIMIT = 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max';
 
 describe('Docker sandbox containers', () => {
   after(async () => {
@@ -32,8 +35,9 @@ describe('Docker sandbox containers', () => {
   it('runSandboxCommand returns stdout, stderr and exit code, applies the caps and removes the container', async () => {
     const name = `test-cmd-${testRunId}`;
     const result = await runSandboxCommand(
-      { command: ['bash', '-c', 'echo out; echo err >&2; cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; exit 3'], labels: testLabels(), timeoutMs: 30_000 },
-      { docker: docker(), image: SANDBOX_IMAGE, name },
+      // The memory cap as the sandbox sees it: gVisor's guest kernel reports it as the machine's memory, runc's cgroup file holds it.
+      { command: ['bash', '-c', `echo out; echo err >&2; ${testRuntime().isolating ? MEMTOTAL_BYTES : CGROUP_LIMIT}; exit 3`], labels: testLabels(), timeoutMs: 30_000 },
+      { docker: docker(), image: SANDBOX_IMAGE, name, runtime: testRuntime() },
     );
     assert.equal(result.exitCode, 3);
     const [out, limit] = result.stdout.trim().split('\n');
@@ -47,7 +51,7 @@ describe('Docker sandbox containers', () => {
     const name = `test-timeout-${testRunId}`;
     const result = await runSandboxCommand(
       { command: ['sleep', '60'], labels: testLabels(), timeoutMs: 1000 },
-      { docker: docker(), image: SANDBOX_IMAGE, name },
+      { docker: docker(), image: SANDBOX_IMAGE, name, runtime: testRuntime() },
     );
     assert.equal(result.exitCode, 124);
     await assert.rejects(docker().getContainer(name).inspect(), (err: { statusCode?: number }) => err.statusCode === 404);

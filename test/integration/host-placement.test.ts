@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { placeTurn, type Placement, type PlaceTurnInput } from '../../agent/hosts/placement';
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import { createDb, type Db } from '../../lib/db';
 import { insertHost, insertJobWithTurn, insertOwner, insertRunningAttempt } from '../support/agent-rows';
 import { freshDatabase, type TestDatabase } from '../support/db';
@@ -33,8 +34,8 @@ describe('host placement', () => {
     await t.db('agent_hosts').del();
   });
 
-  const input = (jobHostId: string | null = null): PlaceTurnInput => ({ jobHostId, staleSeconds: STALE, defaultSlots: DEFAULT_SLOTS });
-  const place = (jobHostId: string | null = null): Promise<Placement> => t.db.transaction((trx) => placeTurn(trx, input(jobHostId)));
+  const input = (jobHostId: string | null = null, profile: ExecutionProfile = 'untrusted-vm-v1'): PlaceTurnInput => ({ jobHostId, staleSeconds: STALE, defaultSlots: DEFAULT_SLOTS, profile });
+  const place = (jobHostId: string | null = null, profile?: ExecutionProfile): Promise<Placement> => t.db.transaction((trx) => placeTurn(trx, input(jobHostId, profile)));
   const running = async (hostId: string): Promise<number> =>
     Number((await t.db('agent_attempts').where({ host_id: hostId, state: 'running' }).count<Array<{ count: string }>>({ count: '*' }))[0]!.count);
 
@@ -110,6 +111,18 @@ describe('host placement', () => {
     assert.deepEqual(await place(), { hostId: 'host-b' });
     await insertHost(t.db, 'host-c', { slotsSaved: null, slotsTotal: 6 });
     assert.deepEqual(await place(), { hostId: 'host-c' });
+  });
+
+  it('places a turn only on a host that attests its execution profile, and says which kind of wait it is', async () => {
+    await insertHost(t.db, 'host-a', { slotsTotal: 8, capabilities: ['container', 'trusted-v1', 'shared-sandbox-v1'] });
+    await insertHost(t.db, 'host-b', { slotsTotal: 2, capabilities: ['container'] });
+    assert.deepEqual(await place(null, 'untrusted-vm-v1'), { wait: 'no_attested_host' }, 'online hosts, none attesting the profile');
+    assert.deepEqual(await place(null, 'trusted-v1'), { hostId: 'host-a' });
+    assert.deepEqual(await place('host-a', 'untrusted-vm-v1'), { wait: 'host_not_attested' }, 'a retained chat whose host stopped attesting waits for it');
+    await insertHost(t.db, 'host-c', { slotsTotal: 2, capabilities: ['container', 'untrusted-vm-v1', 'trusted-v1'] });
+    assert.deepEqual(await place(null, 'untrusted-vm-v1'), { hostId: 'host-c' }, 'fewer free slots, but the only host attesting the profile');
+    await insertHost(t.db, 'host-c', { slotsTotal: 2, heartbeatAgeSeconds: STALE + 5, capabilities: ['untrusted-vm-v1'] });
+    assert.deepEqual(await place('host-c', 'untrusted-vm-v1'), { wait: 'host_offline' }, 'offline is said before attestation');
   });
 
   it('counts only running attempts against the slots', async () => {

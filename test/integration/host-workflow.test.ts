@@ -186,7 +186,7 @@ describe('host workflow host:<hostId>: slots, stale detection, guarded removal (
     assert.equal(again.status, 202, 'a second request is the same drain');
     assert.equal(again.body.removal_requested_at, draining.body.removal_requested_at);
 
-    const placement = await t.db.transaction((trx) => placeTurn(trx, { jobHostId: host.hostId, staleSeconds: STALE_SECONDS, defaultSlots: 3 }));
+    const placement = await t.db.transaction((trx) => placeTurn(trx, { jobHostId: host.hostId, staleSeconds: STALE_SECONDS, defaultSlots: 3, profile: 'untrusted-vm-v1' }));
     assert.deepEqual(placement, { wait: 'host_offline' }, 'a draining host takes no new turn');
     const refused = await putSlots(host.hostId, 5);
     assert.equal(refused.status, 409);
@@ -220,7 +220,7 @@ describe('host workflow host:<hostId>: slots, stale detection, guarded removal (
     assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
     assert.equal(cancelled.body.removal_requested_at, null);
     await waitFor(async () => (await stateOf(host.hostId)) === 'online', 'online again');
-    const placement = await t.db.transaction((trx) => placeTurn(trx, { jobHostId: host.hostId, staleSeconds: STALE_SECONDS, defaultSlots: 3 }));
+    const placement = await t.db.transaction((trx) => placeTurn(trx, { jobHostId: host.hostId, staleSeconds: STALE_SECONDS, defaultSlots: 3, profile: 'untrusted-vm-v1' }));
     assert.deepEqual(placement, { hostId: host.hostId });
     const none = await admin('POST', `/admin/agent/runner-hosts/${host.hostId}/cancel-removal`);
     assert.equal(none.status, 409);

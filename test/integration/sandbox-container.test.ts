@@ -9,14 +9,14 @@ import {
 } from '../../activities/docker/sandbox-container';
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { ImageMissingError } from '../../activities/docker/sandbox-command';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId } from '../support/docker';
+import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
 
 const limits = { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1.5e9 };
 
 function spec(groupId: string, overrides: Partial<SandboxSpec> = {}): SandboxSpec {
   return {
     jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId, generation: 1, attemptId: 'att_first', hostId: 'host-a',
-    uid: 1001, image: SANDBOX_IMAGE, limits, extraLabels: testLabels(), ...overrides,
+    uid: 1001, image: SANDBOX_IMAGE, limits, runtime: testRuntime(), extraLabels: testLabels(), ...overrides,
   };
 }
 

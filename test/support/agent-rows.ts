@@ -13,6 +13,8 @@ export interface HostRowOptions {
   heartbeatAgeSeconds?: number | null;
   runnerVersion?: string;
   removalRequested?: boolean;
+  /** What the host attests (default: both execution profiles, as a host with gVisor and runc). */
+  capabilities?: string[];
 }
 
 /** Inserts (or replaces) an `agent_hosts` row with an unusable credential. */
@@ -26,6 +28,7 @@ export async function insertHost(db: Db, hostId: string, options: HostRowOptions
     slots_total: options.slotsTotal === undefined ? 3 : options.slotsTotal,
     runtime: 'docker-test',
     runner_version: options.runnerVersion ?? '2',
+    capabilities: JSON.stringify(options.capabilities ?? ['container', 'untrusted-vm-v1', 'trusted-v1']),
     last_heartbeat_at: age === null ? null : db.raw('now() - make_interval(secs => ?)', [age]),
     removal_requested_at: options.removalRequested ? db.fn.now() : null,
   }).onConflict('host_id').merge();

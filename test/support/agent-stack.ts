@@ -23,7 +23,7 @@ import { ADMIN_TOKEN } from './admin';
 import { createKey, postJson, signUpAndLogIn } from './accounts';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from './api';
 import { freshDatabase, type TestDatabase } from './db';
-import { docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId } from './docker';
+import { docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId, testPreflight, TEST_RUNTIMES } from './docker';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
 import { startTestGateway, type TestGateway } from './gateway';
 import { captureLogs, type CapturedLogs } from './logs';
@@ -112,8 +112,11 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   const objectStore = options.objectStore ?? new FsObjectStore(mkdtempSync(join(tmpdir(), 'agent-store-')));
   const api = await startTestApi({ db: t.db, temporal: env.client, env: apiEnv, grants, objectStore });
   const { credential } = await enrollHost(t.db, hostId);
+  // The host attests what a real preflight of this machine's runtimes saw (once per test process).
+  const preflight = await testPreflight();
   const heartbeat = createHeartbeat({
     apiUrl: api.url, hostId, credential, defaultSlots: settings.AGENT_HOST_SLOTS, runtime: 'docker-test', log: captureLogs('heartbeat').log,
+    attestation: () => ({ capabilities: ['container', ...preflight.attestations], preflight }),
   });
   await heartbeat.beatOnce();
   heartbeat.start(1000);
@@ -144,6 +147,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: hostTaskQueue(hostId),
         activities: createHostActivities({
           docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(), objectStore, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
+          runtimes: TEST_RUNTIMES,
           turns: {
             api: new HostApiClient({ apiUrl: api.url, hostId, credential }), apiUrl: api.url, credential,
             gatewayUrl: gateway.url, settings, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),

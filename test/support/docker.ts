@@ -4,6 +4,9 @@
  */
 import Docker from 'dockerode';
 import { MANAGED_LABEL } from '../../activities/docker/sandbox-command';
+import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile, type SandboxRuntimes } from '../../activities/docker/container-runtime';
+import { SAFE_PROFILE, type ExecutionProfile } from '../../lib/execution-profiles';
+import { runPreflight, type Preflight } from '../../activities/docker/runtime-preflight';
 
 export const SANDBOX_IMAGE = 'agent-sandbox:base';
 export const TEST_RUN_LABEL = 'agent.test-run';
@@ -14,6 +17,27 @@ let client: Docker | undefined;
 export function docker(): Docker {
   client ??= new Docker({ socketPath: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock' });
   return client;
+}
+
+/**
+ * The Docker runtime the sandbox suites run under: `AGENT_TEST_RUNTIME` (`runsc`, the default:
+ * gVisor, what `untrusted-vm-v1` work gets; or `runc`: the shared kernel), so `npm test` runs them
+ * under each. Stacks with a host runner get the runtimes that put their chats' sandboxes there.
+ */
+export const TEST_RUNTIME: 'runsc' | 'runc' = (() => {
+  const value = process.env.AGENT_TEST_RUNTIME;
+  if (value === undefined || value === '' || value === 'runsc') return 'runsc';
+  if (value === 'runc') return 'runc';
+  throw new Error(`AGENT_TEST_RUNTIME=${value}: use runsc or runc`);
+})();
+
+/** A host's runtimes that run this suite's untrusted chats under {@link TEST_RUNTIME} (`runc`: the shared kernel accepted). */
+export const TEST_RUNTIMES: SandboxRuntimes = { ...DEFAULT_RUNTIMES, backend: TEST_RUNTIME === 'runc' ? 'container' : 'vm' };
+
+/** The Docker runtime of `profile` on a host with {@link TEST_RUNTIMES}, as container creation takes it. */
+export function testRuntime(profile: ExecutionProfile = SAFE_PROFILE): { name: string; isolating: boolean } {
+  const name = runtimeForProfile(TEST_RUNTIMES, profile);
+  return { name, isolating: isIsolating(TEST_RUNTIMES, name) };
 }
 
 /** Labels every test container carries. */
@@ -27,7 +51,7 @@ export async function startTestContainer(extraLabels: Record<string, string> = {
     Image: SANDBOX_IMAGE,
     Cmd: ['sleep', 'infinity'],
     Labels: testLabels(extraLabels),
-    HostConfig: { NetworkMode: 'none', AutoRemove: false },
+    HostConfig: { Runtime: testRuntime().name, NetworkMode: 'none', AutoRemove: false },
   });
   await container.start();
   return container;
@@ -53,4 +77,14 @@ export async function removeContainers(labels: Record<string, string> = { [TEST_
   const found = await docker().listContainers({ all: true, filters });
   await Promise.all(found.map((c) => docker().getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
   return found.length;
+}
+
+let preflight: Promise<Preflight> | undefined;
+/** This machine's runtime preflight with {@link TEST_RUNTIMES}, run once per test process. */
+export function testPreflight(): Promise<Preflight> {
+  preflight ??= runPreflight({ docker: docker(), image: SANDBOX_IMAGE, runtimes: TEST_RUNTIMES, labels: testLabels() }).then((result) => {
+    if (!result.attestations.includes('untrusted-vm-v1')) throw new Error(`this machine's preflight attests no untrusted-vm-v1: ${JSON.stringify(result.refused)}`);
+    return result;
+  });
+  return preflight;
 }

@@ -15,6 +15,12 @@ export const FailureType = {
   repositoryTooLarge: 'RepositoryTooLarge',
   /** The sandbox container is of another generation than the turn expects. */
   sandboxGenerationMismatch: 'SandboxGenerationMismatch',
+  /** The sandbox container runs under another runtime than its execution profile needs. */
+  sandboxRuntimeMismatch: 'SandboxRuntimeMismatch',
+  /** The runtime of the sandbox's execution profile failed on this host (not registered, binary gone). */
+  sandboxRuntimeUnavailable: 'SandboxRuntimeUnavailable',
+  /** The sandbox container died during the turn (memory cap, process limit, the runtime itself). */
+  sandboxDied: 'SandboxDied',
   /** The sandbox container (or its group record) no longer exists. */
   sandboxMissing: 'SandboxMissing',
   /** A cold group's archive could not be restored as committed (missing, short or corrupted object). */
@@ -51,4 +57,5 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 export const PERMANENT_SANDBOX_FAILURES: readonly FailureType[] = [
   FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound, FailureType.repositoryTooLarge,
   FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing, FailureType.archiveRestoreFailed,
+  FailureType.sandboxRuntimeMismatch, FailureType.sandboxRuntimeUnavailable,
 ];

@@ -9,4 +9,6 @@ export const searchAttributes = {
   owner: defineSearchAttributeKey('AgentOwner', SearchAttributeType.KEYWORD),
   host: defineSearchAttributeKey('AgentHost', SearchAttributeType.KEYWORD),
   state: defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD),
+  /** A chat's or sandbox group's execution profile (`untrusted-vm-v1`, `trusted-v1`). */
+  profile: defineSearchAttributeKey('AgentProfile', SearchAttributeType.KEYWORD),
 } as const;

@@ -64,7 +64,7 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     const { status, body } = await get(api, operatorToken);
     assert.equal(status, 200);
     assert.deepEqual(Object.keys(body.settings).sort(), [
-      'command_output_max_kib', 'command_timeout_seconds', 'container_cpus', 'container_disk_gib', 'container_memory_mib', 'file_read_max_kib',
+      'command_output_max_kib', 'command_timeout_seconds', 'container_cpus', 'container_disk_gib', 'container_memory_mib', 'container_open_files', 'container_pids', 'file_read_max_kib',
       'idle_timeout_seconds', 'repository_max_mib', 'sessions_per_sandbox', 'terminal_idle_timeout_seconds', 'terminals_per_sandbox', 'turn_time_limit_seconds',
     ]);
     assert.deepEqual(body.settings.turn_time_limit_seconds, { value: 1200, default: 1200, saved: false, updated_at: null, applies_to: 'new_turns' });
@@ -72,6 +72,8 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     assert.equal(body.settings.container_cpus?.value, 1.5);
     assert.equal(body.settings.repository_max_mib?.value, 10_240);
     assert.equal(body.settings.command_timeout_seconds?.value, 600);
+    assert.deepEqual(body.settings.container_pids, { value: 1024, default: 1024, saved: false, updated_at: null, applies_to: 'new_sandboxes' });
+    assert.equal(body.settings.container_open_files?.value, 16_384);
     assert.deepEqual(body.settings.container_disk_gib, { value: null, default: null, saved: false, updated_at: null, applies_to: 'stored_only' });
     assert.equal(body.settings.terminals_per_sandbox?.applies_to, 'stored_only');
     const adminSettings = await admin<{ settings: Record<string, unknown> }>(api, 'GET', '/admin/agent/settings');

@@ -34,11 +34,11 @@ describe('host settings', () => {
 
   it('turns the saved values into the limits of one turn, in bytes, nanoCPUs and seconds', () => {
     const limits = turnLimitsFrom({
-      turn_time_limit_seconds: 120, container_memory_mib: 512, container_cpus: 0.25, repository_max_mib: 3,
-      command_timeout_seconds: 7, command_output_max_kib: 2, file_read_max_kib: 5,
+      turn_time_limit_seconds: 120, container_memory_mib: 512, container_cpus: 0.25, container_pids: 100, container_open_files: 512,
+      repository_max_mib: 3, command_timeout_seconds: 7, command_output_max_kib: 2, file_read_max_kib: 5,
     });
     assert.deepEqual(limits, {
-      turnTimeLimitSeconds: 120, memoryBytes: 512 * MIB, nanoCpus: 250_000_000, repositoryMaxBytes: 3 * MIB,
+      turnTimeLimitSeconds: 120, memoryBytes: 512 * MIB, nanoCpus: 250_000_000, pids: 100, openFiles: 512, repositoryMaxBytes: 3 * MIB,
       commandTimeoutSeconds: 7, commandOutputMaxBytes: 2048, fileReadMaxBytes: 5120,
     });
   });
