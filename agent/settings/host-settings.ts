@@ -10,8 +10,12 @@
  *   attempt (`agent_attempts.limits`) and used for that turn only;
  * - `new_sandboxes`: passed with the admitted turn to the host that creates the group's container
  *   (a container that exists is reused as it is);
- * - `stored_only`: validated and kept for the feature that will apply it (no terminal, idle stop,
- *   fork or disk quota exists yet); nothing enforces it.
+ * - `stored_only`: validated and kept for the feature that will apply it (no disk quota is
+ *   enforced yet); nothing enforces it.
+ *
+ * Keys that would apply only to features this project does not have (forks, terminals) are not
+ * settings at all ({@link RETIRED_HOST_SETTINGS}): a PUT naming one is a 400 that says why, so no
+ * setting is saved that does nothing.
  */
 import { z } from 'zod';
 import type { Settings } from '../../lib/settings';
@@ -29,15 +33,24 @@ const KIB = 1024;
 const integer = (min: number, max: number) => z.number().int().min(min).max(max);
 
 /** Built-in defaults of the limits that have no environment variable. */
-export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'
-  | 'sessions_per_sandbox' | 'terminals_per_sandbox' | 'terminal_idle_timeout_seconds', number>> = Object.freeze({
+export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib', number>> = Object.freeze({
   repository_max_mib: 10_240,
   command_timeout_seconds: 600,
   command_output_max_kib: 64,
   file_read_max_kib: 256,
-  sessions_per_sandbox: 8,
-  terminals_per_sandbox: 2,
-  terminal_idle_timeout_seconds: 1800,
+});
+
+/**
+ * Former host settings and why they are not settings (docs/agent-admin.md "Host settings"): each
+ * limits a feature this project does not have, so a saved value would do nothing. A PUT naming
+ * one is refused with this reason; migration 20261127010000_agent_host_settings_retired deleted
+ * their saved values, and a value saved again by an older process is ignored (logged as not
+ * applied). They come back, with their enforcement, when forks and terminals do.
+ */
+export const RETIRED_HOST_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  sessions_per_sandbox: 'removed: a sandbox group holds exactly one chat until forks exist; the limit comes back with forks',
+  terminals_per_sandbox: 'removed: sandboxes have no terminals yet; the limit comes back with terminals',
+  terminal_idle_timeout_seconds: 'removed: sandboxes have no terminals yet; the timeout comes back with terminals',
 });
 
 /** Every host setting. A new key: add it here and document it in docs/agent-admin.md "Host settings". */
@@ -66,10 +79,6 @@ export const HOST_SETTING_DEFINITIONS = {
   idle_timeout_seconds: {
     credential: false, appliesTo: 'stored_only', schema: integer(60, 604_800), fallback: (): number | null => null,
   } satisfies HostDefinition<number | null>,
-  /** Chats (members: a chat and its forks) one sandbox group may hold. Stored only. */
-  sessions_per_sandbox: {
-    credential: false, appliesTo: 'stored_only', schema: integer(1, 64), fallback: () => HOST_SETTING_DEFAULTS.sessions_per_sandbox,
-  } satisfies HostDefinition<number>,
   /** Longest one workspace command of the built-in driver may run, seconds (further bounded by the turn). */
   command_timeout_seconds: {
     credential: false, appliesTo: 'new_turns', schema: integer(1, 86_400), fallback: () => HOST_SETTING_DEFAULTS.command_timeout_seconds,
@@ -81,14 +90,6 @@ export const HOST_SETTING_DEFINITIONS = {
   /** Largest file the built-in driver's `read_file` reads, KiB. */
   file_read_max_kib: {
     credential: false, appliesTo: 'new_turns', schema: integer(1, 65_536), fallback: () => HOST_SETTING_DEFAULTS.file_read_max_kib,
-  } satisfies HostDefinition<number>,
-  /** Terminals open at once in one sandbox (0: none). Stored only. */
-  terminals_per_sandbox: {
-    credential: false, appliesTo: 'stored_only', schema: integer(0, 16), fallback: () => HOST_SETTING_DEFAULTS.terminals_per_sandbox,
-  } satisfies HostDefinition<number>,
-  /** Seconds an idle terminal stays open. Stored only. */
-  terminal_idle_timeout_seconds: {
-    credential: false, appliesTo: 'stored_only', schema: integer(60, 86_400), fallback: () => HOST_SETTING_DEFAULTS.terminal_idle_timeout_seconds,
   } satisfies HostDefinition<number>,
 } as const;
 
