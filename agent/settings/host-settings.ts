@@ -5,11 +5,13 @@
  * the same change marker and synced by the same per-process copy (settings-sync.ts), so a change
  * reaches the control worker within 5 s.
  *
- * A limit applies where a turn or a sandbox is created, never to one already running:
+ * Each setting says where it takes effect (`appliesTo`, shown by GET as `applies_to`):
  * - `new_turns`: read when a turn is admitted (agent/jobs/turn-admission.ts), recorded on its
- *   attempt (`agent_attempts.limits`) and used for that turn only;
+ *   attempt (`agent_attempts.limits`) and used for that turn only; a running turn keeps its own;
  * - `new_sandboxes`: passed with the admitted turn to the host that creates the group's container
  *   (a container that exists is reused as it is);
+ * - `running_sandboxes`: read by the idle stop each minute (agent/sandboxes/idle-stop.ts, the
+ *   Schedule `agent-idle-sandbox-stop`) and applied to every running sandbox, existing ones included;
  * - `stored_only`: validated and kept for the feature that will apply it (no disk quota is
  *   enforced yet); nothing enforces it.
  *
@@ -22,7 +24,7 @@ import type { Settings } from '../../lib/settings';
 import type { PlainDefinition } from './admin-settings';
 
 /** Where a host setting takes effect. */
-export type HostSettingScope = 'new_turns' | 'new_sandboxes' | 'stored_only';
+export type HostSettingScope = 'new_turns' | 'new_sandboxes' | 'running_sandboxes' | 'stored_only';
 
 interface HostDefinition<T> extends PlainDefinition<T> {
   appliesTo: HostSettingScope;
@@ -75,9 +77,9 @@ export const HOST_SETTING_DEFINITIONS = {
   container_disk_gib: {
     credential: false, appliesTo: 'stored_only', schema: integer(1, 10_240), fallback: (): number | null => null,
   } satisfies HostDefinition<number | null>,
-  /** Seconds a sandbox may stay idle before it is stopped; none by default. Stored only. */
+  /** Seconds a running sandbox may stay idle before the idle stop stops it; none (never) by default. */
   idle_timeout_seconds: {
-    credential: false, appliesTo: 'stored_only', schema: integer(60, 604_800), fallback: (): number | null => null,
+    credential: false, appliesTo: 'running_sandboxes', schema: integer(60, 604_800), fallback: (): number | null => null,
   } satisfies HostDefinition<number | null>,
   /** Longest one workspace command of the built-in driver may run, seconds (further bounded by the turn). */
   command_timeout_seconds: {
