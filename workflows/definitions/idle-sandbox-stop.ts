@@ -3,6 +3,7 @@
  * stop"): workflow type, the Temporal Schedule that starts it every minute (overlap SKIP), its
  * input and its result.
  */
+import type { SandboxState } from './sandbox-group';
 
 /** Workflow type name registered by the control worker (the export name in `workflows/index.ts`). */
 export const IDLE_SANDBOX_STOP_WORKFLOW_TYPE = 'idleSandboxStopWorkflow';
@@ -29,7 +30,7 @@ export interface IdleSandbox {
 
 /** What became of one stop request: accepted (the group is `stop_pending` or already further), refused (its condition failed), or failed (not decided now). */
 export type IdleStopOutcome =
-  | { kind: 'accepted'; state: string }
+  | { kind: 'accepted'; state: SandboxState }
   | { kind: 'refused'; reason: string }
   | { kind: 'failed'; reason: string };
 
