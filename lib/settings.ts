@@ -255,6 +255,8 @@ export const settingsShape = {
   AGENT_SANDBOX_WORKFLOW_IDLE_SECONDS: z.coerce.number().int().min(1).default(300),
   /** Id of the Temporal Schedule the control worker keeps for the deletion sweep (every minute; docs/chat-deletion.md). One per control task queue. Default `agent-deletion-sweep`. */
   AGENT_DELETION_SWEEP_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('agent-deletion-sweep'),
+  /** Id of the Temporal Schedule the control worker keeps for the idle stop (every minute; host setting `idle_timeout_seconds`, docs/sandboxes.md "Idle stop"). One per control task queue. Default `agent-idle-sandbox-stop`. */
+  AGENT_IDLE_STOP_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('agent-idle-sandbox-stop'),
   /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
   /** Seconds between a host runner's inventory reports (its managed containers with a resource reading; spec 8: 30). */

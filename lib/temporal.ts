@@ -1,7 +1,10 @@
 /**
- * Connections to the Temporal frontend, from settings.
+ * Connections to the Temporal frontend, from settings, and the Schedules workers keep.
  */
-import { Client, Connection } from '@temporalio/client';
+import {
+  Client, Connection, ScheduleAlreadyRunning, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction,
+} from '@temporalio/client';
+import type { Workflow } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type Worker } from '@temporalio/worker';
 import type { Logger } from './logger';
 import type { Settings } from './settings';
@@ -52,4 +55,21 @@ export function installTemporalRuntime(log: Logger, level: LogLevel = 'INFO'): v
 export async function stopWorker(worker: Worker, running: Promise<void>): Promise<void> {
   if (worker.getState() === 'RUNNING') worker.shutdown();
   await running;
+}
+
+/**
+ * Creates the Temporal Schedule `options.scheduleId`, or brings an existing one up to `options`'
+ * definition (spec, policies, action) while keeping its state (paused, note) as an operator left
+ * it: the call a worker makes at every start, so a redeploy changes the definition and nothing
+ * else. Answers the Schedule's id.
+ */
+export async function ensureSchedule<W extends Workflow>(client: Client, options: ScheduleOptions<ScheduleOptionsStartWorkflowAction<W>>): Promise<string> {
+  const { scheduleId, spec, policies, action } = options;
+  try {
+    await client.schedule.create(options);
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    await client.schedule.getHandle(scheduleId).update<W>((previous) => ({ ...previous, spec, ...(policies ? { policies } : {}), action }));
+  }
+  return scheduleId;
 }

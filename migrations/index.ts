@@ -23,6 +23,7 @@ import * as agentNativeDrivers from './20261126050000_agent_native_drivers';
 import * as agentNativeQuestions from './20261126060000_agent_native_questions';
 import * as agentExecutionProfiles from './20261128010000_agent_execution_profiles';
 import * as agentServerAllocations from './20261126040000_agent_server_allocations';
+import * as agentHostSettingsRetired from './20261127010000_agent_host_settings_retired';
 
 export interface Migration {
   name: string;
@@ -52,5 +53,6 @@ export const migrations: readonly Migration[] = [
   { name: '20261126040000_agent_server_allocations', ...agentServerAllocations },
   { name: '20261126050000_agent_native_drivers', ...agentNativeDrivers },
   { name: '20261126060000_agent_native_questions', ...agentNativeQuestions },
+  { name: '20261127010000_agent_host_settings_retired', ...agentHostSettingsRetired },
   { name: '20261128010000_agent_execution_profiles', ...agentExecutionProfiles },
 ];

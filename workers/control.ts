@@ -1,8 +1,8 @@
 /**
  * The control worker: polls task queue `control` (every workflow, and activities that touch
  * PostgreSQL, object storage or the gateway), reconciles queued turns with their chat workflows,
- * and creates or updates the deletion sweep's Schedule at startup (docs/chat-deletion.md). Entry
- * of `npm run worker:control`.
+ * and creates or updates the Schedules of the deletion sweep (docs/chat-deletion.md) and the idle
+ * stop (docs/sandboxes.md "Idle stop") at startup. Entry of `npm run worker:control`.
  */
 import { Worker } from '@temporalio/worker';
 import { createDb } from '../lib/db';
@@ -17,6 +17,7 @@ import { reconcileQueuedTurns } from '../activities/control/chat-reconciler';
 import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { ChatDelivery } from '../agent/jobs/chat-delivery';
 import { ensureDeletionSweepSchedule } from '../agent/deletion/sweep-schedule';
+import { ensureIdleStopSchedule } from '../agent/sandboxes/idle-stop-schedule';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 
 const RECONCILE_EVERY_MS = 30_000;
@@ -51,6 +52,10 @@ async function main(): Promise<void> {
     throw new Error(`the deletion sweep's Schedule ${settings.AGENT_DELETION_SWEEP_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and AGENT_DELETION_SWEEP_SCHEDULE_ID)`, { cause: err });
   });
   log.info({ event: 'agent_deletion_sweep_scheduled', schedule_id: scheduleId }, 'deletion sweep scheduled every minute');
+  const idleStopId = await ensureIdleStopSchedule(client, settings).catch((err: unknown) => {
+    throw new Error(`the idle stop's Schedule ${settings.AGENT_IDLE_STOP_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and AGENT_IDLE_STOP_SCHEDULE_ID)`, { cause: err });
+  });
+  log.info({ event: 'agent_idle_stop_scheduled', schedule_id: idleStopId }, 'idle sandbox stop scheduled every minute');
   const delivery = new ChatDelivery(client, settings, log);
   const reconciler = new Periodic(async () => {
     await reconcileQueuedTurns({ db, delivery, log, minQueuedSeconds: 30 }).catch((err: unknown) => {

@@ -7,3 +7,4 @@ export { workspaceArchive } from './workspace-archive';
 export { sandboxGroupWorkflow } from './sandbox-group';
 export { hostWorkflow } from './host';
 export { deletionSweepWorkflow } from './deletion-sweep';
+export { idleSandboxStopWorkflow } from './idle-sandbox-stop';

@@ -12,6 +12,7 @@ import { admitTurn, type AdmittedTurn } from '../../agent/jobs/turn-admission';
 import { abandonRunningTurn, finishAttempt, nextActiveTurn, type TurnOutcome, type TurnState } from '../../agent/jobs/turn-transitions';
 import { FailureType } from '../../workflows/definitions/failures';
 import type { TurnLimits } from '../../agent/settings/host-settings';
+import type { Knex } from 'knex';
 
 export type { AdmittedTurn, TurnOutcome, TurnState };
 
@@ -61,10 +62,12 @@ export function createChatActivities(deps: ChatActivityDeps) {
       });
     },
 
-    /** Ends an attempt and its turn with `outcome` (a no-op when already recorded). */
+    /** Ends an attempt and its turn with `outcome` (a no-op when already recorded); the end is the sandbox's last activity. */
     async finishTurn(input: { attemptId: string; outcome: TurnOutcome }): Promise<void> {
       await db.transaction(async (trx) => {
-        await finishAttempt(trx, input);
+        if ((await finishAttempt(trx, input)) !== 'not_running') {
+          await noteSandboxActivity(trx, trx('agent_attempts').select('job_id').where({ attempt_id: input.attemptId }));
+        }
         // An attempt that restored a cold group but never recorded its container leaves it cold again.
         await trx('agent_sandboxes')
           .where({ state: 'restoring' })
@@ -74,11 +77,24 @@ export function createChatActivities(deps: ChatActivityDeps) {
       });
     },
 
-    /** Fails a turn whose running attempt no workflow is watching any more. */
+    /** Fails a turn whose running attempt no workflow is watching any more (its end, too, is the sandbox's last activity). */
     async abandonTurn(input: { jobId: string; seq: number; reason: string }): Promise<void> {
-      await db.transaction((trx) => abandonRunningTurn(trx, input));
+      await db.transaction(async (trx) => {
+        if (await abandonRunningTurn(trx, input)) await noteSandboxActivity(trx, input.jobId);
+      });
     },
   };
+}
+
+/**
+ * The end of a turn is activity of its chat's sandbox group, like its admission: the idle stop
+ * (docs/sandboxes.md "Idle stop") counts the idle time from `last_activity_at`, so a long turn
+ * does not leave its sandbox looking idle from the moment it was admitted.
+ */
+async function noteSandboxActivity(trx: Knex.Transaction, job: string | Knex.QueryBuilder): Promise<void> {
+  const jobs = typeof job === 'string' ? [job] : job;
+  await trx('agent_sandboxes').whereIn('group_id', trx('agent_jobs').select('group_id').whereIn('job_id', jobs).whereNotNull('group_id'))
+    .update({ last_activity_at: trx.fn.now() });
 }
 
 export type ChatActivities = ReturnType<typeof createChatActivities>;

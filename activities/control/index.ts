@@ -12,6 +12,7 @@ import type { GatewayGrantClient } from '../../agent/grants/gateway-grant-client
 import { createChatActivities } from './chat-activities';
 import { createHostWorkflowActivities } from './host-workflow-activities';
 import { createDeletionActivities } from './deletion-activities';
+import { createIdleStopActivities } from './idle-stop-activities';
 import { createSandboxGroupActivities } from './sandbox-group-activities';
 import { createTitleActivities, type TitleLimits } from './title-activities';
 import { defaultValues } from '../../agent/settings/admin-settings';
@@ -22,7 +23,7 @@ export interface ControlActivityDeps {
   db: Db;
   settings: Settings;
   grants: GatewayGrantClient;
-  /** Temporal client of activities that start or update other workflows (the deletion sweep's sandbox actions). */
+  /** Temporal client of activities that start or update other workflows (the deletion sweep's and the idle stop's sandbox actions). */
   temporal?: Client;
   /** Logger of activities that log (title generation); default a `control-activities` logger at LOG_LEVEL. */
   log?: Logger;
@@ -30,17 +31,21 @@ export interface ControlActivityDeps {
   titleLimits?: Partial<TitleLimits>;
   /** Where sandbox archives go (spec 3.4); without one, archive actions are refused. */
   objectStore?: ObjectStore;
-  /** The synced admin and host settings: admission reads the turn limits from them (default: the environment's). */
+  /** The synced admin and host settings: admission reads the turn limits, the idle stop its timeout, from them (default: the environment's). */
   agentSettings?: AgentSettings;
 }
 
 export function createControlActivities(deps: ControlActivityDeps) {
   const log = deps.log ?? createLogger({ name: 'control-activities', level: deps.settings.LOG_LEVEL });
+  const hostSettings = () => deps.agentSettings?.current ?? defaultValues(deps.settings);
   return {
-    ...createChatActivities({ db: deps.db, settings: deps.settings, turnLimits: () => turnLimitsFrom(deps.agentSettings?.current ?? defaultValues(deps.settings)) }),
+    ...createChatActivities({ db: deps.db, settings: deps.settings, turnLimits: () => turnLimitsFrom(hostSettings()) }),
     ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
     ...createHostWorkflowActivities({ db: deps.db }),
     ...createDeletionActivities({ db: deps.db, settings: deps.settings, ...(deps.temporal ? { temporal: deps.temporal } : {}) }),
+    ...createIdleStopActivities({
+      db: deps.db, settings: deps.settings, log, idleTimeoutSeconds: () => hostSettings().idle_timeout_seconds, ...(deps.temporal ? { temporal: deps.temporal } : {}),
+    }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };

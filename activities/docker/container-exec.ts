@@ -142,7 +142,7 @@ export async function extractTarInContainer(docker: Docker, containerName: strin
     await pipeline(source, stream);
   } catch (cause) {
     stream.destroy();
-    throw new Error(`Streaming the archive into ${containerName} failed: ${(cause as Error).message}`);
+    throw new Error(`Streaming the archive into ${containerName} failed: ${(cause as Error).message}`, { cause });
   }
   await ended;
   const code = await exitCodeOf(exec);

@@ -42,6 +42,9 @@ const SYSTEM_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 /** The system actor of the chat deletion sweep (spec 3.4, 6.3). */
 export const USER_DELETION_SWEEPER = { type: 'system', name: 'user-deletion-sweeper' } as const satisfies AuditActor;
 
+/** The system actor of the idle stop: stops sandboxes idle past the host setting `idle_timeout_seconds` (docs/sandboxes.md "Idle stop"). */
+export const IDLE_SANDBOX_STOPPER = { type: 'system', name: 'idle-sandbox-stopper' } as const satisfies AuditActor;
+
 /** Who performs an action and from where: what a route or a system job passes down to the domain. */
 export interface AuditBy {
   actor: AuditActor;

@@ -5,8 +5,9 @@
  * changes nothing but the definition (interval, overlap, task queue, input), and keeps its state
  * (paused, note) as an operator left it.
  */
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import type { Settings } from '../../lib/settings';
+import { ensureSchedule } from '../../lib/temporal';
 import type { deletionSweepWorkflow } from '../../workflows/deletion-sweep';
 import {
   DELETION_SWEEP_DEFAULTS, DELETION_SWEEP_INTERVAL, DELETION_SWEEP_WORKFLOW_TYPE, type DeletionSweepInput,
@@ -29,15 +30,6 @@ const spec = { intervals: [{ every: DELETION_SWEEP_INTERVAL }] };
 const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' };
 
 /** Creates the sweep's Schedule, or updates an existing one to this definition; answers its id. */
-export async function ensureDeletionSweepSchedule(client: Client, settings: SweepScheduleSettings, input: DeletionSweepInput = DELETION_SWEEP_DEFAULTS): Promise<string> {
-  const scheduleId = settings.AGENT_DELETION_SWEEP_SCHEDULE_ID;
-  try {
-    await client.schedule.create({ scheduleId, spec, policies, action: action(settings, input) });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await client.schedule.getHandle(scheduleId).update<typeof deletionSweepWorkflow>((previous) => ({
-      ...previous, spec, policies, action: action(settings, input),
-    }));
-  }
-  return scheduleId;
+export function ensureDeletionSweepSchedule(client: Client, settings: SweepScheduleSettings, input: DeletionSweepInput = DELETION_SWEEP_DEFAULTS): Promise<string> {
+  return ensureSchedule(client, { scheduleId: settings.AGENT_DELETION_SWEEP_SCHEDULE_ID, spec, policies, action: action(settings, input) });
 }

@@ -7,7 +7,8 @@
  * confirm; the group is back in its previous state). Except for the validator's refusal (no
  * transaction: the API passes its pool), it runs inside the transaction that makes the change, so
  * the audit row (agent/audit/audit-log.ts `recordAudit`, category `sandboxes`, or `deletion` when the
- * deletion sweeper (actor `system:user-deletion-sweeper`) asked; actions
+ * deletion sweeper (actor `system:user-deletion-sweeper`) asked; the idle stop's, actor
+ * `system:idle-sandbox-stopper`, stay under `sandboxes`; actions
  * `agent.sandbox.stop_idle`, `.delete`, `.force_delete`, `.remove_stale` / `.remove_inventory`,
  * `.restore_inventory`) commits with it.
  */

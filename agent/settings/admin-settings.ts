@@ -15,7 +15,7 @@ import type { Settings } from '../../lib/settings';
 import type { SecretSealer } from '../../lib/sealed-secret';
 import { recordAudit, type AuditAction, type AuditBy, type AuditCategory } from '../audit/audit-log';
 import { parseAllowlist } from '../jobs/entitlement';
-import { HOST_SETTING_DEFINITIONS } from './host-settings';
+import { HOST_SETTING_DEFINITIONS, RETIRED_HOST_SETTINGS } from './host-settings';
 
 /** An http(s) URL without credentials in it, at most 2,048 characters. */
 const httpUrl = z.string().max(2048).refine((text) => {
@@ -126,6 +126,7 @@ export async function readRevision(db: Knex): Promise<string> {
 
 /** What a stored row means under this version's rules: a value, or why it cannot apply. */
 export function decodeStored(row: StoredSetting, sealer: SecretSealer | undefined): { key: StoredSettingKey; value: unknown } | { problem: string } {
+  if (Object.hasOwn(RETIRED_HOST_SETTINGS, row.key)) return { problem: `${row.key}: ${RETIRED_HOST_SETTINGS[row.key]}` };
   if (!(row.key in STORED_SETTING_DEFINITIONS)) return { problem: `${row.key}: not a setting this version knows` };
   const key = row.key as StoredSettingKey;
   const def = STORED_SETTING_DEFINITIONS[key];
@@ -147,10 +148,12 @@ export function decodeStored(row: StoredSetting, sealer: SecretSealer | undefine
 
 /**
  * The PUT body: `{settings: {<key>: <value>}}`, partial, over `definitions` (the admin settings by
- * default; the host settings on their route). Unknown keys and bad values are 400s naming `settings.<key>`.
+ * default; the host settings on their route). Unknown keys and bad values are 400s naming
+ * `settings.<key>`; a key of `retired` (a former setting) is the same 400 with the reason it was removed.
  */
 export function parseSettingsPatch<K extends StoredSettingKey = SettingKey>(
   body: unknown, definitions: Readonly<Record<K, PlainDefinition<unknown> | CredentialDefinition>> = SETTING_DEFINITIONS as never,
+  retired: Readonly<Record<string, string>> = {},
 ): Partial<Record<K, unknown>> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('invalid_request', 'Invalid request body: expected {"settings": {<key>: <value>}}');
   for (const field of Object.keys(body)) {
@@ -163,6 +166,7 @@ export function parseSettingsPatch<K extends StoredSettingKey = SettingKey>(
   const patch: Partial<Record<K, unknown>> = {};
   for (const [key, value] of Object.entries(settings as Record<string, unknown>)) {
     const param = `settings.${key}`;
+    if (Object.hasOwn(retired, key)) throw new AppError('invalid_request', `Invalid field '${param}': no longer a setting (${retired[key]})`, { param });
     if (!Object.hasOwn(definitions, key)) {
       throw new AppError('invalid_request', `Invalid field '${param}': unknown setting (known: ${Object.keys(definitions).join(', ')})`, { param });
     }

@@ -5,20 +5,26 @@
  * the same change marker and synced by the same per-process copy (settings-sync.ts), so a change
  * reaches the control worker within 5 s.
  *
- * A limit applies where a turn or a sandbox is created, never to one already running:
+ * Each setting says where it takes effect (`appliesTo`, shown by GET as `applies_to`):
  * - `new_turns`: read when a turn is admitted (agent/jobs/turn-admission.ts), recorded on its
- *   attempt (`agent_attempts.limits`) and used for that turn only;
+ *   attempt (`agent_attempts.limits`) and used for that turn only; a running turn keeps its own;
  * - `new_sandboxes`: passed with the admitted turn to the host that creates the group's container
  *   (a container that exists is reused as it is);
- * - `stored_only`: validated and kept for the feature that will apply it (no terminal, idle stop,
- *   fork or disk quota exists yet); nothing enforces it.
+ * - `running_sandboxes`: read by the idle stop each minute (agent/sandboxes/idle-stop.ts, the
+ *   Schedule `agent-idle-sandbox-stop`) and applied to every running sandbox, existing ones included;
+ * - `stored_only`: validated and kept for the feature that will apply it (no disk quota is
+ *   enforced yet); nothing enforces it.
+ *
+ * Keys that would apply only to features this project does not have (forks, terminals) are not
+ * settings at all ({@link RETIRED_HOST_SETTINGS}): a PUT naming one is a 400 that says why, so no
+ * setting is saved that does nothing.
  */
 import { z } from 'zod';
 import type { Settings } from '../../lib/settings';
 import type { PlainDefinition } from './admin-settings';
 
 /** Where a host setting takes effect. */
-export type HostSettingScope = 'new_turns' | 'new_sandboxes' | 'stored_only';
+export type HostSettingScope = 'new_turns' | 'new_sandboxes' | 'running_sandboxes' | 'stored_only';
 
 interface HostDefinition<T> extends PlainDefinition<T> {
   appliesTo: HostSettingScope;
@@ -30,16 +36,26 @@ const integer = (min: number, max: number) => z.number().int().min(min).max(max)
 
 /** Built-in defaults of the limits that have no environment variable. */
 export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'
-  | 'container_pids' | 'container_open_files' | 'sessions_per_sandbox' | 'terminals_per_sandbox' | 'terminal_idle_timeout_seconds', number>> = Object.freeze({
+  | 'container_pids' | 'container_open_files', number>> = Object.freeze({
   container_pids: 1024,
   container_open_files: 16_384,
   repository_max_mib: 10_240,
   command_timeout_seconds: 600,
   command_output_max_kib: 64,
   file_read_max_kib: 256,
-  sessions_per_sandbox: 8,
-  terminals_per_sandbox: 2,
-  terminal_idle_timeout_seconds: 1800,
+});
+
+/**
+ * Former host settings and why they are not settings (docs/agent-admin.md "Host settings"): each
+ * limits a feature this project does not have, so a saved value would do nothing. A PUT naming
+ * one is refused with this reason; migration 20261127010000_agent_host_settings_retired deleted
+ * their saved values, and a value saved again by an older process is ignored (logged as not
+ * applied). They come back, with their enforcement, when forks and terminals do.
+ */
+export const RETIRED_HOST_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  sessions_per_sandbox: 'removed: a sandbox group holds exactly one chat until forks exist; the limit comes back with forks',
+  terminals_per_sandbox: 'removed: sandboxes have no terminals yet; the limit comes back with terminals',
+  terminal_idle_timeout_seconds: 'removed: sandboxes have no terminals yet; the timeout comes back with terminals',
 });
 
 /** Every host setting. A new key: add it here and document it in docs/agent-admin.md "Host settings". */
@@ -72,14 +88,10 @@ export const HOST_SETTING_DEFINITIONS = {
   container_disk_gib: {
     credential: false, appliesTo: 'stored_only', schema: integer(1, 10_240), fallback: (): number | null => null,
   } satisfies HostDefinition<number | null>,
-  /** Seconds a sandbox may stay idle before it is stopped; none by default. Stored only. */
+  /** Seconds a running sandbox may stay idle before the idle stop stops it; none (never) by default. */
   idle_timeout_seconds: {
-    credential: false, appliesTo: 'stored_only', schema: integer(60, 604_800), fallback: (): number | null => null,
+    credential: false, appliesTo: 'running_sandboxes', schema: integer(60, 604_800), fallback: (): number | null => null,
   } satisfies HostDefinition<number | null>,
-  /** Chats (members: a chat and its forks) one sandbox group may hold. Stored only. */
-  sessions_per_sandbox: {
-    credential: false, appliesTo: 'stored_only', schema: integer(1, 64), fallback: () => HOST_SETTING_DEFAULTS.sessions_per_sandbox,
-  } satisfies HostDefinition<number>,
   /** Longest one workspace command of the built-in driver may run, seconds (further bounded by the turn). */
   command_timeout_seconds: {
     credential: false, appliesTo: 'new_turns', schema: integer(1, 86_400), fallback: () => HOST_SETTING_DEFAULTS.command_timeout_seconds,
@@ -91,14 +103,6 @@ export const HOST_SETTING_DEFINITIONS = {
   /** Largest file the built-in driver's `read_file` reads, KiB. */
   file_read_max_kib: {
     credential: false, appliesTo: 'new_turns', schema: integer(1, 65_536), fallback: () => HOST_SETTING_DEFAULTS.file_read_max_kib,
-  } satisfies HostDefinition<number>,
-  /** Terminals open at once in one sandbox (0: none). Stored only. */
-  terminals_per_sandbox: {
-    credential: false, appliesTo: 'stored_only', schema: integer(0, 16), fallback: () => HOST_SETTING_DEFAULTS.terminals_per_sandbox,
-  } satisfies HostDefinition<number>,
-  /** Seconds an idle terminal stays open. Stored only. */
-  terminal_idle_timeout_seconds: {
-    credential: false, appliesTo: 'stored_only', schema: integer(60, 86_400), fallback: () => HOST_SETTING_DEFAULTS.terminal_idle_timeout_seconds,
   } satisfies HostDefinition<number>,
 } as const;
 

@@ -2,7 +2,8 @@
  * `GET, PUT /admin/agent/host-settings` (spec 4.4 "sandbox and workspace limits"; operator auth;
  * docs/agent-admin.md "Host settings"). The same shape as `/admin/agent/settings`: GET shows every
  * limit's effective value, its default, whether it is saved and where it applies; PUT
- * `{settings: {<key>: <value>}}` is partial, `null` returns a key to its default. Saved with its
+ * `{settings: {<key>: <value>}}` is partial, `null` returns a key to its default; a former key
+ * (forks, terminals) is a 400 that says why it was removed. Saved with its
  * audit row (`agent.host_settings.update`) in one transaction, applied in this process before the
  * answer and in every other process (the control worker's admission) within 5 s.
  */
@@ -12,7 +13,7 @@ import { readJsonBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
 import { parseSettingsPatch, saveSettings } from '../../agent/settings/admin-settings';
-import { HOST_SETTING_DEFINITIONS, HOST_SETTING_KEYS, type HostSettingKey } from '../../agent/settings/host-settings';
+import { HOST_SETTING_DEFINITIONS, HOST_SETTING_KEYS, RETIRED_HOST_SETTINGS, type HostSettingKey } from '../../agent/settings/host-settings';
 import type { AgentSettings } from '../../agent/settings/settings-sync';
 import type { ApiDeps } from '../app';
 
@@ -38,7 +39,7 @@ export function adminHostSettingsRouter(deps: ApiDeps): Router<AgentState> {
   });
 
   router.put('/admin/agent/host-settings', operator, async (ctx) => {
-    const patch = parseSettingsPatch<HostSettingKey>(await readJsonBody(ctx.req, BODY_LIMIT), HOST_SETTING_DEFINITIONS);
+    const patch = parseSettingsPatch<HostSettingKey>(await readJsonBody(ctx.req, BODY_LIMIT), HOST_SETTING_DEFINITIONS, RETIRED_HOST_SETTINGS);
     const saved = await saveSettings(deps.db, patch, {
       env: deps.agentSettings.env, sealer: deps.agentSettings.sealer, by: operatorAudit(ctx),
       audit: { category: 'settings', action: 'agent.host_settings.update', target: { type: 'settings', id: 'host' } },

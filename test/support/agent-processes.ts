@@ -60,8 +60,8 @@ async function start(script: string, env: Record<string, string>, ready: string)
 export function startControlProcess(stack: AgentStack, extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
   return start('dist/workers/control.js', {
     ...commonEnv(stack), DATABASE_URL: stack.t.url, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN,
-    // The stack's own Schedule id: the worker creates it at startup, the stack deletes it.
-    AGENT_DELETION_SWEEP_SCHEDULE_ID: stack.settings.AGENT_DELETION_SWEEP_SCHEDULE_ID, ...extraEnv,
+    // The stack's own Schedule ids: the worker creates them at startup, the stack deletes them.
+    AGENT_DELETION_SWEEP_SCHEDULE_ID: stack.settings.AGENT_DELETION_SWEEP_SCHEDULE_ID, AGENT_IDLE_STOP_SCHEDULE_ID: stack.settings.AGENT_IDLE_STOP_SCHEDULE_ID, ...extraEnv,
   }, 'control worker polling');
 }
 

@@ -103,9 +103,9 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
     // Title generation calls the same fake upstream as turns and would take their scripted answers;
     // test/integration/agent-titles.test.ts turns it on.
     AGENT_HOST_ID: hostId, AGENT_TITLE_GENERATION_ENABLED: 'false',
-    // A control worker (in a process, or a test calling its startup) keeps the deletion sweep's
-    // Schedule under this id: never the deployment's, and deleted by close().
-    AGENT_DELETION_SWEEP_SCHEDULE_ID: `test-deletion-sweep-${controlQueue}`, ...options.env,
+    // A control worker (in a process, or a test calling its startup) keeps the deletion sweep's and
+    // the idle stop's Schedules under these ids: never the deployment's, and deleted by close().
+    AGENT_DELETION_SWEEP_SCHEDULE_ID: `test-deletion-sweep-${controlQueue}`, AGENT_IDLE_STOP_SCHEDULE_ID: `test-idle-stop-${controlQueue}`, ...options.env,
   };
   const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...apiEnv });
   const grants = new GatewayGrantClient({ gatewayUrl: gateway.url, dispatchToken: DISPATCH_TOKEN });
@@ -168,7 +168,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       await stack.stopControl().catch(() => undefined);
       // The heartbeat route started the host's workflow (host:<hostId>); it would otherwise run on in the shared dev server.
       await endHostWorkflows(env.client, [hostId]);
-      await env.client.schedule.getHandle(settings.AGENT_DELETION_SWEEP_SCHEDULE_ID).delete().catch(() => undefined);
+      for (const id of [settings.AGENT_DELETION_SWEEP_SCHEDULE_ID, settings.AGENT_IDLE_STOP_SCHEDULE_ID]) await env.client.schedule.getHandle(id).delete().catch(() => undefined);
       await removeContainers({ 'agent.host': hostId });
       await api.close();
       await gateway.close();

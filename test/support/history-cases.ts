@@ -34,12 +34,13 @@ import { insertResidency } from './agent-grants';
 import { insertHost } from './agent-rows';
 import { docker } from './docker';
 import { waitFor } from './wait';
+import {
+  activities, addTurn, cancelTurn, check, count, createChat, finishedChat, lastEventHas, turnStates, type RecordedRun,
+} from './history-case-steps';
+import { idleSandboxStop } from './idle-stop-history-case';
 
-export interface RecordedRun {
-  /** File name without `.json`: `<workflow>-<case>`. */
-  name: string;
-  history: History;
-}
+export type { RecordedRun };
+
 
 /** Settings of the stack the cases need: short idle and renew periods, continue-as-new after 3 turns, titles on. */
 export const RECORDING_ENV: Record<string, string> = {
@@ -53,47 +54,6 @@ export const RECORDING_ENV: Record<string, string> = {
   AGENT_HOST_DRAIN_CHECK_SECONDS: '1',
 };
 const TURNS_PER_RUN = 3;
-
-function check(condition: boolean, what: string): void {
-  if (!condition) throw new Error(`recording went off its case: ${what}`);
-}
-
-/** Activity types the history scheduled, in order. */
-function activities(history: History): string[] {
-  return (history.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-}
-const count = (items: string[], item: string) => items.filter((i) => i === item).length;
-const lastEventHas = (history: History, attribute: 'workflowExecutionCompletedEventAttributes' | 'workflowExecutionContinuedAsNewEventAttributes' | 'workflowExecutionFailedEventAttributes') =>
-  Boolean(history.events?.at(-1)?.[attribute]);
-
-/** A chat with an owner-given title (its title workflow skips without calling the model). */
-async function createChat(stack: AgentStack, prompt: string, title: string | undefined): Promise<string> {
-  const res = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt, model: AGENT_MODEL, repo: null, ...(title ? { title } : {}) });
-  if (res.status !== 201) throw new Error(`job creation answered ${res.status}: ${await res.text()}`);
-  return ((await res.json()) as { job_id: string }).job_id;
-}
-
-async function addTurn(stack: AgentStack, jobId: string, prompt: string): Promise<void> {
-  const res = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns`, { prompt });
-  if (res.status !== 201) throw new Error(`adding a turn answered ${res.status}: ${await res.text()}`);
-}
-
-async function cancelTurn(stack: AgentStack, jobId: string, seq: number): Promise<void> {
-  const res = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns/${seq}/cancel`);
-  if (res.status !== 200) throw new Error(`cancelling turn ${seq} answered ${res.status}: ${await res.text()}`);
-}
-
-async function turnStates(stack: AgentStack, jobId: string): Promise<string[]> {
-  const rows = await stack.t.db('agent_turns').where({ job_id: jobId }).orderBy('seq').select<Array<{ state: string }>>('state');
-  return rows.map((r) => r.state);
-}
-
-/** Waits for the chat workflow to end (idle after its last turn, following continue-as-new); returns the last run's history. */
-async function finishedChat(stack: AgentStack, jobId: string): Promise<History> {
-  const handle = stack.env.client.workflow.getHandle(chatWorkflowId(jobId));
-  await handle.result();
-  return handle.fetchHistory();
-}
 
 async function chatOneTurn(stack: AgentStack): Promise<RecordedRun[]> {
   const jobId = await createChat(stack, 'List the files', 'One turn');
@@ -400,5 +360,5 @@ async function deletionSweep(stack: AgentStack): Promise<RecordedRun[]> {
 /** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
 export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
   chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
-  titleGenerated, workspaceArchives, sandboxGroupLifecycle, sandboxGroupArchive, hostLifecycle, deletionSweep, hostSelfChecks, grants,
+  titleGenerated, workspaceArchives, sandboxGroupLifecycle, sandboxGroupArchive, hostLifecycle, deletionSweep, idleSandboxStop, hostSelfChecks, grants,
 ];

@@ -17,6 +17,7 @@ import { WORKSPACE_ARCHIVE_WORKFLOW_TYPE } from '../../workflows/definitions/wor
 import { SANDBOX_GROUP_WORKFLOW_TYPE } from '../../workflows/definitions/sandbox-group';
 import { HOST_WORKFLOW_TYPE } from '../../workflows/definitions/host';
 import { DELETION_SWEEP_WORKFLOW_TYPE } from '../../workflows/definitions/deletion-sweep';
+import { IDLE_SANDBOX_STOP_WORKFLOW_TYPE } from '../../workflows/definitions/idle-sandbox-stop';
 
 type Exported = keyof typeof workflows;
 
@@ -33,6 +34,7 @@ const CONSTANTS: { readonly [Name in Exported]: Name } = {
   sandboxGroupWorkflow: SANDBOX_GROUP_WORKFLOW_TYPE,
   hostWorkflow: HOST_WORKFLOW_TYPE,
   deletionSweepWorkflow: DELETION_SWEEP_WORKFLOW_TYPE,
+  idleSandboxStopWorkflow: IDLE_SANDBOX_STOP_WORKFLOW_TYPE,
 };
 /** `WORKFLOW_TYPES` names exactly the exports, both ways. */
 const sameNames: [Exported] extends [WorkflowType] ? ([WorkflowType] extends [Exported] ? true : false) : false = true;

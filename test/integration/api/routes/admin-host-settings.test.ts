@@ -3,7 +3,9 @@
  * "Host settings"): operator only; every limit answered with its value, default and where it
  * applies; partial PUT, `null` back to the default; 400 naming the key for unknown keys, wrong
  * types, out-of-bounds values and NUL, saving nothing; the audit row; the two setting routes keep
- * to their own keys; a second API process applies a change within 5 s by its own poll.
+ * to their own keys; a second API process applies a change within 5 s by its own poll; a former
+ * setting (forks, terminals) is refused with the reason, and a value of one still stored (by an
+ * older process) is ignored: GET and PUT keep working.
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN, assertInvalid } from '../../../support/admin';
@@ -64,8 +66,8 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     const { status, body } = await get(api, operatorToken);
     assert.equal(status, 200);
     assert.deepEqual(Object.keys(body.settings).sort(), [
-      'command_output_max_kib', 'command_timeout_seconds', 'container_cpus', 'container_disk_gib', 'container_memory_mib', 'container_open_files', 'container_pids', 'file_read_max_kib',
-      'idle_timeout_seconds', 'repository_max_mib', 'sessions_per_sandbox', 'terminal_idle_timeout_seconds', 'terminals_per_sandbox', 'turn_time_limit_seconds',
+      'command_output_max_kib', 'command_timeout_seconds', 'container_cpus', 'container_disk_gib', 'container_memory_mib', 'container_open_files', 'container_pids',
+      'file_read_max_kib', 'idle_timeout_seconds', 'repository_max_mib', 'turn_time_limit_seconds',
     ]);
     assert.deepEqual(body.settings.turn_time_limit_seconds, { value: 1200, default: 1200, saved: false, updated_at: null, applies_to: 'new_turns' });
     assert.deepEqual(body.settings.container_memory_mib, { value: 2048, default: 2048, saved: false, updated_at: null, applies_to: 'new_sandboxes' });
@@ -75,7 +77,7 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     assert.deepEqual(body.settings.container_pids, { value: 1024, default: 1024, saved: false, updated_at: null, applies_to: 'new_sandboxes' });
     assert.equal(body.settings.container_open_files?.value, 16_384);
     assert.deepEqual(body.settings.container_disk_gib, { value: null, default: null, saved: false, updated_at: null, applies_to: 'stored_only' });
-    assert.equal(body.settings.terminals_per_sandbox?.applies_to, 'stored_only');
+    assert.deepEqual(body.settings.idle_timeout_seconds, { value: null, default: null, saved: false, updated_at: null, applies_to: 'running_sandboxes' });
     const adminSettings = await admin<{ settings: Record<string, unknown> }>(api, 'GET', '/admin/agent/settings');
     assert.equal(adminSettings.body.settings.turn_time_limit_seconds, undefined, 'the admin settings route does not list host keys');
     assert.notEqual(adminSettings.body.settings.workspace_download_max_mib, undefined);
@@ -137,13 +139,10 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
       [{ container_memory_mib: 262_145 }, 'settings.container_memory_mib'],
       [{ container_disk_gib: 10_241 }, 'settings.container_disk_gib'],
       [{ idle_timeout_seconds: 59 }, 'settings.idle_timeout_seconds'],
-      [{ sessions_per_sandbox: 65 }, 'settings.sessions_per_sandbox'],
       [{ command_timeout_seconds: 0 }, 'settings.command_timeout_seconds'],
       [{ command_output_max_kib: true }, 'settings.command_output_max_kib'],
       [{ file_read_max_kib: [256] }, 'settings.file_read_max_kib'],
-      [{ terminals_per_sandbox: -1 }, 'settings.terminals_per_sandbox'],
-      [{ terminal_idle_timeout_seconds: { seconds: 60 } }, 'settings.terminal_idle_timeout_seconds'],
-      [{ container_cpus: 2, sessions_per_sandbox: 'a\u0000b' }, 'settings.sessions_per_sandbox'],
+      [{ container_cpus: 2, command_timeout_seconds: 'a\u0000b' }, 'settings.command_timeout_seconds'],
       [{ 'turn_time_limit_seconds\u0000': 600 }, 'settings.turn_time_limit_seconds'],
     ];
     for (const [settings, field] of cases) assertInvalid(await put(settings), field);
@@ -155,5 +154,33 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     assert.equal(await revision(), before);
     assert.equal((await t.db('agent_audit_log')).length, audits, 'no audit row for a refused body');
     assert.equal((await get()).body.settings.container_cpus?.saved, false);
+  });
+
+  it('refuses a former setting (forks, terminals) with a 400 naming it and why, and saves nothing of that body', async () => {
+    const before = await revision();
+    for (const key of ['sessions_per_sandbox', 'terminals_per_sandbox', 'terminal_idle_timeout_seconds']) {
+      const refused = await put({ container_cpus: 1, [key]: 4 }, operatorToken);
+      assertInvalid(refused, `settings.${key}`);
+      assert.match(JSON.stringify(refused.body), /no longer a setting \(removed: .*(forks|terminals)/);
+    }
+    assert.equal(await revision(), before);
+    assert.equal((await get()).body.settings.container_cpus?.saved, false);
+  });
+
+  it('ignores a value of a former setting still stored (saved by an older process): GET and PUT keep working, and the sync says why', async () => {
+    await t.db('agent_settings').insert({ key: 'sessions_per_sandbox', value: JSON.stringify(16), sealed: null });
+    await t.db('agent_settings_state').update({ revision: t.db.raw('revision + 1') });
+    const read = await get(second);
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    assert.equal(read.body.settings.sessions_per_sandbox, undefined, 'not listed');
+    assert.ok(second.logs.lines.some((l) => l.event === 'agent_setting_not_applied' && String(l.msg).includes('sessions_per_sandbox: removed: a sandbox group holds exactly one chat')),
+      'logged as not applied, with the reason');
+    const saved = await put({ container_cpus: 3 }, operatorToken);
+    assert.equal(saved.status, 200, JSON.stringify(saved.body));
+    assert.deepEqual(saved.body.changed, ['container_cpus']);
+    assert.equal(saved.body.settings.sessions_per_sandbox, undefined);
+    assert.equal(api.deps.agentSettings.current.container_cpus, 3);
+    await put({ container_cpus: null }, operatorToken);
+    await t.db('agent_settings').where({ key: 'sessions_per_sandbox' }).delete();
   });
 });

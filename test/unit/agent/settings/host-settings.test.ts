@@ -2,11 +2,12 @@
  * Host settings (agent/settings/host-settings.ts; docs/agent-admin.md "Host settings"): defaults
  * come from the environment variables a limit replaces (or the built-in value), the admin route's
  * parser refuses host keys and the host route's refuses admin keys, and the turn limits a turn is
- * admitted with are the saved values in the units the workflow and the host use.
+ * admitted with are the saved values in the units the workflow and the host use. Former settings
+ * (forks, terminals) are no keys: a patch naming one is refused with why, a stored one is not applied.
  */
 import assert from 'node:assert/strict';
-import { defaultValues, parseSettingsPatch } from '../../../../agent/settings/admin-settings';
-import { HOST_SETTING_DEFINITIONS, turnLimitsFrom } from '../../../../agent/settings/host-settings';
+import { decodeStored, defaultValues, parseSettingsPatch } from '../../../../agent/settings/admin-settings';
+import { HOST_SETTING_DEFINITIONS, RETIRED_HOST_SETTINGS, turnLimitsFrom } from '../../../../agent/settings/host-settings';
 import { loadSettings } from '../../../../lib/settings';
 
 const MIB = 1024 * 1024;
@@ -30,6 +31,18 @@ describe('host settings', () => {
     assert.throws(() => parseSettingsPatch({ settings: { workspace_download_max_mib: 64 } }, HOST_SETTING_DEFINITIONS), /settings\.workspace_download_max_mib/);
     assert.throws(() => parseSettingsPatch({ settings: { container_cpus: 4 } }), /settings\.container_cpus/);
     assert.throws(() => parseSettingsPatch({ settings: { constructor: 4 } }, HOST_SETTING_DEFINITIONS), /settings\.constructor': unknown setting/);
+  });
+
+  it('has no former setting among its keys: a patch naming one is refused with the reason, a stored value of one is not applied', () => {
+    assert.deepEqual(Object.keys(RETIRED_HOST_SETTINGS).sort(), ['sessions_per_sandbox', 'terminal_idle_timeout_seconds', 'terminals_per_sandbox']);
+    for (const key of Object.keys(RETIRED_HOST_SETTINGS)) {
+      assert.equal(Object.hasOwn(HOST_SETTING_DEFINITIONS, key), false, `${key} is no setting`);
+      assert.equal(key in defaultValues(loadSettings({})), false);
+      assert.throws(() => parseSettingsPatch({ settings: { [key]: 8 } }, HOST_SETTING_DEFINITIONS, RETIRED_HOST_SETTINGS),
+        new RegExp(`settings\\.${key}': no longer a setting \\(removed: `));
+      const stored = decodeStored({ key, value: 8, sealed: null, updated_at: new Date() }, undefined);
+      assert.ok('problem' in stored && stored.problem.startsWith(`${key}: removed: `), JSON.stringify(stored));
+    }
   });
 
   it('turns the saved values into the limits of one turn, in bytes, nanoCPUs and seconds', () => {
