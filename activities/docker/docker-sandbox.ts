@@ -20,8 +20,39 @@ export const TIMEOUT_EXIT_CODE = 124;
 /** Writes the group id to `$0`, runs the command, removes the pid file and passes its status on. */
 const GROUP_WRAPPER = 'echo $$ > "$0"; "$@"; status=$?; rm -f "$0"; exit $status';
 
-/** Waits briefly for the pid file (the command may have just started), then kills the group. */
-const KILL_GROUP = 'i=0; while [ ! -s "$0" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; [ -s "$0" ] && kill -9 "-$(cat "$0")" 2>/dev/null; rm -f "$0"; exit 0';
+/**
+ * Kills as the member, started as root: `python3 - <uid> all|<pid file>` drops to the member's UID
+ * and GID (setuid does not count against the member's process limit; only a new program would),
+ * then signals `-1` (every process of the member but itself) or the process group in the pid file
+ * (waiting briefly for it: the command may have just started). Started as root because a member
+ * at its process limit (a fork bomb under gVisor's RLIMIT_NPROC) cannot start even a `kill`; it
+ * still touches nothing of another member or of root.
+ */
+const KILL_AS_MEMBER = [
+  'import os, sys, time',
+  'uid, target = int(sys.argv[1]), sys.argv[2]',
+  'os.setgroups([]); os.setgid(uid); os.setuid(uid)',
+  'def signal(kill, who):',
+  '    try: kill(who, 9)',
+  '    except (ProcessLookupError, PermissionError): pass',
+  "if target == 'all':",
+  '    signal(os.kill, -1)',
+  '    sys.exit(0)',
+  'for _ in range(50):',
+  '    try:',
+  '        with open(target) as f: pgid = int(f.read().strip() or 0)',
+  '    except (FileNotFoundError, ValueError): pgid = 0',
+  '    if pgid > 0: break',
+  '    time.sleep(0.1)',
+  'if pgid > 0: signal(os.killpg, pgid)',
+  'try: os.remove(target)',
+  'except OSError: pass',
+].join('\n');
+
+/** The root exec that kills as member `uid`: everything of the member (`all`), or the group in a pid file. */
+function killAsMemberCommand(uid: number, target: 'all' | string): string[] {
+  return ['python3', '-c', KILL_AS_MEMBER, String(uid), target];
+}
 
 const READ_FILE = 'if [ ! -f "$0" ]; then exit 3; fi; size=$(stat -c %s "$0") || exit 3; if [ "$size" -gt "$1" ]; then echo "$size"; exit 4; fi; cat "$0"';
 const WRITE_FILE = 'mkdir -p "$(dirname "$0")" && cat > "$0"';
@@ -83,7 +114,7 @@ export class DockerSandbox implements SandboxExec {
   /** Kills the command's process group; if the engine keeps the stream open, it is closed. */
   private async killGroup(pidFile: string, streamOf: () => Duplex | undefined): Promise<void> {
     try {
-      await execInContainer(this.docker, this.containerName, { cmd: ['sh', '-c', KILL_GROUP, pidFile], user: this.user });
+      await execInContainer(this.docker, this.containerName, { cmd: killAsMemberCommand(this.uid, pidFile), user: '0' });
     } catch {
       // The container may be gone; closing the stream below still ends the command's wait.
     }
@@ -116,10 +147,12 @@ export class DockerSandbox implements SandboxExec {
 }
 
 /**
- * Kills every process of a member (fencing a lost attempt): `kill -9 -1` as the member's UID
- * signals all its processes but the killing shell itself, and nothing of other members.
+ * Kills every process of a member (fencing a lost attempt, or one at its process limit): signal
+ * `-1` as the member's UID reaches all its processes but the killer itself, and nothing of other
+ * members or of root.
  */
 export async function killMemberProcesses(docker: Docker, containerName: string, uid: number): Promise<void> {
   memberPaths(uid);
-  await execInContainer(docker, containerName, { cmd: ['sh', '-c', 'kill -9 -1 2>/dev/null; exit 0'], user: `${uid}:${uid}` });
+  const result = await execInContainer(docker, containerName, { cmd: killAsMemberCommand(uid, 'all'), user: '0' });
+  if (result.exitCode !== 0) throw new Error(`Killing member ${uid}'s processes in ${containerName} failed (${result.exitCode}): ${result.stderr.trim().slice(0, 300)}`);
 }

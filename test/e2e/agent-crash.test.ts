@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAgentStack, ownerCall, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
+import { startAgentStack, ownerCall, docker, containerCommands, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
 import { startControlProcess, startHostProcess, type WorkerProcess } from '../support/agent-processes';
 import { waitFor } from '../support/wait';
 
@@ -94,8 +94,7 @@ describe('agent crashes mid-turn (built workers as processes, kill -9)', functio
     await waitFor(async () => {
       const [c] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
       if (!c) return false;
-      const top = JSON.stringify(await docker().getContainer(c.Id).top({ ps_args: 'ax' }));
-      return top.includes('sleep 600');
+      return (await containerCommands(c.Id)).some((cmd) => cmd.includes('sleep 600'));
     }, 'the tool command is running in the sandbox', 60_000);
     await host!.kill9();
     host = await startHostProcess(stack, storeRoot);
@@ -106,7 +105,7 @@ describe('agent crashes mid-turn (built workers as processes, kill -9)', functio
     assert.equal(attempt!.state, 'abandoned');
 
     const [container] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
-    await waitFor(async () => !JSON.stringify(await docker().getContainer(container!.Id).top({ ps_args: 'ax' })).includes('sleep 600'),
+    await waitFor(async () => !(await containerCommands(container!.Id)).some((cmd) => cmd.includes('sleep 600')),
       'the lost attempt\'s process was killed', 60_000);
 
     stack.upstream.enqueue(

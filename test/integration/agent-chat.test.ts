@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAgentStack, ownerCall, makeOwner, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
+import { startAgentStack, ownerCall, makeOwner, docker, containerCommands, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
 import { waitFor } from '../support/wait';
 import { logIn } from '../support/accounts';
 
@@ -174,8 +174,9 @@ describe('agent chats (PostgreSQL + Temporal + Docker + gateway)', function () {
     assert.equal(view.conversation_state, 'idle');
     const [container] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
     assert.ok(container, 'the container is retained');
-    const top: unknown = await docker().getContainer(container.Id).top({ ps_args: 'ax' });
-    assert.ok(!JSON.stringify(top).includes('sleep 300'), 'the stopped turn left nothing running');
+    const commands = await containerCommands(container.Id);
+    assert.ok(commands.some((c) => c.includes('sleep infinity')), 'the listing sees the sandbox\'s processes');
+    assert.ok(!commands.some((c) => c.includes('sleep 300')), 'the stopped turn left nothing running');
   });
 
   it('answers 404 for another owner\'s job and validates input', async () => {

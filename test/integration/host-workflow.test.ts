@@ -66,7 +66,7 @@ describe('host workflow host:<hostId>: slots, stale detection, guarded removal (
   async function beat(host: { hostId: string; credential: string }, slotsTotal: number, runnerVersion = '2'): Promise<{ host_id: string; slots_configured: number | null; slots_effective: number }> {
     const res = await fetch(`${api.url}/v1/agent/hosts/${host.hostId}/heartbeat`, {
       method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${host.credential}` },
-      body: JSON.stringify({ slots_total: slotsTotal, runtime: 'docker-test', runner_version: runnerVersion, capabilities: ['container'] }),
+      body: JSON.stringify({ slots_total: slotsTotal, runtime: 'docker-test', runner_version: runnerVersion, capabilities: ['container', 'untrusted-vm-v1', 'trusted-v1'] }),
     });
     assert.equal(res.status, 200, await res.clone().text());
     return (await res.json()) as { host_id: string; slots_configured: number | null; slots_effective: number };

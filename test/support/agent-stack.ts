@@ -23,7 +23,7 @@ import { ADMIN_TOKEN } from './admin';
 import { createKey, postJson, signUpAndLogIn } from './accounts';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from './api';
 import { freshDatabase, type TestDatabase } from './db';
-import { docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId, testPreflight, TEST_RUNTIMES } from './docker';
+import { containerCommands, docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId, testPreflight, TEST_RUNTIMES } from './docker';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
 import { startTestGateway, type TestGateway } from './gateway';
 import { captureLogs, type CapturedLogs } from './logs';
@@ -191,7 +191,7 @@ export async function ownerCall(stack: AgentStack, method: string, path: string,
   return fetch(`${stack.api.url}${path}`, { method, headers: { authorization: `Bearer ${key}` } });
 }
 
-export { docker };
+export { docker, containerCommands };
 
 /** What an operator reviews in the inventory for a chat's sandbox group. */
 export interface ReviewedGroup {

@@ -88,3 +88,13 @@ export function testPreflight(): Promise<Preflight> {
   });
   return preflight;
 }
+
+/**
+ * The command lines of every process inside a running container, read from its own `/proc` (as
+ * root): what the sandbox's kernel runs, under any runtime (`docker top` lists host processes, and
+ * a gVisor sandbox's processes are not the host's).
+ */
+export async function containerCommands(containerId: string): Promise<string[]> {
+  const { output } = await execIn(docker().getContainer(containerId), ['sh', '-c', 'for p in /proc/[0-9]*; do [ "${p#/proc/}" = "$$" ] || tr "\\0" " " < "$p/cmdline" 2>/dev/null; echo; done']);
+  return output.split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.includes('/proc/[0-9]*'));
+}
