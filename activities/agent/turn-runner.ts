@@ -17,6 +17,7 @@ import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
 import type { ExecOptions, ExecResult, SandboxExec, WorkspaceLimits } from './types';
+import { SandboxDiedError } from './types';
 
 export interface TurnRunnerDeps {
   docker: Docker;
@@ -122,6 +123,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');
     if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, FailureType.turnTimeLimit);
     if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
+    if (err instanceof SandboxDiedError) throw ApplicationFailure.nonRetryable(err.message, FailureType.sandboxDied);
     throw ApplicationFailure.nonRetryable((err as Error).message || 'The agent failed', FailureType.turnFailed);
   } finally {
     await relay?.close();

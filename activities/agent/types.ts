@@ -54,6 +54,20 @@ export interface SandboxExec {
   writeFile(path: string, content: string): Promise<void>;
 }
 
+/**
+ * The sandbox container stopped while a command ran: under gVisor a sandbox past its memory cap is
+ * ended whole by the host's OOM killer (runc kills only the allocating process, which is a command
+ * failure). The turn fails with this message; the next turn starts the same container again.
+ */
+export class SandboxDiedError extends Error {
+  constructor(containerName: string, detail: { oomKilled: boolean; exitCode: number | null; memoryBytes: number | null }) {
+    const cap = detail.memoryBytes ? ` (its memory cap is ${Math.round(detail.memoryBytes / 1024 / 1024)} MiB)` : '';
+    const why = detail.oomKilled ? 'it ran out of memory' : 'it reached one of its limits (memory, processes) or its runtime failed';
+    super(`The sandbox ${containerName} stopped during the turn: ${why}${cap}, exit ${detail.exitCode ?? 'unknown'}. Its workspace is kept; the next turn starts it again.`);
+    this.name = 'SandboxDiedError';
+  }
+}
+
 export class SandboxFileError extends Error {
   constructor(message: string) {
     super(message);

@@ -8,11 +8,14 @@ import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import { SandboxFileError, type ExecOptions, type ExecResult, type SandboxExec } from '../agent/types';
+import { SandboxDiedError, SandboxFileError, type ExecOptions, type ExecResult, type SandboxExec } from '../agent/types';
 import { execInContainer } from './container-exec';
 import { memberPaths } from './sandbox-container';
 
 export const WORKSPACE_DIR = '/workspace';
+
+/** How often a running command checks that its container is still alive. */
+const DEATH_WATCH_MS = 2000;
 
 /** Exit code of a command killed at its time limit (as coreutils `timeout`). */
 export const TIMEOUT_EXIT_CODE = 124;
@@ -87,8 +90,15 @@ export class DockerSandbox implements SandboxExec {
       kill();
     }, options.timeoutMs);
     options.signal?.addEventListener('abort', kill, { once: true });
+    // A sandbox that dies (gVisor ended by the OOM killer) may leave the exec's stream open: watch it.
+    const watch = setInterval(() => {
+      void this.deathOf().then((died) => {
+        if (died) stream?.destroy();
+      });
+    }, DEATH_WATCH_MS);
+    watch.unref();
     try {
-      const result = await execInContainer(this.docker, this.containerName, {
+      const result = await this.diedOr(() => execInContainer(this.docker, this.containerName, {
         cmd: ['setsid', '-w', 'sh', '-c', GROUP_WRAPPER, pidFile, ...command],
         user: this.user,
         workingDir: options.cwd ?? WORKSPACE_DIR,
@@ -100,21 +110,49 @@ export class DockerSandbox implements SandboxExec {
         onStarted: (s) => {
           stream = s;
         },
-      });
+      }));
       await killing;
       // The waiting setsid reports its killed child; that line is ours, not the command's.
       const stderr = killing ? result.stderr.replace(/^setsid: child \d+ did not exit normally.*\n?/m, '') : result.stderr;
       return { ...result, stderr, exitCode: timedOut ? TIMEOUT_EXIT_CODE : result.exitCode, timedOut };
     } finally {
       clearTimeout(timer);
+      clearInterval(watch);
       options.signal?.removeEventListener('abort', kill);
     }
+  }
+
+  /**
+   * Runs an exec; when it fails, or ends the way a killed process does, and the container is no
+   * longer running, the sandbox itself died: `SandboxDiedError` says so instead of a command result.
+   */
+  private async diedOr<T extends { exitCode: number }>(work: () => Promise<T>): Promise<T> {
+    let result: T;
+    try {
+      result = await work();
+    } catch (err) {
+      throw (await this.deathOf()) ?? err;
+    }
+    if (result.exitCode < 0 || result.exitCode >= 128) {
+      const died = await this.deathOf();
+      if (died) throw died;
+    }
+    return result;
+  }
+
+  /** The container's death, or undefined while it runs (or cannot be inspected). */
+  private async deathOf(): Promise<SandboxDiedError | undefined> {
+    const info = await this.docker.getContainer(this.containerName).inspect().catch(() => undefined);
+    if (!info || info.State.Running) return undefined;
+    return new SandboxDiedError(this.containerName, { oomKilled: info.State.OOMKilled, exitCode: info.State.ExitCode, memoryBytes: info.HostConfig.Memory ?? null });
   }
 
   /** Kills the command's process group; if the engine keeps the stream open, it is closed. */
   private async killGroup(pidFile: string, streamOf: () => Duplex | undefined): Promise<void> {
     try {
-      await execInContainer(this.docker, this.containerName, { cmd: killAsMemberCommand(this.uid, pidFile), user: '0' });
+      const killed = await execInContainer(this.docker, this.containerName, { cmd: killAsMemberCommand(this.uid, pidFile), user: '0' });
+      // Not even a root process could start (a full pids cgroup): every process of the member goes.
+      if (killed.exitCode !== 0) await killMemberProcesses(this.docker, this.containerName, this.uid);
     } catch {
       // The container may be gone; closing the stream below still ends the command's wait.
     }
@@ -149,10 +187,16 @@ export class DockerSandbox implements SandboxExec {
 /**
  * Kills every process of a member (fencing a lost attempt, or one at its process limit): signal
  * `-1` as the member's UID reaches all its processes but the killer itself, and nothing of other
- * members or of root.
+ * members or of root. When not even that can start (under runc a full pids cgroup refuses every
+ * new process, root's too), the container is restarted: the member's processes end with it, the
+ * workspace stays. Returns how it was done.
  */
-export async function killMemberProcesses(docker: Docker, containerName: string, uid: number): Promise<void> {
+export async function killMemberProcesses(docker: Docker, containerName: string, uid: number): Promise<'killed' | 'restarted'> {
   memberPaths(uid);
-  const result = await execInContainer(docker, containerName, { cmd: killAsMemberCommand(uid, 'all'), user: '0' });
-  if (result.exitCode !== 0) throw new Error(`Killing member ${uid}'s processes in ${containerName} failed (${result.exitCode}): ${result.stderr.trim().slice(0, 300)}`);
+  const result = await execInContainer(docker, containerName, { cmd: killAsMemberCommand(uid, 'all'), user: '0' }).catch(() => undefined);
+  if (result?.exitCode === 0) return 'killed';
+  const info = await docker.getContainer(containerName).inspect();
+  if (!info.State.Running) return 'killed';
+  await docker.getContainer(containerName).restart({ t: 0 });
+  return 'restarted';
 }
