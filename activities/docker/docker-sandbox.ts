@@ -52,8 +52,8 @@ const KILL_AS_MEMBER = [
   'except OSError: pass',
 ].join('\n');
 
-/** The root exec that kills as member `uid`: everything of the member (`all`), or the group in a pid file. */
-function killAsMemberCommand(uid: number, target: 'all' | string): string[] {
+/** The root exec that kills as member `uid`: everything of the member (target `all`), or the group in a pid file (its path). */
+function killAsMemberCommand(uid: number, target: string): string[] {
   return ['python3', '-c', KILL_AS_MEMBER, String(uid), target];
 }
 
