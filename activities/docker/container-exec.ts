@@ -5,7 +5,7 @@
  * command has finished. Killing is the caller's business (docker exec has no kill API).
  */
 import { Writable, type Duplex, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { once } from 'node:events';
 import { StringDecoder } from 'node:string_decoder';
 import type Docker from 'dockerode';
 
@@ -121,14 +121,17 @@ async function exitCodeOf(exec: Docker.Exec): Promise<number> {
 }
 
 /**
- * Extracts a tar stream into a running container, by the container's own `tar` reading it on stdin
- * as root (owners and modes kept). Not the engine's archive upload: that writes the container's
- * layer from the host, which a sandbox with its own kernel (gVisor) caches and does not re-read
- * while it runs; through the sandbox's own processes every runtime sees the files at once.
+ * Extracts a tar of exactly `length` bytes into a running container, by the container's own `tar`
+ * reading it on stdin as root (owners and modes kept). Not the engine's archive upload: that writes
+ * the container's layer from the host, which a sandbox with its own kernel (gVisor) caches and does
+ * not re-read while it runs; through the sandbox's own processes every runtime sees the files at
+ * once. The length is given to `head -c` inside and stdin is never half-closed: an exec's stdin
+ * closed right after its last bytes was seen to reach the process empty.
  */
-export async function extractTarInContainer(docker: Docker, containerName: string, source: Readable, dir: string): Promise<void> {
+export async function extractTarInContainer(docker: Docker, containerName: string, source: Readable, options: { dir: string; length: number }): Promise<void> {
   const exec = await docker.getContainer(containerName).exec({
-    Cmd: ['tar', '-xpf', '-', '-C', dir], User: '0', AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false,
+    Cmd: ['sh', '-c', 'head -c "$0" | tar -xpf - -C "$1"', String(options.length), options.dir],
+    User: '0', AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false,
   });
   const stream = await exec.start({ hijack: true, stdin: true });
   const err = new BoundedSink(16 * 1024);
@@ -138,13 +141,21 @@ export async function extractTarInContainer(docker: Docker, containerName: strin
     stream.once('close', resolve);
     stream.once('error', () => resolve());
   });
+  let sent = 0;
   try {
-    await pipeline(source, stream);
+    for await (const chunk of source) {
+      sent += (chunk as Buffer).length;
+      if (!stream.write(chunk) && !stream.destroyed) await Promise.race([once(stream, 'drain'), ended]);
+      if (stream.destroyed) break;
+    }
   } catch (cause) {
     stream.destroy();
     throw new Error(`Streaming the archive into ${containerName} failed: ${(cause as Error).message}`, { cause });
   }
+  if (sent !== options.length && !stream.destroyed) stream.destroy();
   await ended;
   const code = await exitCodeOf(exec);
-  if (code !== 0) throw new Error(`Extracting the archive into ${containerName}:${dir} failed (tar exit ${code}): ${err.text().trim().slice(0, 500)}`);
+  if (code !== 0 || sent !== options.length) {
+    throw new Error(`Extracting the archive into ${containerName}:${options.dir} failed (tar exit ${code}, ${sent} of ${options.length} bytes sent): ${err.text().trim().slice(0, 500)}`);
+  }
 }

@@ -251,7 +251,7 @@ export async function restoreArchive(
     });
     if (read.bytes !== receipt.length) throw new ArchiveRestoreError(`The archive ${receipt.key} is ${read.bytes} bytes, not the receipt's ${receipt.length}`);
     if (read.sha256 !== receipt.sha256) throw new ArchiveRestoreError(`The archive ${receipt.key} does not have the receipt's SHA-256`);
-    await extractTarInContainer(docker, containerName, createReadStream(path, { highWaterMark: 1024 * 1024 }), '/');
+    await extractTarInContainer(docker, containerName, createReadStream(path, { highWaterMark: 1024 * 1024 }), { dir: '/', length: receipt.length });
     return { restored: true };
   } finally {
     await rm(path, { force: true });

@@ -5,8 +5,9 @@
  * is never on a command line, in the checkout's `.git/config` or in any file, and it is scrubbed
  * from error messages. Accepted repository strings: `https://…` and `file://…` URLs.
  */
-import { execFile, spawn } from 'node:child_process';
-import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { lstat, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -160,11 +161,15 @@ export async function directoryBytes(dir: string): Promise<number> {
 
 /** Streams the checkout (with its `.git`) into `/workspace` as a tar archive. */
 async function copyIntoContainer(docker: Docker, containerName: string, dir: string): Promise<void> {
-  const tar = spawn('tar', ['-C', dir, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  tar.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  const exited = new Promise<number>((resolve) => tar.on('close', (code) => resolve(code ?? -1)));
-  await extractTarInContainer(docker, containerName, tar.stdout, '/workspace');
-  const code = await exited;
-  if (code !== 0) throw new Error(`tar of the checkout failed (${code}): ${stderr.trim()}`);
+  // The archive is made first: the extraction inside is told its exact length.
+  const file = `${dir}.tar`;
+  try {
+    await execFileAsync('tar', ['-C', dir, '-cf', file, '.']).catch((err: unknown) => {
+      throw new Error(`tar of the checkout failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`, { cause: err });
+    });
+    const { size } = await stat(file);
+    await extractTarInContainer(docker, containerName, createReadStream(file, { highWaterMark: 1024 * 1024 }), { dir: '/workspace', length: size });
+  } finally {
+    await rm(file, { force: true });
+  }
 }

@@ -10,10 +10,12 @@
  * 3. an ordering run (many chats × turns, random cancels, a control worker restart) checked
  *    against PostgreSQL for ordering and safety violations (target 0);
  * 0. first, warm turns by driver: built-in next to the native Codex CLI and Claude Code
- *    (bench/control-plane/drivers.ts).
+ *    (bench/control-plane/drivers.ts), and the runtimes: cold and warm turns, exec round trip and
+ *    container create+start under gVisor's runsc next to runc, alternating rounds
+ *    (bench/control-plane/runtimes.ts).
  *
  * Sizes can be lowered for a trial with CP_* variables (see `config`); CP_NO_RESULTS=1 skips
- * RESULTS.md; CP_ONLY_DRIVERS=1 runs and prints only the drivers phase.
+ * RESULTS.md; CP_ONLY_DRIVERS=1 / CP_ONLY_RUNTIMES=1 run and print only that phase.
  */
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,6 +29,7 @@ import { measureLatency } from './latency';
 import { runOrdering } from './ordering';
 import { appendResults, driverTable, orderingNotes, renderTables } from './report';
 import { measureThroughput } from './throughput';
+import { measureRuntimes, runtimeTable } from './runtimes';
 import { checkViolations, peakOverlappingAttempts } from './violations';
 
 const num = (name: string, fallback: number): number => {
@@ -45,6 +48,10 @@ const config = {
   orderingChats: num('CP_ORDERING_CHATS', 200),
   orderingTurnsPerChat: num('CP_ORDERING_TURNS', 5),
   clientConcurrency: num('CP_CLIENT_CONCURRENCY', 16),
+  runtimeRounds: num('CP_RUNTIME_ROUNDS', 3),
+  runtimeChats: num('CP_RUNTIME_CHATS', 4),
+  runtimeContainers: num('CP_RUNTIME_CONTAINERS', 3),
+  runtimeExecs: num('CP_RUNTIME_EXECS', 30),
   seed: num('CP_SEED', 20261121),
 };
 
@@ -60,8 +67,30 @@ const progress = (line: string): void => {
   console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
 };
 
+/** Only the runtimes phase, with its own section in RESULTS.md. */
+async function benchRuntimes(stack: BenchStack): Promise<void> {
+  const costs = await measureRuntimes(stack, {
+    rounds: config.runtimeRounds, chats: config.runtimeChats, followUps: config.warmFollowUps, containers: config.runtimeContainers, execs: config.runtimeExecs, progress,
+  });
+  const table = runtimeTable(costs);
+  console.log(`\n${table}\n`);
+  if (process.env.CP_NO_RESULTS === '1') return;
+  const info = runInfo(join(__dirname, '../..'), '');
+  appendFileSync(join(__dirname, '../../bench/RESULTS.md'), [
+    '', `## ${info.date.toISOString().slice(0, 16).replace('T', ' ')} UTC — runsc next to runc (\`CP_ONLY_RUNTIMES=1 npm run bench:control-plane\`)`, '',
+    `- Machine: nproc ${info.nproc}, CPU ${info.cpu}; Node ${info.node}; commit ${info.commit}`,
+    `- ${config.runtimeRounds} rounds alternating runsc and runc; per round and runtime: the host worker restarted with that runtime, ${config.runtimeChats} new chats one at a time (cold turn 1, ${config.warmFollowUps} warm follow-ups; no-op CLI agent, first driver event on the SSE stream), ${config.runtimeContainers} sandbox containers created and started, ${config.runtimeExecs} exec round trips of \`true\` as the member. No target: the ratio is documented (docs/execution-profiles.md).`,
+    '', table, '',
+  ].join('\n'));
+  progress('appended a section to bench/RESULTS.md');
+}
+
 async function bench(stack: BenchStack): Promise<void> {
   progress(`stack up: host ${stack.hostId}, ${config.slots} slots, CLI driver = no-op agent`);
+  if (process.env.CP_ONLY_RUNTIMES === '1') {
+    await benchRuntimes(stack);
+    return;
+  }
   const drivers = await measureDriverTurns(stack, { turns: config.driverTurns, progress });
   if (process.env.CP_ONLY_DRIVERS === '1') {
     const table = driverTable(drivers);
@@ -77,6 +106,10 @@ async function bench(stack: BenchStack): Promise<void> {
     progress('appended a section to bench/RESULTS.md');
     return;
   }
+  const runtimes = runtimeTable(await measureRuntimes(stack, {
+    rounds: config.runtimeRounds, chats: config.runtimeChats, followUps: config.warmFollowUps, containers: config.runtimeContainers, execs: config.runtimeExecs, progress,
+  }));
+  console.log(`\n${runtimes}\n`);
   const latency = await measureLatency(stack, { chats: config.latencyChats, followUps: config.warmFollowUps, progress });
   const throughput = await measureThroughput(stack, {
     chats: config.throughputChats, turnsPerChat: config.throughputTurnsPerChat, concurrency: config.clientConcurrency, progress,
@@ -109,6 +142,7 @@ async function bench(stack: BenchStack): Promise<void> {
     'CPU per turn (from /proc over each run): machine busy time, then this one Node process (API, control worker, host runner, gateway, bench client), the Temporal dev server, the PostgreSQL backends of the bench database, the Docker daemons (dockerd, containerd, shims; shared with other sessions); other = the rest of the busy time (other sessions, short-lived processes such as runc and the agent inside containers). Ordering-run figures are per posted turn (cancelled ones included).',
     `Ordering run: ${config.orderingChats} chats × ${config.orderingTurnsPerChat} turns posted concurrently; 30 % of chats cancel one turn (mostly a middle one) 0–1.5 s after their last POST; the control worker is stopped for 3 s once 40 % of turns are terminal. Seed ${config.seed}.`,
   ]);
+  appendFileSync(join(root, 'bench/RESULTS.md'), `\nRuntimes (${config.runtimeRounds} rounds alternating runsc and runc, ${config.runtimeChats} chats each; bench/control-plane/runtimes.ts):\n\n${runtimes}\n`);
   progress('appended a section to bench/RESULTS.md');
 }
 

@@ -5,6 +5,7 @@
  * queue) and a host runner (its own enrolled host, heartbeating to the API, running sandboxes on
  * the real Docker engine), and an owner with `agent.use` and an API key.
  */
+import type { SandboxRuntimes } from '../../activities/docker/container-runtime';
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createControlActivities } from '../../activities/control';
@@ -52,7 +53,8 @@ export interface AgentStack {
   /** Starts (again) the in-process control worker / host runner; `stop*` shuts them down. */
   startControl(): Promise<void>;
   stopControl(): Promise<void>;
-  startHost(): Promise<void>;
+  /** Starts the host worker; `runtimes` replaces the suite's ({@link TEST_RUNTIMES}) for this start. */
+  startHost(options?: { runtimes?: SandboxRuntimes }): Promise<void>;
   stopHost(): Promise<void>;
   close(): Promise<void>;
 }
@@ -142,12 +144,12 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       await control.running;
       control = undefined;
     },
-    async startHost() {
+    async startHost(hostOptions = {}) {
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: hostTaskQueue(hostId),
         activities: createHostActivities({
           docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(), objectStore, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
-          runtimes: TEST_RUNTIMES,
+          runtimes: hostOptions.runtimes ?? TEST_RUNTIMES,
           turns: {
             api: new HostApiClient({ apiUrl: api.url, hostId, credential }), apiUrl: api.url, credential,
             gatewayUrl: gateway.url, settings, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
