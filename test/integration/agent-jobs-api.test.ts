@@ -12,6 +12,7 @@ import { reconcileQueuedTurns } from '../../activities/control/chat-reconciler';
 import { ChatDelivery } from '../../agent/jobs/chat-delivery';
 import { loadSettings } from '../../lib/settings';
 import { chatWorkflowId } from '../../workflows/definitions/chat';
+import { searchAttributes } from '../../workflows/definitions/search-attributes';
 import { postJson } from '../support/accounts';
 import { createOwner } from '../support/agent-records';
 import { startTestApi, type TestApi } from '../support/api';
@@ -63,6 +64,7 @@ describe('agent owner API without a reachable Temporal, and the source-control a
     const described = await handle.describe();
     assert.equal(described.status.name, 'RUNNING');
     assert.equal(described.taskQueue, controlQueue);
+    assert.equal(described.typedSearchAttributes.get(searchAttributes.profile), 'untrusted-vm-v1', 'operators filter chats by AgentProfile in the Temporal UI');
     await handle.terminate('test done');
   });
 
