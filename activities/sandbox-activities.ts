@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { relayHostDir, sandboxContainerName } from '../agent/sandboxes/names';
 import { FsObjectStore, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
+import { keyedSerializer } from '../lib/keyed-serializer';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
 import {
   ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError, SandboxRuntimeMismatchError, SandboxRuntimeUnavailableError,
@@ -109,23 +110,6 @@ async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   } finally {
     clearInterval(ticker);
   }
-}
-
-/**
- * Runs `work` after every earlier call with the same key has settled: two attempts preparing one
- * group on this host (a retry while the lost one still runs) never initialize it at the same time.
- */
-function keyedSerializer(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
-  const tails = new Map<string, Promise<unknown>>();
-  return <T>(key: string, work: () => Promise<T>) => {
-    const previous = tails.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(work);
-    tails.set(key, run);
-    void run.catch(() => undefined).finally(() => {
-      if (tails.get(key) === run) tails.delete(key);
-    });
-    return run;
-  };
 }
 
 /** A group's model-relay directory on this host (created here: Docker would create a missing bind source as root's). */
