@@ -9,6 +9,7 @@ import { execFile, spawn } from 'node:child_process';
 import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { execInContainer, extractTarInContainer } from './container-exec';
@@ -158,13 +159,19 @@ export async function directoryBytes(dir: string): Promise<number> {
   return total;
 }
 
-/** Streams the checkout (with its `.git`) into `/workspace` as a tar archive. */
+/**
+ * Streams the checkout (with its `.git`) into `/workspace` as a tar archive. The tar's output is
+ * piped into a stream of ours at once: Node discards a child's unread stdout when the child exits
+ * (a small checkout is all written before the container's exec is ready), which left an empty or
+ * headless archive ("This does not look like a tar archive") on some runs.
+ */
 async function copyIntoContainer(docker: Docker, containerName: string, dir: string): Promise<void> {
   const tar = spawn('tar', ['-C', dir, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const archive = tar.stdout.pipe(new PassThrough({ highWaterMark: 1024 * 1024 }));
   let stderr = '';
   tar.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
   const exited = new Promise<number>((resolve) => tar.on('close', (code) => resolve(code ?? -1)));
-  await extractTarInContainer(docker, containerName, tar.stdout, '/workspace');
+  await extractTarInContainer(docker, containerName, archive, '/workspace');
   const code = await exited;
   if (code !== 0) throw new Error(`tar of the checkout failed (${code}): ${stderr.trim()}`);
 }
