@@ -61,9 +61,10 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     assert.ok(entry);
     assert.equal(entry.state, 'running');
     assert.equal(entry.host_id, stack.hostId);
+    assert.equal(entry.execution_profile, 'untrusted-vm-v1', 'operators see each sandbox\'s profile (docs/execution-profiles.md)');
     assert.deepEqual(entry.members, [{ job_id: g.jobId, owner_id: (entry.members as Array<{ owner_id: number }>)[0]!.owner_id }]);
     assert.deepEqual(Object.keys(entry).sort(), [
-      'container_id', 'container_name', 'created_at', 'generation', 'group_id', 'hidden', 'hidden_reason', 'host_id', 'host_stale', 'last_activity_at',
+      'container_id', 'container_name', 'created_at', 'execution_profile', 'generation', 'group_id', 'hidden', 'hidden_reason', 'host_id', 'host_stale', 'last_activity_at',
       'members', 'native_resume_lost', 'observation_stale', 'observed_at', 'observed_cpu_percent', 'observed_disk_bytes', 'observed_memory_bytes',
       'observed_state', 'pending_action', 'queued_turns', 'running_turns', 'state', 'updated_at',
     ]);
