@@ -19,6 +19,8 @@ import {
 } from './docker/sandbox-container';
 import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile, type SandboxRuntimes } from './docker/container-runtime';
 import type { ExecutionProfile } from '../lib/execution-profiles';
+import { removeContainerAndDisk } from './docker/sandbox-removal';
+import { SandboxDiskMissingError } from './docker/sandbox-disk';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
 import { ArchiveRestoreError, ArchiveSpoolMissingError, DEFAULT_MEMORY_SPOOL_BYTES, discardSpool, restoreArchive, spoolArchive, uploadSpool } from './docker/sandbox-archive';
@@ -44,6 +46,8 @@ export interface SandboxActivityDeps {
   archiveMemorySpoolBytes?: number;
   /** Root of the containers' model-relay directories on this host (`AGENT_RELAY_DIR`); absent: no relay mount. */
   relayRoot?: string;
+  /** Where this host keeps the sandboxes' disks (`AGENT_SANDBOX_DISK_DIR`, absolute; activities/docker/sandbox-disk.ts). */
+  sandboxDiskDir: string;
   /** The Docker runtimes of the execution profiles on this host (default: runsc and runc, backend `vm`). */
   runtimes?: SandboxRuntimes;
   /** Told when a runtime failed to create or start a container (the runner re-runs its preflight). */
@@ -85,6 +89,7 @@ const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, FailureType]> =
   [SandboxMissingError, FailureType.sandboxMissing],
   [SandboxRuntimeMismatchError, FailureType.sandboxRuntimeMismatch],
   [SandboxRuntimeUnavailableError, FailureType.sandboxRuntimeUnavailable],
+  [SandboxDiskMissingError, FailureType.sandboxDiskMissing],
   [ArchiveRestoreError, FailureType.archiveRestoreFailed],
 ];
 
@@ -143,7 +148,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
         const runtime = runtimeOf(input.executionProfile);
         const ensured = await ensureSandboxContainer(deps.docker, {
           jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
-          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input), runtime,
+          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input), runtime, diskRoot: deps.sandboxDiskDir,
           ...(deps.sandboxLabels ? { extraLabels: deps.sandboxLabels } : {}),
           ...(deps.relayRoot ? { relayDir: relayDirFor(deps.relayRoot, input.groupId) } : {}),
         }).catch((err: unknown) => {
@@ -176,7 +181,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
     /** Delete (spec 3.4): removes the exact container only when stopped or dead; never stops one. */
     async removeStoppedSandboxContainer(input: ExactContainer): Promise<ContainerRemoval> {
-      return heartbeating(() => perGroup(groupOf(input), () => removeExactStoppedContainer(deps.docker, input)));
+      return heartbeating(() => perGroup(groupOf(input), () => removeExactStoppedContainer(deps.docker, input, deps.sandboxDiskDir)));
     },
 
     /**
@@ -217,7 +222,8 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
 /**
  * Restores a cold group's archive into the container just ensured for its new generation. A
- * failed check removes that container (it holds nothing yet) so the next restore starts clean.
+ * failed check removes that container and its disk (they hold nothing yet) so the next restore
+ * starts clean.
  */
 async function restoreInto(
   deps: SandboxActivityDeps, ensured: { containerId: string; containerName: string }, receipt: SandboxArchiveReceipt, spoolDir: string,
@@ -227,7 +233,8 @@ async function restoreInto(
     await restoreArchive(deps.docker, deps.objectStore, ensured.containerName, receipt, spoolDir);
   } catch (err) {
     if (err instanceof ArchiveRestoreError) {
-      await deps.docker.getContainer(ensured.containerId).remove({ force: true, v: true }).catch(() => undefined);
+      await removeContainerAndDisk(deps.docker, { Id: ensured.containerId, Name: ensured.containerName }, { force: true, diskRoot: deps.sandboxDiskDir })
+        .catch(() => undefined);
     }
     throw err;
   }
