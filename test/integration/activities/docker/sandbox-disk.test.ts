@@ -65,8 +65,12 @@ describe('sandbox disk (Docker, loop-mounted ext4)', function () {
   let n = 0;
   const group = (label: string) => `grp-${testRunId}-disk-${label}-${(n += 1)}`;
 
+  /** Host-side files of this file's tests (spools, archives, a probe target), removed at the end. */
+  const scratch = mkdtempSync(join(tmpdir(), 'sandbox-disk-test-'));
+
   after(async () => {
     await removeContainers();
+    rmSync(scratch, { recursive: true, force: true });
   });
 
   it('fails a member\'s writes past the quota with ENOSPC, leaves the host and another sandbox their space, and works again once files are removed', async () => {
@@ -133,7 +137,7 @@ describe('sandbox disk (Docker, loop-mounted ext4)', function () {
     execFileSync('umount', [first.disk.mountPoint]);
     assert.equal(await isMountPoint(first.disk.mountPoint), false);
     // The engine reads a stopped container's workspace (an archive) through the disk, mounted again for it.
-    const spooled = await spoolArchive(docker(), { containerName: first.name, containerId: first.id, generation: 1, groupId }, mkdtempSync(join(tmpdir(), 'disk-spool-')));
+    const spooled = await spoolArchive(docker(), { containerName: first.name, containerId: first.id, generation: 1, groupId }, join(scratch, 'spool'));
     assert.equal(spooled.status, 'spooled');
     if (spooled.status === 'spooled') {
       const listing = execFileSync('tar', ['-tf', spooled.path], { encoding: 'utf8' });
@@ -191,24 +195,23 @@ describe('sandbox disk (Docker, loop-mounted ext4)', function () {
   it('is probed at a host runner\'s start: a directory that can hold disks passes and keeps nothing, one that cannot fails naming the setting', async () => {
     await probeSandboxDisks(TEST_DISK_ROOT);
     assert.deepEqual((await sandboxDiskNames(TEST_DISK_ROOT)).filter((name) => name.includes('probe')), []);
-    const file = join(mkdtempSync(join(tmpdir(), 'disk-probe-')), 'a-file');
+    const file = join(scratch, 'a-file');
     writeFileSync(file, '');
     await assert.rejects(probeSandboxDisks(join(file, 'disks')), /AGENT_SANDBOX_DISK_DIR=.*cannot hold sandbox disks/);
   });
 
   it('refuses (for good) to restore an archive larger than the new sandbox\'s disk', async () => {
-    const scratch = mkdtempSync(join(tmpdir(), 'disk-restore-'));
-    mkdirSync(join(scratch, 'workspace'));
-    writeFileSync(join(scratch, 'workspace', 'big'), Buffer.alloc(96 * MIB, 7));
-    execFileSync('tar', ['-C', scratch, '-cf', join(scratch, 'archive.tar'), 'workspace']);
-    const bytes = readFileSync(join(scratch, 'archive.tar'));
-    const store = new FsObjectStore(join(scratch, 'store'));
-    await store.put('sandbox-archives/x/g1.tar', createReadStream(join(scratch, 'archive.tar')));
+    const dir = join(scratch, 'restore');
+    mkdirSync(join(dir, 'workspace'), { recursive: true });
+    writeFileSync(join(dir, 'workspace', 'big'), Buffer.alloc(96 * MIB, 7));
+    execFileSync('tar', ['-C', dir, '-cf', join(dir, 'archive.tar'), 'workspace']);
+    const bytes = readFileSync(join(dir, 'archive.tar'));
+    const store = new FsObjectStore(join(dir, 'store'));
+    await store.put('sandbox-archives/x/g1.tar', createReadStream(join(dir, 'archive.tar')));
     const receipt = { key: 'sandbox-archives/x/g1.tar', length: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
     const small = await sandboxFor(group('restore'), 64 * MIB);
-    await assert.rejects(restoreArchive(docker(), store, small.name, receipt, join(scratch, 'spool')),
+    await assert.rejects(restoreArchive(docker(), store, small.name, receipt, join(dir, 'spool')),
       (err: Error) => err instanceof ArchiveRestoreError && /does not fit the new sandbox's disk/.test(err.message));
-    rmSync(scratch, { recursive: true, force: true });
   });
 
   it('gives a container made again for the group a fresh, empty disk', async () => {
