@@ -12,12 +12,15 @@ import { join } from 'node:path';
 import { relayHostDir, sandboxContainerName } from '../agent/sandboxes/names';
 import { FsObjectStore, type ObjectStore, type UploadGrant, type UploadOutcome } from '../lib/object-store';
 import { FailureType } from '../workflows/definitions/failures';
+import { keyedSerializer } from '../lib/keyed-serializer';
 import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from './docker/sandbox-command';
 import {
   ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError, SandboxRuntimeMismatchError, SandboxRuntimeUnavailableError,
 } from './docker/sandbox-container';
 import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile, type SandboxRuntimes } from './docker/container-runtime';
 import type { ExecutionProfile } from '../lib/execution-profiles';
+import { removeContainerAndDisk } from './docker/sandbox-removal';
+import { SandboxDiskMissingError } from './docker/sandbox-disk';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from './docker/sandbox-lifecycle';
 import { archiveWorkspace, type WorkspaceArchiveRequest } from './docker/workspace-archive';
 import { ArchiveRestoreError, ArchiveSpoolMissingError, DEFAULT_MEMORY_SPOOL_BYTES, discardSpool, restoreArchive, spoolArchive, uploadSpool } from './docker/sandbox-archive';
@@ -43,6 +46,8 @@ export interface SandboxActivityDeps {
   archiveMemorySpoolBytes?: number;
   /** Root of the containers' model-relay directories on this host (`AGENT_RELAY_DIR`); absent: no relay mount. */
   relayRoot?: string;
+  /** Where this host keeps the sandboxes' disks (`AGENT_SANDBOX_DISK_DIR`, absolute; activities/docker/sandbox-disk.ts). */
+  sandboxDiskDir: string;
   /** The Docker runtimes of the execution profiles on this host (default: runsc and runc, backend `vm`). */
   runtimes?: SandboxRuntimes;
   /** Told when a runtime failed to create or start a container (the runner re-runs its preflight). */
@@ -84,6 +89,7 @@ const PERMANENT: ReadonlyArray<[new (...args: never[]) => Error, FailureType]> =
   [SandboxMissingError, FailureType.sandboxMissing],
   [SandboxRuntimeMismatchError, FailureType.sandboxRuntimeMismatch],
   [SandboxRuntimeUnavailableError, FailureType.sandboxRuntimeUnavailable],
+  [SandboxDiskMissingError, FailureType.sandboxDiskMissing],
   [ArchiveRestoreError, FailureType.archiveRestoreFailed],
 ];
 
@@ -109,23 +115,6 @@ async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   } finally {
     clearInterval(ticker);
   }
-}
-
-/**
- * Runs `work` after every earlier call with the same key has settled: two attempts preparing one
- * group on this host (a retry while the lost one still runs) never initialize it at the same time.
- */
-function keyedSerializer(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
-  const tails = new Map<string, Promise<unknown>>();
-  return <T>(key: string, work: () => Promise<T>) => {
-    const previous = tails.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(work);
-    tails.set(key, run);
-    void run.catch(() => undefined).finally(() => {
-      if (tails.get(key) === run) tails.delete(key);
-    });
-    return run;
-  };
 }
 
 /** A group's model-relay directory on this host (created here: Docker would create a missing bind source as root's). */
@@ -159,7 +148,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
         const runtime = runtimeOf(input.executionProfile);
         const ensured = await ensureSandboxContainer(deps.docker, {
           jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
-          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input), runtime,
+          hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input), runtime, diskRoot: deps.sandboxDiskDir,
           ...(deps.sandboxLabels ? { extraLabels: deps.sandboxLabels } : {}),
           ...(deps.relayRoot ? { relayDir: relayDirFor(deps.relayRoot, input.groupId) } : {}),
         }).catch((err: unknown) => {
@@ -192,7 +181,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
     /** Delete (spec 3.4): removes the exact container only when stopped or dead; never stops one. */
     async removeStoppedSandboxContainer(input: ExactContainer): Promise<ContainerRemoval> {
-      return heartbeating(() => perGroup(groupOf(input), () => removeExactStoppedContainer(deps.docker, input)));
+      return heartbeating(() => perGroup(groupOf(input), () => removeExactStoppedContainer(deps.docker, input, deps.sandboxDiskDir)));
     },
 
     /**
@@ -233,7 +222,8 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
 /**
  * Restores a cold group's archive into the container just ensured for its new generation. A
- * failed check removes that container (it holds nothing yet) so the next restore starts clean.
+ * failed check removes that container and its disk (they hold nothing yet) so the next restore
+ * starts clean.
  */
 async function restoreInto(
   deps: SandboxActivityDeps, ensured: { containerId: string; containerName: string }, receipt: SandboxArchiveReceipt, spoolDir: string,
@@ -243,7 +233,8 @@ async function restoreInto(
     await restoreArchive(deps.docker, deps.objectStore, ensured.containerName, receipt, spoolDir);
   } catch (err) {
     if (err instanceof ArchiveRestoreError) {
-      await deps.docker.getContainer(ensured.containerId).remove({ force: true, v: true }).catch(() => undefined);
+      await removeContainerAndDisk(deps.docker, { Id: ensured.containerId, Name: ensured.containerName }, { force: true, diskRoot: deps.sandboxDiskDir })
+        .catch(() => undefined);
     }
     throw err;
   }

@@ -261,7 +261,14 @@ export const settingsShape = {
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
   /** Seconds between a host runner's inventory reports (its managed containers with a resource reading; spec 8: 30). */
   AGENT_INVENTORY_REFRESH_SECONDS: z.coerce.number().positive().max(3600).default(30),
-  /** A host runner measures its containers' disk use (the writable layer's size, a walk of the layer) at most this often, seconds. Default 300. */
+  /**
+   * Where a host runner keeps its sandboxes' disks: one sparse ext4 image per group container and
+   * its mount point (docs/execution-profiles.md "Containment"). Persistent data (workspaces and
+   * homes), so never under a directory the machine cleans (a `/tmp` swept by systemd-tmpfiles) and
+   * one host runner per directory. Production: e.g. `/var/lib/agent/sandbox-disks`. Default `.data/sandbox-disks`.
+   */
+  AGENT_SANDBOX_DISK_DIR: z.string().min(1).default('.data/sandbox-disks'),
+  /** A host runner measures its containers' disk use (the writable layer's size, a walk of the layer, plus the sandbox disk's used bytes) at most this often, seconds. Default 300. */
   AGENT_INVENTORY_DISK_SECONDS: z.coerce.number().min(0).default(300),
   /** Seconds an orphan sandbox container (labelled for a host, matching no live group) is kept after it is first reported, before the API orders its removal; covers a container whose creation is not recorded yet. Default 600. */
   AGENT_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(600),

@@ -23,7 +23,9 @@ export interface InventoryOptions {
   credential: string;
   docker: Docker;
   log: Logger;
-  /** Disk (`SizeRw`) is measured in a report when this long has passed since the last measurement (`AGENT_INVENTORY_DISK_SECONDS`). */
+  /** Where this host keeps its sandboxes' disks (`AGENT_SANDBOX_DISK_DIR`): an orphan's disk is released with it. */
+  sandboxDiskDir: string;
+  /** Disk (`SizeRw` and the sandbox disk's use) is measured in a report when this long has passed since the last measurement (`AGENT_INVENTORY_DISK_SECONDS`). */
   diskEveryMs: number;
   fetch?: typeof fetch;
 }
@@ -59,7 +61,7 @@ export function createInventoryReporter(options: InventoryOptions): InventoryRep
       const answer = await http.call(hostApi.hostInventory, { params: { hostId }, body: { containers } });
       const removals: Record<string, OrphanRemoval> = {};
       for (const id of answer.remove) {
-        removals[id] = await removeOrphanContainer(docker, hostId, id);
+        removals[id] = await removeOrphanContainer(docker, hostId, id, options.sandboxDiskDir);
         log.info({ event: 'agent_sandbox_orphan_removed_by_host', host_id: hostId, container_id: id, result: removals[id] }, 'orphan sandbox container removal');
       }
       log.debug({ host_id: hostId, reported: containers.length, ...answer }, 'host inventory reported');

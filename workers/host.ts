@@ -6,6 +6,7 @@
  * Entry of `npm run worker:host`.
  */
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import Docker from 'dockerode';
 import { Worker } from '@temporalio/worker';
 import { createLogger } from '../lib/logger';
@@ -21,6 +22,8 @@ import { createInventoryReporter } from './host-inventory';
 import { relayRoot } from '../agent/sandboxes/names';
 import type { SandboxRuntimes } from '../activities/docker/container-runtime';
 import { createPreflightLoop } from './host-preflight';
+import { probeSandboxDisks } from '../activities/docker/sandbox-disk';
+import { sweepSandboxDisks } from '../activities/docker/sandbox-removal';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -38,6 +41,11 @@ async function main(): Promise<void> {
     log.warn({ event: 'agent_shared_kernel_accepted', host_id: hostId, runtime: runtimes.trusted },
       `AGENT_SANDBOX_BACKEND=container: untrusted-vm-v1 work on this host runs under ${runtimes.trusted}, ON THE HOST'S KERNEL, by the operator's explicit choice`);
   }
+  // Sandbox disks: the directory must hold them (or the runner does not start); disks whose container is gone are released.
+  const sandboxDiskDir = resolve(settings.AGENT_SANDBOX_DISK_DIR);
+  await probeSandboxDisks(sandboxDiskDir);
+  const released = await sweepSandboxDisks(docker, sandboxDiskDir);
+  if (released.length > 0) log.info({ event: 'agent_sandbox_disks_released', host_id: hostId, containers: released }, 'released sandbox disks without a container');
   // Before the first heartbeat: a host attests only what a preflight saw.
   const preflight = createPreflightLoop({ docker, image: settings.AGENT_SANDBOX_IMAGE, runtimes, hostId, log });
   await preflight.runNow();
@@ -55,6 +63,7 @@ async function main(): Promise<void> {
       limits: { memoryBytes: settings.AGENT_SANDBOX_MEMORY_BYTES, nanoCpus: Math.round(settings.AGENT_SANDBOX_CPUS * 1e9) },
       objectStore: await openObjectStore(settings),
       relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
+      sandboxDiskDir,
       archiveMemorySpoolBytes: settings.AGENT_ARCHIVE_MEMORY_SPOOL_MIB * 1024 * 1024,
       runtimes,
       onRuntimeFailure: () => void preflight.runNow().catch(() => undefined),
@@ -77,7 +86,7 @@ async function main(): Promise<void> {
   });
   heartbeat.start(settings.AGENT_HOST_HEARTBEAT_SECONDS * 1000);
   const inventory = createInventoryReporter({
-    apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL, docker, log,
+    apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL, docker, log, sandboxDiskDir,
     diskEveryMs: settings.AGENT_INVENTORY_DISK_SECONDS * 1000,
   });
   inventory.start(settings.AGENT_INVENTORY_REFRESH_SECONDS * 1000);

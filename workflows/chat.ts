@@ -187,11 +187,12 @@ async function runOnHost(input: ChatInput, admitted: AdmittedTurn): Promise<{ re
   return host.runAgentTurn({ attemptId: admitted.attemptId, jobId: input.jobId, turnSeq: admitted.seq });
 }
 
-/** The container caps of the admitted limits (pids and open files only where the admission recorded them). */
-function sandboxLimitsOf(limits: NonNullable<AdmittedTurn['limits']>): { memoryBytes: number; nanoCpus: number; pids?: number; openFiles?: number } {
+/** The container caps of the admitted limits (pids, open files and disk only where the admission recorded them: older histories have none). */
+function sandboxLimitsOf(limits: NonNullable<AdmittedTurn['limits']>): { memoryBytes: number; nanoCpus: number; pids?: number; openFiles?: number; diskBytes?: number } {
   return {
     memoryBytes: limits.memoryBytes, nanoCpus: limits.nanoCpus,
     ...(limits.pids !== undefined ? { pids: limits.pids } : {}), ...(limits.openFiles !== undefined ? { openFiles: limits.openFiles } : {}),
+    ...(limits.diskBytes !== undefined ? { diskBytes: limits.diskBytes } : {}),
   };
 }
 

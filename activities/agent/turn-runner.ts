@@ -12,6 +12,7 @@ import { DockerSandbox, killMemberProcesses } from '../docker/docker-sandbox';
 import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor, usesModelRelay } from './drivers';
+import { explainNoSpace } from './disk-full';
 import { HostQuestionChannel } from './question-channel';
 import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
@@ -124,7 +125,8 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, FailureType.turnTimeLimit);
     if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
     if (err instanceof SandboxDiedError) throw ApplicationFailure.nonRetryable(err.message, FailureType.sandboxDied);
-    throw ApplicationFailure.nonRetryable((err as Error).message || 'The agent failed', FailureType.turnFailed);
+    const message = await explainNoSpace(deps.docker, context.container_name, (err as Error).message || 'The agent failed');
+    throw ApplicationFailure.nonRetryable(message, FailureType.turnFailed);
   } finally {
     await relay?.close();
     clearTimeout(limitTimer);

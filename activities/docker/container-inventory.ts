@@ -9,6 +9,8 @@ import { cleanText } from '../../lib/text';
 import { CONTAINER_STATES, type ContainerState } from '../../lib/contracts/host-api';
 import { MANAGED_LABEL } from './sandbox-command';
 import { SANDBOX_LABELS } from './sandbox-container';
+import { sandboxDiskOfMounts, sandboxDiskUsage } from './sandbox-disk';
+import { removeContainerAndDisk } from './sandbox-removal';
 
 export interface InventoryContainer {
   container_id: string;
@@ -91,8 +93,9 @@ async function inPool<T, R>(items: readonly T[], limit: number, work: (item: T) 
 
 /**
  * This host's managed containers with a reading: running ones get CPU and memory from one stats
- * sample each; `withDisk` asks Docker for each container's writable-layer size (`SizeRw`), which
- * walks the layer and is therefore measured less often than the rest (the caller decides).
+ * sample each; `withDisk` measures each container's disk use: the writable layer's size (`SizeRw`,
+ * which Docker gets by walking the layer, so it is measured less often than the rest: the caller
+ * decides) plus the used bytes of its sandbox disk, when mounted (one `statfs`).
  */
 export async function listHostContainers(docker: Docker, hostId: string, options: { withDisk: boolean }): Promise<InventoryContainer[]> {
   const listed = await docker.listContainers({ all: true, size: options.withDisk, filters: hostLabelFilter(hostId) });
@@ -107,9 +110,17 @@ export async function listHostContainers(docker: Docker, hostId: string, options
       generation: labelValue(labels[SANDBOX_LABELS.generation], 64),
       state,
       ...reading,
-      disk_bytes: options.withDisk ? sizeRw(c) : null,
+      disk_bytes: options.withDisk ? await diskBytesOf(c) : null,
     };
   });
+}
+
+/** The layer's size plus the sandbox disk's used bytes; null when neither is known. */
+async function diskBytesOf(c: Docker.ContainerInfo): Promise<number | null> {
+  const layer = sizeRw(c);
+  const disk = sandboxDiskOfMounts(c.Mounts);
+  const used = disk ? (await sandboxDiskUsage(disk).catch(() => undefined))?.usedBytes : undefined;
+  return layer === null && used === undefined ? null : (layer ?? 0) + (used ?? 0);
 }
 
 /** `SizeRw` of a listing made with `size: true` (absent from dockerode's type). */
@@ -122,21 +133,23 @@ export type OrphanRemoval = 'removed' | 'gone' | 'refused';
 
 /**
  * Removes one container the API named as an orphan past its grace period: by id, forced (an
- * orphan may be running), volumes with it, and only when it still carries this host's managed
- * labels (an id that now names anything else is refused). A container already gone is `gone`.
+ * orphan may be running), volumes and sandbox disk with it, and only when it still carries this
+ * host's managed labels (an id that now names anything else is refused). A container already gone
+ * is `gone`. `diskRoot` is this host's `AGENT_SANDBOX_DISK_DIR`.
  */
-export async function removeOrphanContainer(docker: Docker, hostId: string, containerId: string): Promise<OrphanRemoval> {
+export async function removeOrphanContainer(docker: Docker, hostId: string, containerId: string, diskRoot: string): Promise<OrphanRemoval> {
   if (!/^[0-9a-f]{64}$/.test(containerId)) return 'refused';
-  let labels: Record<string, string>;
+  let info: Docker.ContainerInspectInfo;
   try {
-    labels = (await docker.getContainer(containerId).inspect()).Config.Labels ?? {};
+    info = await docker.getContainer(containerId).inspect();
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 404) return 'gone';
     throw err;
   }
+  const labels = info.Config.Labels ?? {};
   if (labels[MANAGED_LABEL] !== 'true' || labels[SANDBOX_LABELS.host] !== hostId) return 'refused';
   try {
-    await docker.getContainer(containerId).remove({ force: true, v: true });
+    await removeContainerAndDisk(docker, info, { force: true, diskRoot });
   } catch (err) {
     const status = (err as { statusCode?: number }).statusCode;
     if (status === 404) return 'gone';

@@ -25,6 +25,7 @@ import {
 } from '../../lib/object-store';
 import type { ContainerObservation, SandboxArchiveReceipt, SpooledArchive } from '../../workflows/definitions/sandbox-group';
 import { observeSandboxContainer, type ExactContainer } from './sandbox-lifecycle';
+import { containerDiskUsage, DISK_FULL_BYTES, mountSandboxDiskOf } from './sandbox-disk';
 import { extractTarInContainer } from './container-exec';
 import { joinTars, type TarPart } from './tar-join';
 
@@ -159,6 +160,8 @@ export async function spoolArchive(
   const path = spoolPath(spoolDir, target.groupId, target.generation);
   // By id: the engine reads the stopped container's filesystem; nothing runs in it.
   const container = docker.getContainer(target.containerId);
+  // `/workspace` and `/home` are binds of the sandbox's disk: mounted again after a host restart.
+  await mountSandboxDiskOf(await container.inspect());
   // A path the container does not have (no base record: an initialization that never finished) is left out.
   const parts = ARCHIVED_PATHS.map(({ path: inside, rename: prefix }) => async (): Promise<TarPart | undefined> => {
     let stream: Readable;
@@ -229,7 +232,8 @@ async function restoredAlready(docker: Docker, containerName: string): Promise<b
  * Restores `receipt` into the running container `containerName`: downloads the object into a
  * spool file while hashing it, refuses (`ArchiveRestoreError`) unless length and SHA-256 equal the
  * receipt, then extracts that file at `/`. Idempotent: a container whose base record exists was
- * restored already (the record is extracted last).
+ * restored already (the record is extracted last). An archive larger than the container's disk
+ * is an `ArchiveRestoreError` too.
  */
 export async function restoreArchive(
   docker: Docker, store: ObjectStore, containerName: string, receipt: SandboxArchiveReceipt, spoolDir: string,
@@ -251,7 +255,14 @@ export async function restoreArchive(
     });
     if (read.bytes !== receipt.length) throw new ArchiveRestoreError(`The archive ${receipt.key} is ${read.bytes} bytes, not the receipt's ${receipt.length}`);
     if (read.sha256 !== receipt.sha256) throw new ArchiveRestoreError(`The archive ${receipt.key} does not have the receipt's SHA-256`);
-    await extractTarInContainer(docker, containerName, createReadStream(path, { highWaterMark: 1024 * 1024 }), { dir: '/', length: receipt.length });
+    await extractTarInContainer(docker, containerName, createReadStream(path, { highWaterMark: 1024 * 1024 }), { dir: '/', length: receipt.length }).catch(async (err: unknown) => {
+      // Retrying cannot make it fit: the container (and its disk) is removed and the group stays cold.
+      const free = (await containerDiskUsage(docker, containerName))?.freeBytes;
+      if (free !== undefined && free < DISK_FULL_BYTES) {
+        throw new ArchiveRestoreError(`The archive ${receipt.key} (${receipt.length} bytes) does not fit the new sandbox's disk; an operator can raise the host setting container_disk_gib`);
+      }
+      throw err;
+    });
     return { restored: true };
   } finally {
     await rm(path, { force: true });

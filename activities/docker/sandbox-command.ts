@@ -33,6 +33,8 @@ export interface SandboxLimits {
   pids?: number;
   /** Open files per process (default `DEFAULT_SANDBOX_OPEN_FILES`). */
   openFiles?: number;
+  /** Size of a new group container's disk, bytes (default `DEFAULT_SANDBOX_DISK_BYTES`; sandbox-disk.ts). One-off commands have no disk. */
+  diskBytes?: number;
 }
 
 /** Default per-sandbox caps (spec 8: 4g memory and 2 CPUs). */

@@ -10,6 +10,10 @@ import { RELAY_MOUNT, sandboxContainerName } from '../../agent/sandboxes/names';
 import { execInContainer } from './container-exec';
 import { containmentHostConfig } from './containment';
 import { ImageMissingError, MANAGED_LABEL, type SandboxLimits } from './sandbox-command';
+import {
+  createSandboxDisk, DEFAULT_SANDBOX_DISK_BYTES, mountSandboxDisk, releaseSandboxDisk, sandboxDiskMounts, sandboxDiskOfMounts, sandboxDiskPaths,
+  withSandboxDiskLock,
+} from './sandbox-disk';
 
 export interface SandboxSpec {
   jobId: string;
@@ -28,6 +32,8 @@ export interface SandboxSpec {
   extraLabels?: Record<string, string>;
   /** The container's model-relay directory on the host, mounted read-only at `RELAY_MOUNT` (native drivers). */
   relayDir?: string;
+  /** Where this host keeps the sandboxes' disks (`AGENT_SANDBOX_DISK_DIR`, absolute; sandbox-disk.ts). */
+  diskRoot: string;
 }
 
 export interface EnsuredSandbox {
@@ -105,25 +111,39 @@ export async function inspectOrUndefined(docker: Docker, name: string): Promise<
   }
 }
 
-/** Creates (or reuses) the group's running container and makes sure the member account exists. */
+/**
+ * Creates (or reuses) the group's running container and makes sure the member account exists. A
+ * new container gets a new disk of `limits.diskBytes`; a stopped one gets its disk mounted again
+ * (a host restart unmounts it) before it starts. Creation and start hold the container name's disk
+ * lock, so a removal's release of the disk never interleaves with them.
+ */
 export async function ensureSandboxContainer(docker: Docker, spec: SandboxSpec): Promise<EnsuredSandbox> {
   const name = sandboxContainerName(spec.groupId);
   memberPaths(spec.uid);
-  let created = false;
-  let info = await inspectOrUndefined(docker, name);
-  if (!info) {
-    created = await createContainer(docker, name, spec);
-    info = await inspectAfterCreate(docker, name);
-  }
+  const { info, created } = await withSandboxDiskLock(name, async () => {
+    const found = await inspectOrUndefined(docker, name);
+    const made = found ? false : await createContainer(docker, name, spec);
+    const current = found ?? await inspectAfterCreate(docker, name);
+    checkReusable(current, name, spec);
+    if (!current.State.Running) {
+      const disk = sandboxDiskOfMounts(current.Mounts);
+      if (disk) await mountSandboxDisk(disk, name);
+      await startIgnoringAlreadyStarted(docker.getContainer(name), spec.runtime.name);
+    }
+    return { info: current, created: made };
+  });
+  await ensureMember(docker, name, spec.uid);
+  return { containerId: info.Id, containerName: name, created };
+}
+
+/** Refuses a container of another generation or runtime (never replaced: it holds the workspace). */
+function checkReusable(info: Docker.ContainerInspectInfo, name: string, spec: SandboxSpec): void {
   const labels = info.Config.Labels ?? {};
   if (labels[SANDBOX_LABELS.group] !== spec.groupId || labels[SANDBOX_LABELS.generation] !== String(spec.generation)) {
     throw new SandboxGenerationMismatchError(name, spec.generation, labels[SANDBOX_LABELS.generation]);
   }
   const runtime = info.HostConfig.Runtime ?? 'runc';
   if (runtime !== spec.runtime.name) throw new SandboxRuntimeMismatchError(name, spec.runtime.name, runtime);
-  if (!info.State.Running) await startIgnoringAlreadyStarted(docker.getContainer(name), spec.runtime.name);
-  await ensureMember(docker, name, spec.uid);
-  return { containerId: info.Id, containerName: name, created };
 }
 
 /** After a create (ours or a concurrent one that holds the name), the container shows up shortly. */
@@ -139,7 +159,8 @@ async function inspectAfterCreate(docker: Docker, name: string): Promise<Docker.
 /**
  * The create options of a group's container: the spec's labels, its runtime and containment (the
  * host settings of the turn that creates it: containment.ts, docs/agent-admin.md "Host settings"),
- * no network, Docker's init. Pure, so the caps a new sandbox gets are unit-tested without an engine.
+ * its disk's directories bound at `/workspace`, `/home` and `/var/tmp` (sandbox-disk.ts), no
+ * network, Docker's init. Pure, so the caps a new sandbox gets are unit-tested without an engine.
  */
 export function sandboxContainerOptions(name: string, spec: SandboxSpec): Docker.ContainerCreateOptions {
   return {
@@ -159,6 +180,7 @@ export function sandboxContainerOptions(name: string, spec: SandboxSpec): Docker
     Tty: false,
     HostConfig: {
       ...containmentHostConfig({ limits: spec.limits, runtime: spec.runtime.name, isolating: spec.runtime.isolating }),
+      Mounts: sandboxDiskMounts(sandboxDiskPaths(spec.diskRoot, name)),
       ...(spec.relayDir ? { Binds: [`${spec.relayDir}:${RELAY_MOUNT}:ro`] } : {}),
       // An init process reaps orphans of killed command groups.
       Init: true,
@@ -176,18 +198,24 @@ export function fitLimitsToHost(limits: SandboxLimits, hostCpus: number): Sandbo
   return limits.nanoCpus > most ? { ...limits, nanoCpus: most } : limits;
 }
 
-/** Creates the container; false when a concurrent call created it first. */
+/**
+ * Creates the container on a fresh disk; false when another process created it first (its disk is
+ * then left as that process made it). A creation that fails releases the disk it made.
+ */
 async function createContainer(docker: Docker, name: string, spec: SandboxSpec): Promise<boolean> {
   try {
     await docker.getImage(spec.image).inspect();
   } catch {
     throw new ImageMissingError(spec.image);
   }
+  const disk = sandboxDiskPaths(spec.diskRoot, name);
+  await createSandboxDisk(disk, spec.limits.diskBytes ?? DEFAULT_SANDBOX_DISK_BYTES);
   try {
     await docker.createContainer(sandboxContainerOptions(name, spec));
     return true;
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 409) return false;
+    await releaseSandboxDisk(disk).catch(() => undefined);
     if (isRuntimeFailure(err)) throw new SandboxRuntimeUnavailableError(spec.runtime.name, (err as Error).message);
     throw err;
   }
@@ -223,15 +251,4 @@ export async function ensureMember(docker: Docker, containerName: string, uid: n
   memberPaths(uid);
   const result = await execInContainer(docker, containerName, { cmd: ['sh', '-c', MEMBER_SETUP, 'member-setup', String(uid)], user: '0' });
   if (result.exitCode !== 0) throw new Error(`Setting up member ${uid} in ${containerName} failed (${result.exitCode}): ${result.stderr.trim()}`);
-}
-
-/** Removes a group's container with its workspace (tests and cleanup). Missing is not an error. */
-export async function removeSandboxContainer(docker: Docker, groupId: string): Promise<boolean> {
-  try {
-    await docker.getContainer(sandboxContainerName(groupId)).remove({ force: true });
-    return true;
-  } catch (err) {
-    if ((err as { statusCode?: number }).statusCode === 404) return false;
-    throw err;
-  }
 }

@@ -3,11 +3,13 @@
  * container, always by its name `sbx-<groupId>` compared with the recorded container id and the
  * `agent.generation` label, so an action never touches another incarnation of the group. Each is
  * idempotent: stopping a stopped container and removing a missing one report what is there now.
- * Removal never stops anything: a running container is reported, not removed.
+ * Removal never stops anything: a running container is reported, not removed; a removed
+ * container's disk (sandbox-disk.ts) is released with it.
  */
 import type Docker from 'dockerode';
 import type { ContainerObservation, ContainerRemoval } from '../../workflows/definitions/sandbox-group';
 import { inspectOrUndefined, SANDBOX_LABELS } from './sandbox-container';
+import { releaseDiskOfMissingContainer, removeContainerAndDisk } from './sandbox-removal';
 
 export interface ExactContainer {
   containerName: string;
@@ -46,18 +48,25 @@ export async function stopExactContainer(docker: Docker, target: ExactContainer)
   return observeSandboxContainer(docker, target);
 }
 
-/** Removes the exact container if it is stopped or dead (missing: already removed); never a running one. */
-export async function removeExactStoppedContainer(docker: Docker, target: ExactContainer): Promise<ContainerRemoval> {
-  const seen = await observeSandboxContainer(docker, target);
-  if (seen.condition === 'missing') return { removed: true };
+/**
+ * Removes the exact container if it is stopped or dead, then releases its disk; missing: already
+ * removed (its disk is released, should an earlier removal have stopped short of that). Never a
+ * running one. `diskRoot` is this host's `AGENT_SANDBOX_DISK_DIR`.
+ */
+export async function removeExactStoppedContainer(docker: Docker, target: ExactContainer, diskRoot: string): Promise<ContainerRemoval> {
+  const info = await inspectOrUndefined(docker, target.containerName);
+  const seen = observationOf(info, target);
+  if (seen.condition === 'missing' || !info) {
+    await releaseDiskOfMissingContainer(docker, target.containerName, diskRoot);
+    return { removed: true };
+  }
   if (seen.condition !== 'stopped' && seen.condition !== 'dead') return { removed: false, observation: seen };
   try {
-    // No force: Docker itself refuses to remove a container that started meanwhile.
-    await docker.getContainer(target.containerId).remove({ force: false, v: true });
+    // By id and without force: Docker itself refuses to remove a container that started meanwhile.
+    await removeContainerAndDisk(docker, info, { force: false, diskRoot });
   } catch (err) {
-    const status = (err as { statusCode?: number }).statusCode;
-    if (status === 409) return { removed: false, observation: await observeSandboxContainer(docker, target) };
-    if (status !== 404) throw err;
+    if ((err as { statusCode?: number }).statusCode === 409) return { removed: false, observation: await observeSandboxContainer(docker, target) };
+    throw err;
   }
   const after = await observeSandboxContainer(docker, target);
   return after.condition === 'missing' ? { removed: true } : { removed: false, observation: after };

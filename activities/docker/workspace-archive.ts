@@ -13,6 +13,7 @@ import type { ObjectStore } from '../../lib/object-store';
 import type { WorkspaceArchiveResult } from '../../workflows/definitions/workspace-archive';
 import { execInContainer } from './container-exec';
 import { SandboxMissingError } from './sandbox-container';
+import { mountSandboxDiskOf } from './sandbox-disk';
 
 export interface WorkspaceArchiveRequest {
   containerName: string;
@@ -31,13 +32,16 @@ class TooLargeError extends Error {
 /** Measures, then archives `/workspace` into the store under `key`. */
 export async function archiveWorkspace(docker: Docker, store: ObjectStore, request: WorkspaceArchiveRequest): Promise<WorkspaceArchiveResult> {
   const container = docker.getContainer(request.containerName);
-  let running: boolean;
+  let info: Docker.ContainerInspectInfo;
   try {
-    running = (await container.inspect()).State.Running;
+    info = await container.inspect();
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 404) throw new SandboxMissingError(request.containerName);
     throw err;
   }
+  const running = info.State.Running;
+  // A stopped container's workspace is read through its disk's bind: mounted again after a host restart.
+  if (!running) await mountSandboxDiskOf(info);
   if (running) {
     const measured = await workspaceSize(docker, request.containerName);
     if (measured > request.maxBytes) return { status: 'too_large', workspaceBytes: measured, maxBytes: request.maxBytes };

@@ -159,7 +159,12 @@ export async function directoryBytes(dir: string): Promise<number> {
   return total;
 }
 
-/** Streams the checkout (with its `.git`) into `/workspace` as a tar archive. */
+/**
+ * Streams the checkout (with its `.git`) into `/workspace` as a tar archive. The tar's output is
+ * piped into a stream of ours at once: Node discards a child's unread stdout when the child exits
+ * (a small checkout is all written before the container's exec is ready), which left an empty or
+ * headless archive ("This does not look like a tar archive") on some runs.
+ */
 async function copyIntoContainer(docker: Docker, containerName: string, dir: string): Promise<void> {
   // The archive is made first: the extraction inside is told its exact length.
   const file = `${dir}.tar`;

@@ -9,11 +9,11 @@
  * - `new_turns`: read when a turn is admitted (agent/jobs/turn-admission.ts), recorded on its
  *   attempt (`agent_attempts.limits`) and used for that turn only; a running turn keeps its own;
  * - `new_sandboxes`: passed with the admitted turn to the host that creates the group's container
- *   (a container that exists is reused as it is);
+ *   (a container that exists is reused as it is), e.g. its disk (`container_disk_gib`);
  * - `running_sandboxes`: read by the idle stop each minute (agent/sandboxes/idle-stop.ts, the
  *   Schedule `agent-idle-sandbox-stop`) and applied to every running sandbox, existing ones included;
- * - `stored_only`: validated and kept for the feature that will apply it (no disk quota is
- *   enforced yet); nothing enforces it.
+ * - `stored_only`: validated and kept for a feature that will apply it; nothing enforces it (no
+ *   setting has this scope today).
  *
  * Keys that would apply only to features this project does not have (forks, terminals) are not
  * settings at all ({@link RETIRED_HOST_SETTINGS}): a PUT naming one is a 400 that says why, so no
@@ -31,14 +31,17 @@ interface HostDefinition<T> extends PlainDefinition<T> {
 }
 
 const MIB = 1024 * 1024;
+const GIB = 1024 * MIB;
 const KIB = 1024;
 const integer = (min: number, max: number) => z.number().int().min(min).max(max);
 
 /** Built-in defaults of the limits that have no environment variable. */
 export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'
-  | 'container_pids' | 'container_open_files', number>> = Object.freeze({
+  | 'container_pids' | 'container_open_files' | 'container_disk_gib', number>> = Object.freeze({
   container_pids: 1024,
   container_open_files: 16_384,
+  // Sparse: a sandbox costs the host only what it writes, so every sandbox can be bounded by default.
+  container_disk_gib: 20,
   repository_max_mib: 10_240,
   command_timeout_seconds: 600,
   command_output_max_kib: 64,
@@ -84,10 +87,10 @@ export const HOST_SETTING_DEFINITIONS = {
   container_open_files: {
     credential: false, appliesTo: 'new_sandboxes', schema: integer(256, 1_048_576), fallback: () => HOST_SETTING_DEFAULTS.container_open_files,
   } satisfies HostDefinition<number>,
-  /** Disk quota of a sandbox container's writable layer, GiB; none by default. Stored only (see the header). */
+  /** Size of a new sandbox's own disk (its `/workspace`, `/home` and `/var/tmp`), GiB (docs/execution-profiles.md "Containment"). */
   container_disk_gib: {
-    credential: false, appliesTo: 'stored_only', schema: integer(1, 10_240), fallback: (): number | null => null,
-  } satisfies HostDefinition<number | null>,
+    credential: false, appliesTo: 'new_sandboxes', schema: integer(1, 10_240), fallback: () => HOST_SETTING_DEFAULTS.container_disk_gib,
+  } satisfies HostDefinition<number>,
   /** Seconds a running sandbox may stay idle before the idle stop stops it; none (never) by default. */
   idle_timeout_seconds: {
     credential: false, appliesTo: 'running_sandboxes', schema: integer(60, 604_800), fallback: (): number | null => null,
@@ -125,6 +128,8 @@ export interface TurnLimits {
   /** Process and open-file caps of a sandbox this turn creates (absent in attempts from before them: the host's defaults). */
   pids?: number;
   openFiles?: number;
+  /** Disk size of a sandbox this turn creates, bytes (absent in attempts from before disks: the host's default). */
+  diskBytes?: number;
   /** Largest checkout a sandbox this turn creates may clone, bytes. */
   repositoryMaxBytes: number;
   commandTimeoutSeconds: number;
@@ -134,13 +139,15 @@ export interface TurnLimits {
 
 /** The turn limits of the current host settings. */
 export function turnLimitsFrom(values: Pick<HostSettingValues, 'turn_time_limit_seconds' | 'container_memory_mib' | 'container_cpus'
-  | 'container_pids' | 'container_open_files' | 'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'>): TurnLimits {
+  | 'container_pids' | 'container_open_files' | 'container_disk_gib' | 'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib'
+  | 'file_read_max_kib'>): TurnLimits {
   return {
     turnTimeLimitSeconds: values.turn_time_limit_seconds,
     memoryBytes: values.container_memory_mib * MIB,
     nanoCpus: Math.round(values.container_cpus * 1e9),
     pids: values.container_pids,
     openFiles: values.container_open_files,
+    diskBytes: values.container_disk_gib * GIB,
     repositoryMaxBytes: values.repository_max_mib * MIB,
     commandTimeoutSeconds: values.command_timeout_seconds,
     commandOutputMaxBytes: values.command_output_max_kib * KIB,

@@ -12,9 +12,10 @@
  * Reported, never asserted: no target, the ratio is documented.
  */
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
-import { ensureSandboxContainer, removeSandboxContainer } from '../../activities/docker/sandbox-container';
+import { ensureSandboxContainer } from '../../activities/docker/sandbox-container';
+import { removeSandboxContainer } from '../../activities/docker/sandbox-removal';
 import { DEFAULT_RUNTIMES, type SandboxRuntimes } from '../../activities/docker/container-runtime';
-import { docker, SANDBOX_IMAGE, testLabels } from '../../test/support/docker';
+import { docker, SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels } from '../../test/support/docker';
 import type { BenchStack } from './client';
 import { measureLatency, percentile, type LatencyResult } from './latency';
 
@@ -42,7 +43,7 @@ async function measureEngine(runtime: BenchRuntime, options: { count: number; ex
     const groupId = `grp-bench-${runtime}-${options.round}-${i}-${process.pid}`;
     const started = performance.now();
     const { containerName } = await ensureSandboxContainer(docker(), {
-      jobId: 'job_bench', groupId, generation: 1, attemptId: 'att_bench', hostId: 'bench', uid: 10001, image: SANDBOX_IMAGE,
+      jobId: 'job_bench', groupId, generation: 1, attemptId: 'att_bench', hostId: 'bench', uid: 10001, image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT,
       runtime: spec, limits: { memoryBytes: 1024 ** 3, nanoCpus: 1e9 }, extraLabels: testLabels(),
     });
     createStartMs.push(performance.now() - started);
@@ -55,7 +56,7 @@ async function measureEngine(runtime: BenchRuntime, options: { count: number; ex
         execMs.push(performance.now() - t);
       }
     }
-    await removeSandboxContainer(docker(), groupId);
+    await removeSandboxContainer(docker(), groupId, TEST_DISK_ROOT);
   }
   return { execMs, createStartMs };
 }

@@ -18,7 +18,7 @@ import type { DriverInput, EventSink, QuestionChannel, QuestionReply, QuestionRe
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { ensureSandboxContainer, memberPaths } from '../../activities/docker/sandbox-container';
 import { sandboxContainerName } from '../../agent/sandboxes/names';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
+import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
 import { startFakeResponsesUpstream, type FakeResponsesUpstream } from '../support/fake-responses-upstream';
 import { waitFor } from '../support/wait';
 
@@ -60,7 +60,7 @@ describe('codex driver: request_user_input answered through the QuestionChannel 
     mkdirSync(relayDir, { recursive: true, mode: 0o755 });
     const { containerName } = await ensureSandboxContainer(docker(), {
       jobId: 'job_cxqcxqcxqcxqcxqcxqcx', groupId, generation: 1, attemptId: 'att_1', hostId: 'host-a',
-      uid: UID, image: SANDBOX_IMAGE, runtime: testRuntime(), limits: { memoryBytes: 1024 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(), relayDir,
+      uid: UID, image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: { memoryBytes: 1024 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(), relayDir,
     });
     sandbox = new DockerSandbox(docker(), containerName, UID);
     relay = await startModelRelay({ hostDir: relayDir, uid: UID, gatewayUrl: upstream.url.replace(/\/v1$/, ''), grantToken: GRANT, maxBodyBytes: 32 * 1024 * 1024 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { ensureSandboxContainer } from '../../activities/docker/sandbox-container';
 import { DockerSandbox, killMemberProcesses } from '../../activities/docker/docker-sandbox';
 import { SandboxFileError } from '../../activities/agent/types';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
+import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
 import { waitFor } from '../support/wait';
 
 const run = { timeoutMs: 20_000, maxOutputBytes: 64 * 1024 };
@@ -25,7 +25,7 @@ describe('DockerSandbox', () => {
   before(async () => {
     ({ containerName } = await ensureSandboxContainer(docker(), {
       jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId: `grp-${testRunId}-exec`, generation: 1, attemptId: 'att_1', hostId: 'host-a',
-      uid: 1001, image: SANDBOX_IMAGE, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
+      uid: 1001, image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
     }));
     sandbox = new DockerSandbox(docker(), containerName, 1001);
   });
@@ -97,7 +97,7 @@ describe('DockerSandbox', () => {
     const other = new DockerSandbox(docker(), containerName, 1002);
     await ensureSandboxContainer(docker(), {
       jobId: 'job_bbbbbbbbbbbbbbbbbbbb', groupId: `grp-${testRunId}-exec`, generation: 1, attemptId: 'att_2', hostId: 'host-a',
-      uid: 1002, image: SANDBOX_IMAGE, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
+      uid: 1002, image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
     });
     const lost = sandbox.exec(['sleep', '500'], { ...run, timeoutMs: 120_000 });
     const survivor = other.exec(['sleep', '501'], { ...run, timeoutMs: 120_000 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { runSandboxCommand, DEFAULT_SANDBOX_LIMITS } from '../../activities/docker/sandbox-command';
 import { docker, execIn, removeContainers, SANDBOX_IMAGE, startTestContainer, testLabels, testRunId, testRuntime, TEST_RUN_LABEL } from '../support/docker';
 
-const MEMTOTAL_BYTES = "awk '/^MemTotal:/ { print $2 * 1024 }' /proc/meminfo";
+const MEMTOTAL_BYTES = "awk '/^MemTotal:/ { printf \"%.0f\\n\", $2 * 1024 }' /proc/meminfo";
 const CGROUP_LIMIT = 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max';
 
 describe('Docker sandbox containers', () => {

@@ -11,7 +11,7 @@ import type { hostSelfCheck } from '../../workflows/host-self-check';
 import { FailureType } from '../../workflows/definitions/failures';
 import { HOST_SELF_CHECK_WORKFLOW_TYPE, hostSelfCheckWorkflowId } from '../../workflows/definitions/host-self-check';
 import { hostTaskQueue } from '../../workflows/definitions/task-queues';
-import { docker, SANDBOX_IMAGE, testRunId } from '../support/docker';
+import { docker, TEST_DISK_ROOT, SANDBOX_IMAGE, testRunId } from '../support/docker';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from '../support/temporal';
 
 describe('host self-check workflow (Temporal + Docker)', () => {
@@ -30,7 +30,7 @@ describe('host self-check workflow (Temporal + Docker)', () => {
     });
     const host = await Worker.create({
       connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: hostTaskQueue(hostId),
-      activities: createHostActivities({ docker: docker(), hostId, image }),
+      activities: createHostActivities({ docker: docker(), hostId, image, sandboxDiskDir: TEST_DISK_ROOT }),
     });
     return control.runUntil(host.runUntil(fn(controlQueue)));
   }

@@ -17,7 +17,7 @@ import { attemptEvents, attemptQuestionExpire, hostApiEndpoints, hostHeartbeat, 
 import type { RouteEntry } from '../../lib/http/route-access';
 import { createHeartbeat } from '../../workers/host-heartbeat';
 import { createInventoryReporter } from '../../workers/host-inventory';
-import { docker } from '../support/docker';
+import { docker, TEST_DISK_ROOT } from '../support/docker';
 import { DISPATCH_TOKEN, insertOwner, insertResidency, startGrantGateway, type Residency } from '../support/agent-grants';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
@@ -110,7 +110,7 @@ describe('internal HTTP contracts: one schema on both sides (PostgreSQL + API + 
       assert.equal((await client.questionState(attemptId, 'rq-contract')).state, 'pending');
       assert.equal((await client.expireQuestion(attemptId, 'rq-contract')).state, 'expired');
       // This host id labels no container: the report is empty, and its answer orders nothing.
-      const inventory = await createInventoryReporter({ apiUrl: api.url, hostId, credential, docker: docker(), log: captureLogs('host').log, diskEveryMs: 0 }).reportOnce();
+      const inventory = await createInventoryReporter({ apiUrl: api.url, hostId, credential, docker: docker(), log: captureLogs('host').log, diskEveryMs: 0, sandboxDiskDir: TEST_DISK_ROOT }).reportOnce();
       assert.deepEqual(inventory, { ok: true, reported: 0, answer: { remove: [], observed: 0, orphans: 0, marked_dead: 0 }, removals: {} });
 
       for (const e of hostApiEndpoints) assert.equal(spies.of(e).response.calls.length, e === attemptEvents ? 2 : 1, `the client parsed the ${e.name} answer with the contract's schema`);

@@ -15,7 +15,7 @@ import { createSandboxActivities, SANDBOX_ERROR_FAILURE_TYPES, type PrepareSandb
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { ensureSandboxContainer } from '../../activities/docker/sandbox-container';
 import { TEMPORARY_WORKSPACE_SHA } from '../../activities/docker/workspace-init';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
+import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
 
 const noop = () => undefined;
 const quiet = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
@@ -24,7 +24,7 @@ type Activities = ReturnType<typeof createSandboxActivities>;
 
 function activitiesWith(deps: Partial<SandboxActivityDeps>): Activities {
   return createSandboxActivities({
-    docker: docker(), hostId: 'host-a', image: SANDBOX_IMAGE, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
+    docker: docker(), hostId: 'host-a', image: SANDBOX_IMAGE, sandboxDiskDir: TEST_DISK_ROOT, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
     sandboxLabels: testLabels(), ...deps,
   });
 }
@@ -98,7 +98,7 @@ describe('sandbox host activities', () => {
   it('two concurrent creations of one container (two processes) agree on the container', async () => {
     const spec = {
       jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId: `grp-${testRunId}-race2`, generation: 1, attemptId: 'att_0', hostId: 'host-a', uid: 1001,
-      image: SANDBOX_IMAGE, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
+      image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
     };
     const [a, b] = await Promise.all([ensureSandboxContainer(docker(), spec), ensureSandboxContainer(docker(), spec)]);
     assert.equal(a.containerId, b.containerId);
@@ -135,7 +135,7 @@ describe('sandbox host activities', () => {
     await assert.rejects(prepare({}, input('nobase', { repo: `file://${bare}`, baseRef: 'no-such-branch' })), failsWith('BaseRevisionNotFound'));
     await ensureSandboxContainer(docker(), {
       jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId: `grp-${testRunId}-gen`, generation: 2, attemptId: 'att_0', hostId: 'host-a', uid: 1001,
-      image: SANDBOX_IMAGE, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
+      image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
     });
     await assert.rejects(prepare({}, input('gen')), failsWith('SandboxGenerationMismatch'));
     // The chat workflow's non-retryable list is exactly the failure types of the activity's permanent errors.

@@ -5,18 +5,19 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ensureSandboxContainer, removeSandboxContainer, SandboxGenerationMismatchError, type SandboxSpec,
+  ensureSandboxContainer, SandboxGenerationMismatchError, type SandboxSpec,
 } from '../../activities/docker/sandbox-container';
+import { removeSandboxContainer } from '../../activities/docker/sandbox-removal';
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { ImageMissingError } from '../../activities/docker/sandbox-command';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
+import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
 
 const limits = { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1.5e9 };
 
 function spec(groupId: string, overrides: Partial<SandboxSpec> = {}): SandboxSpec {
   return {
     jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId, generation: 1, attemptId: 'att_first', hostId: 'host-a',
-    uid: 1001, image: SANDBOX_IMAGE, limits, runtime: testRuntime(), extraLabels: testLabels(), ...overrides,
+    uid: 1001, image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, limits, runtime: testRuntime(), extraLabels: testLabels(), ...overrides,
   };
 }
 
@@ -95,8 +96,8 @@ describe('retained sandbox container', () => {
   it('removeSandboxContainer removes the group container and tolerates a missing one', async () => {
     const other = `grp-${testRunId}-rm`;
     await ensureSandboxContainer(docker(), spec(other));
-    assert.equal(await removeSandboxContainer(docker(), other), true);
+    assert.equal(await removeSandboxContainer(docker(), other, TEST_DISK_ROOT), true);
     await assert.rejects(docker().getContainer(`sbx-${other}`).inspect(), (err: { statusCode?: number }) => err.statusCode === 404);
-    assert.equal(await removeSandboxContainer(docker(), other), false);
+    assert.equal(await removeSandboxContainer(docker(), other, TEST_DISK_ROOT), false);
   });
 });

@@ -61,6 +61,7 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
     assert.ok(entry);
     assert.equal(entry.state, 'running');
     assert.equal(entry.host_id, stack.hostId);
+    assert.equal(entry.execution_profile, 'untrusted-vm-v1', 'operators see each sandbox\'s profile (docs/execution-profiles.md)');
     assert.deepEqual(entry.members, [{ job_id: g.jobId, owner_id: (entry.members as Array<{ owner_id: number }>)[0]!.owner_id }]);
     assert.deepEqual(Object.keys(entry).sort(), [
       'container_id', 'container_name', 'created_at', 'execution_profile', 'generation', 'group_id', 'hidden', 'hidden_reason', 'host_id', 'host_stale', 'last_activity_at',

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { SANDBOX_LABELS } from '../../activities/docker/sandbox-container';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from '../../activities/docker/sandbox-lifecycle';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId } from '../support/docker';
+import { docker, removeContainers, SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels, testRunId } from '../support/docker';
 
 describe('sandbox lifecycle on the host: exact container by id and generation (Docker)', function () {
   this.timeout(60_000);
@@ -46,20 +46,20 @@ describe('sandbox lifecycle on the host: exact container by id and generation (D
     assert.equal((await stopExactContainer(docker(), { ...target, containerId: 'f'.repeat(64) })).condition, 'mismatch');
     assert.equal(await running(target.containerId), true, 'still running');
     await docker().getContainer(target.containerId).stop({ t: 1 });
-    const removal = await removeExactStoppedContainer(docker(), { ...target, generation: 3 });
+    const removal = await removeExactStoppedContainer(docker(), { ...target, generation: 3 }, TEST_DISK_ROOT);
     assert.equal(removal.removed, false);
     assert.equal((await docker().getContainer(target.containerId).inspect()).Id, target.containerId, 'not removed');
   });
 
   it('never removes (or stops) a running container; removes a stopped one, and a missing one counts as removed', async () => {
     const target = await groupContainer(1);
-    const refused = await removeExactStoppedContainer(docker(), target);
+    const refused = await removeExactStoppedContainer(docker(), target, TEST_DISK_ROOT);
     assert.deepEqual(refused, { removed: false, observation: { condition: 'running', containerId: target.containerId, generation: '1' } });
     assert.equal(await running(target.containerId), true);
     await docker().getContainer(target.containerId).stop({ t: 1 });
-    assert.deepEqual(await removeExactStoppedContainer(docker(), target), { removed: true });
+    assert.deepEqual(await removeExactStoppedContainer(docker(), target, TEST_DISK_ROOT), { removed: true });
     await assert.rejects(docker().getContainer(target.containerId).inspect(), (err: { statusCode?: number }) => err.statusCode === 404);
-    assert.deepEqual(await removeExactStoppedContainer(docker(), target), { removed: true });
+    assert.deepEqual(await removeExactStoppedContainer(docker(), target, TEST_DISK_ROOT), { removed: true });
     assert.equal((await observeSandboxContainer(docker(), target)).condition, 'missing');
   });
 });

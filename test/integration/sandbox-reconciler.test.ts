@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { createInventoryReporter, type InventoryReporter, type ReportResult } from '../../workers/host-inventory';
 import { ADMIN_TOKEN } from '../support/admin';
 import { AGENT_MODEL, docker, makeOwner, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
-import { SANDBOX_IMAGE, testLabels } from '../support/docker';
+import { SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels } from '../support/docker';
 import { captureLogs } from '../support/logs';
 import { waitFor } from '../support/wait';
 
@@ -26,7 +26,7 @@ describe('sandbox inventory reconciler and owner usage (Docker, PostgreSQL, API,
   before(async () => {
     stack = await startAgentStack({ env: { AGENT_ORPHAN_GRACE_SECONDS: '2' } });
     reporter = createInventoryReporter({
-      apiUrl: stack.api.url, hostId: stack.hostId, credential: stack.hostCredential, docker: docker(), log: captureLogs('inventory').log, diskEveryMs: 0,
+      apiUrl: stack.api.url, hostId: stack.hostId, credential: stack.hostCredential, docker: docker(), log: captureLogs('inventory').log, diskEveryMs: 0, sandboxDiskDir: TEST_DISK_ROOT,
     });
     live = await idleGroup('Make a workspace');
   });

@@ -23,7 +23,7 @@ import { newId } from '../../agent/jobs/job-store';
 import { hostTaskQueue } from '../../workflows/definitions/task-queues';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId } from '../support/docker';
+import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId } from '../support/docker';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from '../support/temporal';
 import { waitFor } from '../support/wait';
 
@@ -65,7 +65,7 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
   let bob: { id: number; key: string };
   let jobId: string;
   const activities = () => createHostActivities({
-    docker: docker(), hostId, image: SANDBOX_IMAGE, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
+    docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxDiskDir: TEST_DISK_ROOT, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
     objectStore: new FsObjectStore(storeRoot), sandboxLabels: testLabels(),
   });
 

@@ -12,7 +12,7 @@ import { ensureSandboxContainer, type SandboxSpec } from '../../activities/docke
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { initWorkspace, TEMPORARY_WORKSPACE_SHA } from '../../activities/docker/workspace-init';
 import { UnsupportedRepoError, BaseRevisionNotFoundError } from '../../activities/docker/workspace-clone';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
+import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
 
 const run = { timeoutMs: 20_000, maxOutputBytes: 64 * 1024 };
 const FAKE_CREDENTIAL = 'ghs_fakeCloneCredential0123456789';
@@ -20,7 +20,7 @@ const FAKE_CREDENTIAL = 'ghs_fakeCloneCredential0123456789';
 function spec(groupId: string): SandboxSpec {
   return {
     jobId: 'job_aaaaaaaaaaaaaaaaaaaa', groupId, generation: 1, attemptId: 'att_1', hostId: 'host-a', uid: 1001,
-    image: SANDBOX_IMAGE, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
+    image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
   };
 }
 

@@ -24,7 +24,7 @@ import { ADMIN_TOKEN } from './admin';
 import { createKey, postJson, signUpAndLogIn } from './accounts';
 import { startTestApi, TEST_JWT_SECRET, type TestApi } from './api';
 import { freshDatabase, type TestDatabase } from './db';
-import { containerCommands, docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId, testPreflight, TEST_RUNTIMES } from './docker';
+import { containerCommands, docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId, testPreflight, TEST_DISK_ROOT, TEST_RUNTIMES } from './docker';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
 import { startTestGateway, type TestGateway } from './gateway';
 import { captureLogs, type CapturedLogs } from './logs';
@@ -148,7 +148,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       const worker = await Worker.create({
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: hostTaskQueue(hostId),
         activities: createHostActivities({
-          docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxLabels: testLabels(), objectStore, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
+          docker: docker(), hostId, image: SANDBOX_IMAGE, sandboxDiskDir: TEST_DISK_ROOT, sandboxLabels: testLabels(), objectStore, relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
           runtimes: hostOptions.runtimes ?? TEST_RUNTIMES,
           turns: {
             api: new HostApiClient({ apiUrl: api.url, hostId, credential }), apiUrl: api.url, credential,

@@ -3,15 +3,26 @@
  * by the test that made them and, as a backstop, by the root hook at the end of the run.
  */
 import Docker from 'dockerode';
+import { rmdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { MANAGED_LABEL } from '../../activities/docker/sandbox-command';
 import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile, type SandboxRuntimes } from '../../activities/docker/container-runtime';
 import { SAFE_PROFILE, type ExecutionProfile } from '../../lib/execution-profiles';
 import { runPreflight, type Preflight } from '../../activities/docker/runtime-preflight';
+import { sweepSandboxDisks } from '../../activities/docker/sandbox-removal';
 
 export const SANDBOX_IMAGE = 'agent-sandbox:base';
 export const TEST_RUN_LABEL = 'agent.test-run';
 /** Identifies this test process's containers. */
 export const testRunId = `${process.pid}-${Date.now().toString(36)}`;
+
+/**
+ * This test process's sandbox disk directory (activities/docker/sandbox-disk.ts; a host runner's
+ * `AGENT_SANDBOX_DISK_DIR`): its own, so no two test processes share a disk name. Disks whose
+ * container is gone are released by {@link removeContainers}, and the directory at the end of the run.
+ */
+export const TEST_DISK_ROOT = join(tmpdir(), 'agent-test-disks', testRunId);
 
 let client: Docker | undefined;
 export function docker(): Docker {
@@ -71,12 +82,24 @@ export async function execIn(container: Docker.Container, cmd: string[]): Promis
   return { exitCode: info.ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
 }
 
-/** Removes every container carrying `labels` (default: this run's). Returns how many. */
+/**
+ * Removes every container carrying `labels` (default: this run's), then releases every disk of
+ * {@link TEST_DISK_ROOT} whose container is gone (also those of containers a test removed itself).
+ * Returns how many containers.
+ */
 export async function removeContainers(labels: Record<string, string> = { [TEST_RUN_LABEL]: testRunId }): Promise<number> {
   const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
   const found = await docker().listContainers({ all: true, filters });
   await Promise.all(found.map((c) => docker().getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  await sweepSandboxDisks(docker(), TEST_DISK_ROOT);
   return found.length;
+}
+
+/** End of the run: this process's disk directory goes once its disks are released (a disk still in use keeps it). */
+export async function removeTestDiskRoot(): Promise<void> {
+  await sweepSandboxDisks(docker(), TEST_DISK_ROOT);
+  await rmdir(TEST_DISK_ROOT).catch(() => undefined);
+  await rmdir(dirname(TEST_DISK_ROOT)).catch(() => undefined); // shared by test processes: only when empty
 }
 
 let preflight: Promise<Preflight> | undefined;

@@ -32,7 +32,7 @@ import { ADMIN_TOKEN } from './admin';
 import { AGENT_MODEL, DISPATCH_TOKEN, ownerCall, type AgentStack } from './agent-stack';
 import { insertResidency } from './agent-grants';
 import { insertHost } from './agent-rows';
-import { docker } from './docker';
+import { docker, TEST_DISK_ROOT } from './docker';
 import { waitFor } from './wait';
 import {
   activities, addTurn, cancelTurn, check, count, createChat, finishedChat, lastEventHas, turnStates, type RecordedRun,
@@ -196,7 +196,7 @@ async function hostSelfChecks(stack: AgentStack): Promise<RecordedRun[]> {
   const brokenId = `host-self-check:${brokenHost}`;
   const worker = await Worker.create({
     connection: stack.env.nativeConnection, namespace: stack.env.namespace ?? 'default', taskQueue: hostTaskQueue(brokenHost),
-    activities: createHostActivities({ docker: docker(), hostId: brokenHost, image: 'agent-sandbox:does-not-exist' }),
+    activities: createHostActivities({ docker: docker(), hostId: brokenHost, image: 'agent-sandbox:does-not-exist', sandboxDiskDir: TEST_DISK_ROOT }),
   });
   const failure = await worker.runUntil(stack.env.client.workflow.execute<typeof hostSelfCheck>(HOST_SELF_CHECK_WORKFLOW_TYPE, { taskQueue: stack.controlQueue, workflowId: brokenId, args: [{ hostId: brokenHost }] })
     .then(() => undefined, (err: unknown) => err));

@@ -6,8 +6,9 @@ import type Docker from 'dockerode';
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { DEFAULT_SANDBOX_LIMITS } from '../../activities/docker/sandbox-command';
 import { ensureSandboxContainer, memberPaths } from '../../activities/docker/sandbox-container';
+import { removeSandboxContainer } from '../../activities/docker/sandbox-removal';
 import { newId } from '../../agent/jobs/job-store';
-import { docker, SANDBOX_IMAGE, testLabels, testRuntime } from './docker';
+import { docker, SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels, testRuntime } from './docker';
 
 export const TEST_MEMBER_UID = 10001;
 
@@ -23,7 +24,7 @@ export async function startMemberSandbox(labels: Record<string, string>): Promis
   const groupId = newId('grp');
   const ensured = await ensureSandboxContainer(docker(), {
     jobId: newId('job'), groupId, generation: 1, attemptId: newId('att'), hostId: 'test-host', uid: TEST_MEMBER_UID,
-    image: SANDBOX_IMAGE, runtime: testRuntime(), limits: DEFAULT_SANDBOX_LIMITS, extraLabels: testLabels(labels),
+    image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: DEFAULT_SANDBOX_LIMITS, extraLabels: testLabels(labels),
   });
   const container = docker().getContainer(ensured.containerName);
   return {
@@ -31,7 +32,7 @@ export async function startMemberSandbox(labels: Record<string, string>): Promis
     sandbox: new DockerSandbox(docker(), ensured.containerName, TEST_MEMBER_UID),
     sessionRoot: memberPaths(TEST_MEMBER_UID).sessionDir,
     remove: async () => {
-      await container.remove({ force: true });
+      await removeSandboxContainer(docker(), groupId, TEST_DISK_ROOT);
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Mocha root hooks: shared resources created lazily by tests are released once at the end.
  */
-import { removeContainers } from './docker';
+import { removeContainers, removeTestDiskRoot } from './docker';
 import { teardownTemporal } from './temporal';
 
 const runEndHooks: Array<() => Promise<void>> = [];
@@ -17,5 +17,6 @@ export const mochaHooks = {
     await teardownTemporal();
     for (const release of runEndHooks.splice(0)) await release().catch(() => undefined);
     await removeContainers().catch(() => 0);
+    await removeTestDiskRoot().catch(() => undefined);
   },
 };

@@ -69,7 +69,7 @@ export const OWNER_FACING_FAILURE_TYPES: readonly string[] = [
   FailureType.modelUnavailable, FailureType.grantsNotConfigured, FailureType.grantUnavailable, FailureType.controlPlaneUnavailable,
   FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound, FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing,
   FailureType.archiveRestoreFailed, FailureType.repositoryTooLarge,
-  FailureType.sandboxRuntimeMismatch, FailureType.sandboxRuntimeUnavailable, FailureType.sandboxDied,
+  FailureType.sandboxRuntimeMismatch, FailureType.sandboxRuntimeUnavailable, FailureType.sandboxDied, FailureType.sandboxDiskMissing,
 ];
 
 /** The owner's message for a turn that failed for a reason not written for them. */

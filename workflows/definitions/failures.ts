@@ -23,6 +23,8 @@ export const FailureType = {
   sandboxDied: 'SandboxDied',
   /** The sandbox container (or its group record) no longer exists. */
   sandboxMissing: 'SandboxMissing',
+  /** The sandbox container exists but its disk image on the host is gone (its workspace is lost). */
+  sandboxDiskMissing: 'SandboxDiskMissing',
   /** A cold group's archive could not be restored as committed (missing, short or corrupted object). */
   archiveRestoreFailed: 'ArchiveRestoreFailed',
   /** The spooled archive an upload grant names is gone from the host (spool again). */
@@ -57,5 +59,5 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 export const PERMANENT_SANDBOX_FAILURES: readonly FailureType[] = [
   FailureType.imageMissing, FailureType.unsupportedRepo, FailureType.baseRevisionNotFound, FailureType.repositoryTooLarge,
   FailureType.sandboxGenerationMismatch, FailureType.sandboxMissing, FailureType.archiveRestoreFailed,
-  FailureType.sandboxRuntimeMismatch, FailureType.sandboxRuntimeUnavailable,
+  FailureType.sandboxRuntimeMismatch, FailureType.sandboxRuntimeUnavailable, FailureType.sandboxDiskMissing,
 ];

@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:net';
 import { DockerSandbox, killMemberProcesses } from '../../../../activities/docker/docker-sandbox';
 import { ensureSandboxContainer } from '../../../../activities/docker/sandbox-container';
 import { SandboxDiedError } from '../../../../activities/agent/types';
-import { docker, removeContainers, SANDBOX_IMAGE, testLabels, testRunId } from '../../../support/docker';
+import { docker, removeContainers, SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels, testRunId } from '../../../support/docker';
 
 const UID = 10001;
 const LIMITS = { memoryBytes: 256 * 1024 * 1024, nanoCpus: 1e9, pids: 128, openFiles: 256 };
@@ -46,7 +46,7 @@ for (const { profile, runtime } of RUNTIMES) {
     const sandboxFor = async (name: string): Promise<DockerSandbox> => {
       const { containerName } = await ensureSandboxContainer(docker(), {
         jobId: 'job_containment', groupId: `grp-${testRunId}-${runtime.name}-${name}`, generation: 1, attemptId: 'att_1', hostId: 'host-a',
-        uid: UID, image: SANDBOX_IMAGE, runtime, limits: LIMITS, extraLabels: testLabels(),
+        uid: UID, image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime, limits: LIMITS, extraLabels: testLabels(),
       });
       return new DockerSandbox(docker(), containerName, UID);
     };

@@ -12,7 +12,7 @@ import { insertHost, insertJobWithTurn, insertOwner } from '../../../support/age
 import { freshDatabase, type TestDatabase } from '../../../support/db';
 
 const LIMITS = turnLimitsFrom({
-  turn_time_limit_seconds: 240, container_memory_mib: 1024, container_cpus: 1, container_pids: 300, container_open_files: 2048, repository_max_mib: 50,
+  turn_time_limit_seconds: 240, container_memory_mib: 1024, container_cpus: 1, container_pids: 300, container_open_files: 2048, container_disk_gib: 7, repository_max_mib: 50,
   command_timeout_seconds: 45, command_output_max_kib: 8, file_read_max_kib: 32,
 });
 

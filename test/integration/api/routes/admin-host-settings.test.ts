@@ -76,7 +76,7 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     assert.equal(body.settings.command_timeout_seconds?.value, 600);
     assert.deepEqual(body.settings.container_pids, { value: 1024, default: 1024, saved: false, updated_at: null, applies_to: 'new_sandboxes' });
     assert.equal(body.settings.container_open_files?.value, 16_384);
-    assert.deepEqual(body.settings.container_disk_gib, { value: null, default: null, saved: false, updated_at: null, applies_to: 'stored_only' });
+    assert.deepEqual(body.settings.container_disk_gib, { value: 20, default: 20, saved: false, updated_at: null, applies_to: 'new_sandboxes' });
     assert.deepEqual(body.settings.idle_timeout_seconds, { value: null, default: null, saved: false, updated_at: null, applies_to: 'running_sandboxes' });
     const adminSettings = await admin<{ settings: Record<string, unknown> }>(api, 'GET', '/admin/agent/settings');
     assert.equal(adminSettings.body.settings.turn_time_limit_seconds, undefined, 'the admin settings route does not list host keys');

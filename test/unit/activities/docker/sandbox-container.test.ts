@@ -9,13 +9,13 @@ import { turnLimitsFrom } from '../../../../agent/settings/host-settings';
 import { DEFAULT_SANDBOX_OPEN_FILES, DEFAULT_SANDBOX_PIDS } from '../../../../activities/docker/containment';
 
 const spec = (limits: SandboxSpec['limits'], runtime = { name: 'runc', isolating: false }): SandboxSpec => ({
-  jobId: 'job_1', groupId: 'grp_1', generation: 3, attemptId: 'att_1', hostId: 'host-1', uid: 10001, image: 'agent-sandbox:base', limits, runtime,
+  jobId: 'job_1', groupId: 'grp_1', generation: 3, attemptId: 'att_1', hostId: 'host-1', uid: 10001, image: 'agent-sandbox:base', diskRoot: '/var/lib/agent/sandbox-disks', limits, runtime,
 });
 
 describe('sandbox container options', () => {
   it('caps memory and CPUs with the limits of the turn that creates the container', () => {
     const limits = turnLimitsFrom({
-      turn_time_limit_seconds: 60, container_memory_mib: 768, container_cpus: 1.25, container_pids: 200, container_open_files: 4096,
+      turn_time_limit_seconds: 60, container_memory_mib: 768, container_cpus: 1.25, container_pids: 200, container_open_files: 4096, container_disk_gib: 5,
       repository_max_mib: 1, command_timeout_seconds: 1, command_output_max_kib: 1, file_read_max_kib: 1,
     });
     const options = sandboxContainerOptions('sbx-grp_1', spec({ memoryBytes: limits.memoryBytes, nanoCpus: limits.nanoCpus, pids: limits.pids, openFiles: limits.openFiles }));

@@ -20,7 +20,7 @@ describe('host settings', () => {
     assert.equal(values.container_cpus, 1.5);
     assert.equal(values.repository_max_mib, 10_240);
     assert.equal(values.command_timeout_seconds, 600);
-    assert.equal(values.container_disk_gib, null);
+    assert.equal(values.container_disk_gib, 20, 'every sandbox gets a disk of its own (sparse)');
     assert.equal(values.idle_timeout_seconds, null);
     const spec = defaultValues(loadSettings({}));
     assert.deepEqual([spec.turn_time_limit_seconds, spec.container_memory_mib, spec.container_cpus], [1800, 4096, 2], 'spec 8: 4g and 2 CPUs');
@@ -48,10 +48,10 @@ describe('host settings', () => {
   it('turns the saved values into the limits of one turn, in bytes, nanoCPUs and seconds', () => {
     const limits = turnLimitsFrom({
       turn_time_limit_seconds: 120, container_memory_mib: 512, container_cpus: 0.25, container_pids: 100, container_open_files: 512,
-      repository_max_mib: 3, command_timeout_seconds: 7, command_output_max_kib: 2, file_read_max_kib: 5,
+      container_disk_gib: 3, repository_max_mib: 3, command_timeout_seconds: 7, command_output_max_kib: 2, file_read_max_kib: 5,
     });
     assert.deepEqual(limits, {
-      turnTimeLimitSeconds: 120, memoryBytes: 512 * MIB, nanoCpus: 250_000_000, pids: 100, openFiles: 512, repositoryMaxBytes: 3 * MIB,
+      turnTimeLimitSeconds: 120, memoryBytes: 512 * MIB, nanoCpus: 250_000_000, pids: 100, openFiles: 512, diskBytes: 3 * 1024 * MIB, repositoryMaxBytes: 3 * MIB,
       commandTimeoutSeconds: 7, commandOutputMaxBytes: 2048, fileReadMaxBytes: 5120,
     });
   });
