@@ -67,22 +67,26 @@ const progress = (line: string): void => {
   console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
 };
 
+/** Prints a one-phase table and (unless CP_NO_RESULTS=1) appends it to RESULTS.md as its own dated section. */
+function reportPhase(title: string, about: string, table: string): void {
+  console.log(`\n${table}\n`);
+  if (process.env.CP_NO_RESULTS === '1') return;
+  const info = runInfo(join(__dirname, '../..'), '');
+  appendFileSync(join(__dirname, '../../bench/RESULTS.md'), [
+    '', `## ${info.date.toISOString().slice(0, 16).replace('T', ' ')} UTC — ${title}`, '',
+    `- Machine: nproc ${info.nproc}, CPU ${info.cpu}; Node ${info.node}; commit ${info.commit}`, `- ${about}`, '', table, '',
+  ].join('\n'));
+  progress('appended a section to bench/RESULTS.md');
+}
+
 /** Only the runtimes phase, with its own section in RESULTS.md. */
 async function benchRuntimes(stack: BenchStack): Promise<void> {
   const costs = await measureRuntimes(stack, {
     rounds: config.runtimeRounds, chats: config.runtimeChats, followUps: config.warmFollowUps, containers: config.runtimeContainers, execs: config.runtimeExecs, progress,
   });
-  const table = runtimeTable(costs);
-  console.log(`\n${table}\n`);
-  if (process.env.CP_NO_RESULTS === '1') return;
-  const info = runInfo(join(__dirname, '../..'), '');
-  appendFileSync(join(__dirname, '../../bench/RESULTS.md'), [
-    '', `## ${info.date.toISOString().slice(0, 16).replace('T', ' ')} UTC — runsc next to runc (\`CP_ONLY_RUNTIMES=1 npm run bench:control-plane\`)`, '',
-    `- Machine: nproc ${info.nproc}, CPU ${info.cpu}; Node ${info.node}; commit ${info.commit}`,
-    `- ${config.runtimeRounds} rounds alternating runsc and runc; per round and runtime: the host worker restarted with that runtime, ${config.runtimeChats} new chats one at a time (cold turn 1, ${config.warmFollowUps} warm follow-ups; no-op CLI agent, first driver event on the SSE stream), ${config.runtimeContainers} sandbox containers created and started, ${config.runtimeExecs} exec round trips of \`true\` as the member. No target: the ratio is documented (docs/execution-profiles.md).`,
-    '', table, '',
-  ].join('\n'));
-  progress('appended a section to bench/RESULTS.md');
+  reportPhase('runsc next to runc (`CP_ONLY_RUNTIMES=1 npm run bench:control-plane`)',
+    `${config.runtimeRounds} rounds alternating runsc and runc; per round and runtime: the host worker restarted with that runtime, ${config.runtimeChats} new chats one at a time (cold turn 1, ${config.warmFollowUps} warm follow-ups; no-op CLI agent, first driver event on the SSE stream), ${config.runtimeContainers} sandbox containers created and started, ${config.runtimeExecs} exec round trips of \`true\` as the member. No target: the ratio is documented (docs/execution-profiles.md).`,
+    runtimeTable(costs));
 }
 
 async function bench(stack: BenchStack): Promise<void> {
@@ -93,17 +97,9 @@ async function bench(stack: BenchStack): Promise<void> {
   }
   const drivers = await measureDriverTurns(stack, { turns: config.driverTurns, progress });
   if (process.env.CP_ONLY_DRIVERS === '1') {
-    const table = driverTable(drivers);
-    console.log(`\n${table}\n`);
-    if (process.env.CP_NO_RESULTS === '1') return;
-    const info = runInfo(join(__dirname, '../..'), '');
-    appendFileSync(join(__dirname, '../../bench/RESULTS.md'), [
-      '', `## ${info.date.toISOString().slice(0, 16).replace('T', ' ')} UTC — warm turns by driver (\`CP_ONLY_DRIVERS=1 npm run bench:control-plane\`)`, '',
-      `- Machine: nproc ${info.nproc}, CPU ${info.cpu}; Node ${info.node}; commit ${info.commit}`,
-      '- Stack: test/support/agent-stack.ts in one process; one chat per driver, its first turn left out, then each follow-up turn posted after the previous one ended; the fake upstream answers every model call with one short text.',
-      '', table, '',
-    ].join('\n'));
-    progress('appended a section to bench/RESULTS.md');
+    reportPhase('warm turns by driver (`CP_ONLY_DRIVERS=1 npm run bench:control-plane`)',
+      'Stack: test/support/agent-stack.ts in one process; one chat per driver, its first turn left out, then each follow-up turn posted after the previous one ended; the fake upstream answers every model call with one short text.',
+      driverTable(drivers));
     return;
   }
   const runtimes = runtimeTable(await measureRuntimes(stack, {
