@@ -83,7 +83,7 @@ export class SandboxRuntimeUnavailableError extends Error {
 /** Whether an engine error is the runtime's (unknown runtime name, OCI runtime failure), not the container's. */
 export function isRuntimeFailure(err: unknown): boolean {
   const message = (err as { message?: string } | undefined)?.message ?? '';
-  return /unknown or invalid runtime name|OCI runtime|runtime .*(not found|no such file)/i.test(message);
+  return /unknown (or invalid )?runtime|OCI runtime|runtime .*(not found|no such file)/i.test(message);
 }
 
 /** A sandbox container that should exist does not (removed, or never created on this host). */

@@ -15,7 +15,7 @@ import { createSandboxActivities, SANDBOX_ERROR_FAILURE_TYPES, type PrepareSandb
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
 import { ensureSandboxContainer } from '../../activities/docker/sandbox-container';
 import { TEMPORARY_WORKSPACE_SHA } from '../../activities/docker/workspace-init';
-import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime } from '../support/docker';
+import { docker, TEST_DISK_ROOT, removeContainers, SANDBOX_IMAGE, testLabels, testRunId, testRuntime, TEST_RUNTIMES } from '../support/docker';
 
 const noop = () => undefined;
 const quiet = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
@@ -25,7 +25,7 @@ type Activities = ReturnType<typeof createSandboxActivities>;
 function activitiesWith(deps: Partial<SandboxActivityDeps>): Activities {
   return createSandboxActivities({
     docker: docker(), hostId: 'host-a', image: SANDBOX_IMAGE, sandboxDiskDir: TEST_DISK_ROOT, limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 },
-    sandboxLabels: testLabels(), ...deps,
+    sandboxLabels: testLabels(), runtimes: TEST_RUNTIMES, ...deps,
   });
 }
 
@@ -138,6 +138,10 @@ describe('sandbox host activities', () => {
       image: SANDBOX_IMAGE, diskRoot: TEST_DISK_ROOT, runtime: testRuntime(), limits: { memoryBytes: 512 * 1024 * 1024, nanoCpus: 1e9 }, extraLabels: testLabels(),
     });
     await assert.rejects(prepare({}, input('gen')), failsWith('SandboxGenerationMismatch'));
+    const failedRuntimes: string[] = [];
+    const unusable = { ...TEST_RUNTIMES, isolating: `gone-${process.pid}`, backend: 'vm' as const };
+    await assert.rejects(prepare({ runtimes: unusable, onRuntimeFailure: (name) => failedRuntimes.push(name) }, input('noruntime')), failsWith('SandboxRuntimeUnavailable'));
+    assert.deepEqual(failedRuntimes, [unusable.isolating], 'the runner is told, to run its preflight again');
     // The chat workflow's non-retryable list is exactly the failure types of the activity's permanent errors.
     assert.deepEqual([...PERMANENT_SANDBOX_FAILURES].sort(), [...SANDBOX_ERROR_FAILURE_TYPES].sort());
   });

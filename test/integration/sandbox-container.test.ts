@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import {
-  ensureSandboxContainer, SandboxGenerationMismatchError, type SandboxSpec,
+  ensureSandboxContainer, SandboxGenerationMismatchError, SandboxRuntimeMismatchError, SandboxRuntimeUnavailableError, type SandboxSpec,
 } from '../../activities/docker/sandbox-container';
 import { removeSandboxContainer } from '../../activities/docker/sandbox-removal';
 import { DockerSandbox } from '../../activities/docker/docker-sandbox';
@@ -84,6 +84,17 @@ describe('retained sandbox container', () => {
     await assert.rejects(ensureSandboxContainer(docker(), spec(groupId, { generation: 2 })), SandboxGenerationMismatchError);
     const info = await docker().getContainer(`sbx-${groupId}`).inspect();
     assert.equal(info.Config.Labels['agent.generation'], '1', 'the existing container is untouched');
+  });
+
+  it('refuses to reuse a container under another runtime than its profile needs, and names an unusable runtime', async () => {
+    const mismatched = `grp-${testRunId}-runtime`;
+    const made = await ensureSandboxContainer(docker(), spec(mismatched, { runtime: { name: 'runc', isolating: false } }));
+    assert.equal((await docker().getContainer(made.containerName).inspect()).HostConfig.Runtime, 'runc', 'the runtime is named on the container');
+    await assert.rejects(ensureSandboxContainer(docker(), spec(mismatched, { runtime: { name: 'runsc', isolating: true } })),
+      (err: Error) => err instanceof SandboxRuntimeMismatchError && /runs under the runc runtime but its execution profile needs runsc/.test(err.message));
+    const missing = `nonexistent-runtime-${process.pid}`;
+    await assert.rejects(ensureSandboxContainer(docker(), spec(`grp-${testRunId}-noruntime`, { runtime: { name: missing, isolating: true } })),
+      (err: Error) => err instanceof SandboxRuntimeUnavailableError && err.message.includes(`The sandbox runtime ${missing} is unavailable on this host`));
   });
 
   it('reports a missing image as ImageMissingError', async () => {
