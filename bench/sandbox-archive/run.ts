@@ -53,7 +53,8 @@ async function exec(container: Docker.Container, cmd: string[]): Promise<void> {
 async function newContainer(generation: number): Promise<Docker.Container> {
   const container = await docker.createContainer({
     Image: IMAGE, Cmd: ['sleep', 'infinity'], Labels: { ...LABEL, 'agent.generation': String(generation) },
-    HostConfig: { NetworkMode: 'none', Init: true },
+    // Untrusted work's runtime, as a sandbox being archived runs under (BENCH_RUNTIME=runc for the shared kernel).
+    HostConfig: { Runtime: process.env.BENCH_RUNTIME ?? 'runsc', NetworkMode: 'none', Init: true },
   });
   await container.start();
   return container;

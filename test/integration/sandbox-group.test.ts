@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { admin as callAdmin } from '../support/admin';
 import { AGENT_MODEL, docker, ownerCall, startAgentStack, reviewedGroup, type AgentStack, type ReviewedGroup } from '../support/agent-stack';
 import { insertHost, insertJobWithTurn, insertOwner } from '../support/agent-rows';
-import { testLabels } from '../support/docker';
+import { testLabels, testRuntime } from '../support/docker';
 import { waitFor } from '../support/wait';
 import { searchAttributes } from '../../workflows/definitions/search-attributes';
 import { sandboxGroupWorkflowId } from '../../workflows/definitions/sandbox-group';
@@ -149,7 +149,7 @@ describe('sandbox group lifecycle: operator actions (Temporal, Docker, PostgreSQ
       const other = await docker().createContainer({
         name: `sbx-${g.groupId}`, Image: 'agent-sandbox:base', Cmd: ['sleep', 'infinity'],
         Labels: testLabels({ 'agent.group': g.groupId, 'agent.generation': String(g.generation + 1), 'agent.host': stack.hostId }),
-        HostConfig: { NetworkMode: 'none', Init: true },
+        HostConfig: { Runtime: testRuntime().name, NetworkMode: 'none', Init: true },
       });
       await other.start();
       assert.equal((await row(g.groupId))?.state, 'stop_pending');

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { SANDBOX_LABELS } from '../../activities/docker/sandbox-container';
 import { observeSandboxContainer, removeExactStoppedContainer, stopExactContainer, type ExactContainer } from '../../activities/docker/sandbox-lifecycle';
-import { docker, removeContainers, SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels, testRunId } from '../support/docker';
+import { docker, removeContainers, SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels, testRunId, testRuntime } from '../support/docker';
 
 describe('sandbox lifecycle on the host: exact container by id and generation (Docker)', function () {
   this.timeout(60_000);
@@ -24,7 +24,7 @@ describe('sandbox lifecycle on the host: exact container by id and generation (D
     const container = await docker().createContainer({
       name: containerName, Image: SANDBOX_IMAGE, Cmd: ['sleep', 'infinity'],
       Labels: testLabels({ [SANDBOX_LABELS.group]: containerName.slice(4), [SANDBOX_LABELS.generation]: String(generation) }),
-      HostConfig: { NetworkMode: 'none', Init: true },
+      HostConfig: { Runtime: testRuntime().name, NetworkMode: 'none', Init: true },
     });
     await container.start();
     return { containerName, containerId: container.id, generation };

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { createInventoryReporter, type InventoryReporter, type ReportResult } from '../../workers/host-inventory';
 import { ADMIN_TOKEN } from '../support/admin';
 import { AGENT_MODEL, docker, makeOwner, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
-import { SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels } from '../support/docker';
+import { SANDBOX_IMAGE, TEST_DISK_ROOT, testLabels, testRuntime } from '../support/docker';
 import { captureLogs } from '../support/logs';
 import { waitFor } from '../support/wait';
 
@@ -70,7 +70,7 @@ describe('sandbox inventory reconciler and owner usage (Docker, PostgreSQL, API,
   /** A container labelled for this test's host, as a leftover of some group would be. */
   async function labelledContainer(labels: Record<string, string>): Promise<string> {
     const container = await docker().createContainer({
-      Image: SANDBOX_IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { NetworkMode: 'none' },
+      Image: SANDBOX_IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { Runtime: testRuntime().name, NetworkMode: 'none' },
       Labels: testLabels({ 'agent.host': stack.hostId, ...labels }),
     });
     await container.start();
@@ -102,7 +102,7 @@ describe('sandbox inventory reconciler and owner usage (Docker, PostgreSQL, API,
     const otherIncarnation = await labelledContainer({ 'agent.group': live.groupId, 'agent.generation': '7' });
     // A container of another host is never listed nor touched.
     const otherHost = (await docker().createContainer({
-      Image: SANDBOX_IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { NetworkMode: 'none' }, Labels: testLabels({ 'agent.host': `${stack.hostId}-other` }),
+      Image: SANDBOX_IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { Runtime: testRuntime().name, NetworkMode: 'none' }, Labels: testLabels({ 'agent.host': `${stack.hostId}-other` }),
     })).id;
 
     const first = await report();
