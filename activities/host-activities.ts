@@ -10,7 +10,7 @@ import {
   type SandboxCommandInput, type SandboxCommandResult, type SandboxLimits,
 } from './docker/sandbox-command';
 import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
-import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile } from './docker/container-runtime';
+import { DEFAULT_RUNTIMES, dockerRuntimeFor } from './docker/container-runtime';
 import { createTurnActivities, type TurnActivityDeps } from './agent/turn-activities';
 
 /** What host activities need: the local engine, the sandbox image and caps, and (optional) the object store and clone credentials. */
@@ -32,9 +32,7 @@ export function createHostActivities(deps: HostActivityDeps) {
       const ctx = Context.current();
       const name = containerName('cmd', ctx.info.workflowExecution?.workflowId ?? 'standalone', ctx.info.activityId);
       // A one-off command runs what the workflow asked, which may be anyone's: the untrusted profile's runtime.
-      const runtimes = deps.runtimes ?? DEFAULT_RUNTIMES;
-      const runtimeName = runtimeForProfile(runtimes, input.executionProfile);
-      const runtime = { name: runtimeName, isolating: isIsolating(runtimes, runtimeName) };
+      const runtime = dockerRuntimeFor(deps.runtimes ?? DEFAULT_RUNTIMES, input.executionProfile);
       try {
         return await runInContainer(
           { ...input, labels: { ...input.labels, 'agent.host': deps.hostId } },

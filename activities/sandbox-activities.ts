@@ -17,7 +17,7 @@ import { DEFAULT_SANDBOX_LIMITS, ImageMissingError, type SandboxLimits } from '.
 import {
   ensureSandboxContainer, fitLimitsToHost, SandboxGenerationMismatchError, SandboxMissingError, SandboxRuntimeMismatchError, SandboxRuntimeUnavailableError,
 } from './docker/sandbox-container';
-import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile, type SandboxRuntimes } from './docker/container-runtime';
+import { DEFAULT_RUNTIMES, dockerRuntimeFor, type SandboxRuntimes } from './docker/container-runtime';
 import type { ExecutionProfile } from '../lib/execution-profiles';
 import { removeContainerAndDisk } from './docker/sandbox-removal';
 import { SandboxDiskMissingError } from './docker/sandbox-disk';
@@ -137,15 +137,11 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     return fitLimitsToHost(input.limits ?? deps.limits ?? DEFAULT_SANDBOX_LIMITS, await hostCpus);
   };
   const runtimes = deps.runtimes ?? DEFAULT_RUNTIMES;
-  const runtimeOf = (profile: ExecutionProfile | undefined) => {
-    const name = runtimeForProfile(runtimes, profile);
-    return { name, isolating: isIsolating(runtimes, name) };
-  };
   return {
     /** Creates or reuses the group's container, adds the member and initializes `/workspace` once. */
     async prepareSandbox(input: PrepareSandboxInput): Promise<PrepareSandboxResult> {
       return heartbeating(() => perGroup(input.groupId, async () => {
-        const runtime = runtimeOf(input.executionProfile);
+        const runtime = dockerRuntimeFor(runtimes, input.executionProfile);
         const ensured = await ensureSandboxContainer(deps.docker, {
           jobId: input.jobId, groupId: input.groupId, generation: input.generation, attemptId: input.attemptId,
           hostId: deps.hostId, uid: input.uid, image: deps.image, limits: await limitsFor(input), runtime, diskRoot: deps.sandboxDiskDir,

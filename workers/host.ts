@@ -20,7 +20,7 @@ import { hostTaskQueue } from '../workflows/definitions/task-queues';
 import { createHeartbeat, MAX_HOST_SLOTS } from './host-heartbeat';
 import { createInventoryReporter } from './host-inventory';
 import { relayRoot } from '../agent/sandboxes/names';
-import type { SandboxRuntimes } from '../activities/docker/container-runtime';
+import { runtimesFromSettings } from '../activities/docker/container-runtime';
 import { createPreflightLoop } from './host-preflight';
 import { probeSandboxDisks } from '../activities/docker/sandbox-disk';
 import { sweepSandboxDisks } from '../activities/docker/sandbox-removal';
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   const docker = new Docker({ socketPath: settings.DOCKER_SOCKET_PATH });
   const engine = (await docker.version()) as { Version: string };
-  const runtimes: SandboxRuntimes = { isolating: settings.AGENT_ISOLATING_RUNTIME, trusted: settings.AGENT_TRUSTED_RUNTIME, backend: settings.AGENT_SANDBOX_BACKEND };
+  const runtimes = runtimesFromSettings(settings);
   if (runtimes.backend === 'container') {
     log.warn({ event: 'agent_shared_kernel_accepted', host_id: hostId, runtime: runtimes.trusted },
       `AGENT_SANDBOX_BACKEND=container: untrusted-vm-v1 work on this host runs under ${runtimes.trusted}, ON THE HOST'S KERNEL, by the operator's explicit choice`);

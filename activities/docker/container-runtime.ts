@@ -10,6 +10,7 @@
  * `untrusted-vm-v1` only if its guest kernel differs from the host's, like gVisor's.
  */
 import { SAFE_PROFILE, type ExecutionProfile, type SandboxBackend } from '../../lib/execution-profiles';
+import type { Settings } from '../../lib/settings';
 
 export interface SandboxRuntimes {
   /** Docker runtime name of the isolating runtime (`AGENT_ISOLATING_RUNTIME`, `runsc`). */
@@ -31,6 +32,17 @@ export function runtimeForProfile(runtimes: SandboxRuntimes, profile: ExecutionP
 }
 
 /** Whether a runtime name is the isolating one (its containers bound processes inside the guest kernel). */
-export function isIsolating(runtimes: SandboxRuntimes, runtime: string): boolean {
+function isIsolating(runtimes: SandboxRuntimes, runtime: string): boolean {
   return runtime === runtimes.isolating && runtime !== runtimes.trusted;
+}
+
+/** The Docker runtime of `profile` as container creation takes it: its name, and whether it runs its own kernel. */
+export function dockerRuntimeFor(runtimes: SandboxRuntimes, profile: ExecutionProfile | undefined): { name: string; isolating: boolean } {
+  const name = runtimeForProfile(runtimes, profile);
+  return { name, isolating: isIsolating(runtimes, name) };
+}
+
+/** A host runner's runtimes from its settings (`AGENT_ISOLATING_RUNTIME`, `AGENT_TRUSTED_RUNTIME`, `AGENT_SANDBOX_BACKEND`). */
+export function runtimesFromSettings(settings: Pick<Settings, 'AGENT_ISOLATING_RUNTIME' | 'AGENT_TRUSTED_RUNTIME' | 'AGENT_SANDBOX_BACKEND'>): SandboxRuntimes {
+  return { isolating: settings.AGENT_ISOLATING_RUNTIME, trusted: settings.AGENT_TRUSTED_RUNTIME, backend: settings.AGENT_SANDBOX_BACKEND };
 }

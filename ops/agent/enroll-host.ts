@@ -11,6 +11,7 @@ import { createDb } from '../../lib/db';
 import Docker from 'dockerode';
 import { loadSettings, type Settings } from '../../lib/settings';
 import { runPreflight, type Preflight } from '../../activities/docker/runtime-preflight';
+import { runtimesFromSettings } from '../../activities/docker/container-runtime';
 import { enrollHost } from '../../agent/hosts/host-registry';
 import { DEV_DATABASE_URL } from '../dev/postgres';
 
@@ -20,7 +21,7 @@ async function localPreflight(settings: Settings): Promise<Preflight | null> {
   if (!(await docker.ping().then(() => true, () => false))) return null;
   return runPreflight({
     docker, image: settings.AGENT_SANDBOX_IMAGE,
-    runtimes: { isolating: settings.AGENT_ISOLATING_RUNTIME, trusted: settings.AGENT_TRUSTED_RUNTIME, backend: settings.AGENT_SANDBOX_BACKEND },
+    runtimes: runtimesFromSettings(settings),
   });
 }
 

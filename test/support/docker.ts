@@ -7,7 +7,7 @@ import { rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { MANAGED_LABEL } from '../../activities/docker/sandbox-command';
-import { DEFAULT_RUNTIMES, isIsolating, runtimeForProfile, type SandboxRuntimes } from '../../activities/docker/container-runtime';
+import { DEFAULT_RUNTIMES, dockerRuntimeFor, type SandboxRuntimes } from '../../activities/docker/container-runtime';
 import { SAFE_PROFILE, type ExecutionProfile } from '../../lib/execution-profiles';
 import { runPreflight, type Preflight } from '../../activities/docker/runtime-preflight';
 import { sweepSandboxDisks } from '../../activities/docker/sandbox-removal';
@@ -47,8 +47,7 @@ export const TEST_RUNTIMES: SandboxRuntimes = { ...DEFAULT_RUNTIMES, backend: TE
 
 /** The Docker runtime of `profile` on a host with {@link TEST_RUNTIMES}, as container creation takes it. */
 export function testRuntime(profile: ExecutionProfile = SAFE_PROFILE): { name: string; isolating: boolean } {
-  const name = runtimeForProfile(TEST_RUNTIMES, profile);
-  return { name, isolating: isIsolating(TEST_RUNTIMES, name) };
+  return dockerRuntimeFor(TEST_RUNTIMES, profile);
 }
 
 /** Labels every test container carries. */
