@@ -23,6 +23,10 @@ export const TIMEOUT_EXIT_CODE = 124;
 /** Writes the group id to `$0`, runs the command, removes the pid file and passes its status on. */
 const GROUP_WRAPPER = 'echo $$ > "$0"; "$@"; status=$?; rm -f "$0"; exit $status';
 
+/** Exit codes of the member kill (`all`): something was killed and nothing is left; something is left after 2 s. */
+const KILLED_SOME = 10;
+const KILL_INCOMPLETE = 11;
+
 /**
  * Kills as the member, started as root: `python3 - <uid> all|<pid file>` drops to the member's UID
  * and GID (setuid does not count against the member's process limit; only a new program would),
@@ -38,9 +42,21 @@ const KILL_AS_MEMBER = [
   'def signal(kill, who):',
   '    try: kill(who, 9)',
   '    except (ProcessLookupError, PermissionError): pass',
+  'def left():',
+  '    me, n = str(os.getpid()), 0',
+  "    for p in os.listdir('/proc'):",
+  '        if not p.isdigit() or p == me: continue',
+  '        try:',
+  "            with open('/proc/' + p + '/status') as f: n += any(l.split()[1:2] == [str(uid)] for l in f if l.startswith('Uid:'))",
+  '        except OSError: pass',
+  '    return n',
   "if target == 'all':",
-  '    signal(os.kill, -1)',
-  '    sys.exit(0)',
+  '    if left() == 0: sys.exit(0)',
+  '    for _ in range(40):',
+  '        signal(os.kill, -1)',
+  '        time.sleep(0.05)',
+  `        if left() == 0: sys.exit(${KILLED_SOME})`,
+  `    sys.exit(${KILL_INCOMPLETE})`,
   'for _ in range(50):',
   '    try:',
   '        with open(target) as f: pgid = int(f.read().strip() or 0)',
@@ -185,16 +201,32 @@ export class DockerSandbox implements SandboxExec {
 }
 
 /**
+ * Whether the member can start a process again, retried briefly: under gVisor the member's
+ * process count (RLIMIT_NPROC) may stay at its limit for a moment after a fork bomb is killed.
+ */
+async function memberCanStart(docker: Docker, containerName: string, uid: number): Promise<boolean> {
+  for (let i = 0; i < 10; i += 1) {
+    const probe = await execInContainer(docker, containerName, { cmd: ['true'], user: `${uid}:${uid}` }).catch(() => undefined);
+    if (probe?.exitCode === 0) return true;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return false;
+}
+
+/**
  * Kills every process of a member (fencing a lost attempt, or one at its process limit): signal
  * `-1` as the member's UID reaches all its processes but the killer itself, and nothing of other
- * members or of root. When not even that can start (under runc a full pids cgroup refuses every
- * new process, root's too), the container is restarted: the member's processes end with it, the
- * workspace stays. Returns how it was done.
+ * members or of root; it is repeated until none is left (a fork bomb forks while it is signalled),
+ * and when it killed something the member must be able to start a process again. When not even
+ * the kill can start (under runc a full pids cgroup refuses every new process, root's too), when
+ * something is left after 2 s, or when the member still cannot start a process, the container is
+ * restarted: the member's processes end with it, the workspace stays. Returns how it was done.
  */
 export async function killMemberProcesses(docker: Docker, containerName: string, uid: number): Promise<'killed' | 'restarted'> {
   memberPaths(uid);
   const result = await execInContainer(docker, containerName, { cmd: killAsMemberCommand(uid, 'all'), user: '0' }).catch(() => undefined);
   if (result?.exitCode === 0) return 'killed';
+  if (result?.exitCode === KILLED_SOME && await memberCanStart(docker, containerName, uid)) return 'killed';
   const info = await docker.getContainer(containerName).inspect();
   if (!info.State.Running) return 'killed';
   await docker.getContainer(containerName).restart({ t: 0 });
