@@ -327,6 +327,8 @@ export const settingsShape = {
   AGENT_ARCHIVE_MEMORY_SPOOL_MIB: z.coerce.number().int().min(0).default(256),
   /** Largest request body the model relay forwards for a native CLI, MiB. */
   AGENT_RELAY_MAX_BODY_MIB: z.coerce.number().positive().default(32),
+  /** Largest diff of one turn that is captured and published as a commit, KiB (docs/publisher.md "Capture"); a larger one is recorded as too large and told to the owner. Default 8192. */
+  AGENT_PATCH_MAX_KIB: z.coerce.number().int().positive().max(1024 * 1024).default(8192),
   /** Largest workspace archive download before compression, MiB (spec 8: 1024). */
   WORKSPACE_DOWNLOAD_MAX_MIB: z.coerce.number().int().positive().default(1024),
 

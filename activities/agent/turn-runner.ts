@@ -2,7 +2,8 @@
  * The host activity that executes one admitted turn: reads the attempt's context and grant from
  * the control-plane API (never through Temporal history), fences off anything a lost earlier
  * attempt left running in the member's sandbox, runs the chat's agent driver with events going to
- * the API, heartbeats, and stops promptly on cancellation or at the turn's time limit.
+ * the API, heartbeats, and stops promptly on cancellation or at the turn's time limit. For a chat
+ * with a repository it captures the turn's diff and uploads it (turn-capture.ts).
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
@@ -14,6 +15,7 @@ import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor, usesModelRelay } from './drivers';
 import { explainNoSpace } from './disk-full';
 import { HostQuestionChannel } from './question-channel';
+import { startTurnCapture } from './turn-capture';
 import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
@@ -95,6 +97,8 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     throw startFailure(err, 'grant', input, context.model);
   }
   await killMemberProcesses(deps.docker, context.container_name, context.uid);
+  // A chat with a repository: the workspace as it is now is the start of the turn's diff (docs/publisher.md).
+  const capture = await startTurnCapture({ docker: deps.docker, api: deps.api, log: ctx.log }, context);
   const sandbox = withEnv(new DockerSandbox(deps.docker, context.container_name, context.uid), context.env);
   const events = new ApiEventSink({ apiUrl: deps.apiUrl, hostId: deps.hostId, credential: deps.credential, attemptId: input.attemptId });
   const abort = new AbortController();
@@ -119,6 +123,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
       sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
       questions: new HostQuestionChannel({ api: deps.api, attemptId: input.attemptId, events, deadline }),
     });
+    await capture?.finish();
     return { result: outcome.result };
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');
