@@ -4,6 +4,8 @@
  * fenced: only the turn's running attempt on the host that holds it may write, in the same
  * transaction that locks that attempt, so a stale attempt (ended, superseded, or another host's)
  * is refused with 409 and a patch can never be replaced: one row per turn, the first upload wins.
+ * A patch too large to publish, or a capture that failed, is told to the owner at once
+ * (`publish_failed`, agent/source/publications.ts).
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
@@ -11,6 +13,7 @@ import { AppError } from '../../lib/errors';
 import { cleanText } from '../../lib/text';
 import type { ValidRequestOf } from '../../lib/contracts/endpoint';
 import type * as hostApi from '../../lib/contracts/host-api';
+import { noteUnpublishable } from './publications';
 
 export type PatchUpload = ValidRequestOf<typeof hostApi.attemptPatch>;
 export type PublishState = 'none' | 'pending' | 'published' | 'failed';
@@ -66,7 +69,13 @@ export async function storeTurnPatch(db: Db, input: { hostId: string; attemptId:
     const inserted = await trx('agent_turn_patches')
       .insert({ ...row, turn_id: attempt.turn_id, attempt_id: input.attemptId, job_id: attempt.job_id, turn_seq: attempt.seq })
       .onConflict('turn_id').ignore().returning<Array<{ publish_state: PublishState }>>('publish_state');
-    if (inserted.length > 0) return { turn_id: attempt.turn_id, stored: true, publish_state: inserted[0]?.publish_state ?? 'pending' };
+    if (inserted.length > 0) {
+      const row = { job_id: attempt.job_id, turn_seq: attempt.seq, turn_id: attempt.turn_id };
+      const { upload } = input;
+      if (upload.status === 'too_large') await noteUnpublishable(trx, row, { status: 'too_large', bytes: upload.bytes, maxBytes: input.maxBytes });
+      if (upload.status === 'failed') await noteUnpublishable(trx, row, { status: 'failed', error: upload.error });
+      return { turn_id: attempt.turn_id, stored: true, publish_state: inserted[0]?.publish_state ?? 'pending' };
+    }
     const existing = await trx('agent_turn_patches').where({ turn_id: attempt.turn_id }).first<{ publish_state: PublishState } | undefined>('publish_state');
     return { turn_id: attempt.turn_id, stored: false, publish_state: existing?.publish_state ?? 'none' };
   });
