@@ -21,6 +21,7 @@ import type { AgentSettings } from '../../agent/settings/settings-sync';
 import { PublishDelivery } from '../../agent/source/publish-delivery';
 import type { Forge } from '../forge/forge';
 import { createPublishActivities, type PrTitleGenerator } from './publish-activities';
+import { createPrTitleGenerator } from './pr-title';
 
 export interface ControlActivityDeps {
   db: Db;
@@ -41,7 +42,7 @@ export interface ControlActivityDeps {
    * turn's patch is published; without it publications wait (and fail once started).
    */
   forgeFor?: (repo: string) => Forge | undefined;
-  /** Pull-request title generation; default the prompt title. */
+  /** Pull-request title generation; default: through the gateway with the job's model when title generation is on, else the prompt title. */
   generatePrTitle?: PrTitleGenerator;
 }
 
@@ -61,8 +62,15 @@ export function createControlActivities(deps: ControlActivityDeps) {
     }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
     ...createPublishActivities({
-      db: deps.db, log, forgeFor: deps.forgeFor ?? (() => undefined), ...(deps.generatePrTitle ? { generateTitle: deps.generatePrTitle } : {}),
+      db: deps.db, log, forgeFor: deps.forgeFor ?? (() => undefined), ...prTitles(deps, log),
     }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };
+}
+
+/** The pull-request title generator of the control activities (docs/publisher.md "Title"). */
+function prTitles(deps: ControlActivityDeps, log: Logger): { generateTitle?: PrTitleGenerator } {
+  if (deps.generatePrTitle) return { generateTitle: deps.generatePrTitle };
+  if (!deps.settings.AGENT_TITLE_GENERATION_ENABLED) return {};
+  return { generateTitle: createPrTitleGenerator({ grants: deps.grants, gatewayUrl: () => deps.settings.AGENT_GATEWAY_URL, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }) };
 }
