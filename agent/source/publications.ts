@@ -100,8 +100,8 @@ export async function recordPublishFailed(db: Db, input: { turnId: string; reaso
 /** Tells the owner, at upload, that a turn's diff will not be published (too large, or not captured). */
 export async function noteUnpublishable(trx: Knex.Transaction, row: { job_id: string; turn_seq: number; turn_id: string }, upload: { status: 'too_large'; bytes: number; maxBytes: number } | { status: 'failed'; error: string }): Promise<void> {
   if (upload.status === 'too_large') {
-    const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
-    await failureEvent(trx, row, 'patch_too_large', `The turn's changes (${mib(upload.bytes)} of diff) are larger than the ${mib(upload.maxBytes)} that can be published; nothing was pushed`);
+    const size = (n: number) => (n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`);
+    await failureEvent(trx, row, 'patch_too_large', `The turn's changes (${size(upload.bytes)} of diff) are larger than the ${size(upload.maxBytes)} that can be published; nothing was pushed`);
   } else {
     await failureEvent(trx, row, 'capture_failed', `The turn's changes could not be captured, so nothing was pushed: ${cleanText(upload.error).slice(0, 500)}`);
   }

@@ -95,6 +95,11 @@ describe('patch upload over the host API', () => {
     assert.equal(await t.db('agent_turn_patches').where({ turn_id: turnId }).first(), undefined);
     const tooLarge = await clientA.uploadPatch(attemptId, { status: 'too_large', start_tree: START, end_tree: END, bytes: 5_000_000 });
     assert.deepEqual(tooLarge, { turn_id: turnId, stored: true, publish_state: 'none' });
+    const told = await t.db('agent_events').where({ job_id: jobId, event_type: 'publish_failed', turn_seq: 3 }).select<Array<{ payload: { reason: string; message: string }; is_error: boolean }>>('payload', 'is_error');
+    assert.equal(told.length, 1, 'the owner is told once');
+    assert.equal(told[0]?.is_error, true);
+    assert.equal(told[0]?.payload.reason, 'patch_too_large');
+    assert.match(told[0]?.payload.message ?? '', /4\.8 MiB of diff\) are larger than the 1 KiB that can be published/);
   });
 
   it('a failed capture is stored with its reason and nothing to publish', async () => {
@@ -103,5 +108,7 @@ describe('patch upload over the host API', () => {
     assert.equal((await clientA.uploadPatch(attemptId, { status: 'failed', error: 'The workspace could not be snapshotted: not a git repository' })).publish_state, 'none');
     const row = await t.db('agent_turn_patches').where({ turn_id: turnId }).first<{ capture_state: string; capture_error: string } | undefined>('capture_state', 'capture_error');
     assert.deepEqual(row, { capture_state: 'failed', capture_error: 'The workspace could not be snapshotted: not a git repository' });
+    const told = await t.db('agent_events').where({ job_id: jobId, event_type: 'publish_failed', turn_seq: 4 }).first<{ payload: { reason: string; message: string } }>('payload');
+    assert.deepEqual(told?.payload, { reason: 'capture_failed', message: "The turn's changes could not be captured, so nothing was pushed: The workspace could not be snapshotted: not a git repository" });
   });
 });
