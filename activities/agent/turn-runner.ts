@@ -97,8 +97,6 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     throw startFailure(err, 'grant', input, context.model);
   }
   await killMemberProcesses(deps.docker, context.container_name, context.uid);
-  // A chat with a repository: the workspace as it is now is the start of the turn's diff (docs/publisher.md).
-  const capture = await startTurnCapture({ docker: deps.docker, api: deps.api, log: ctx.log }, context);
   const sandbox = withEnv(new DockerSandbox(deps.docker, context.container_name, context.uid), context.env);
   const events = new ApiEventSink({ apiUrl: deps.apiUrl, hostId: deps.hostId, credential: deps.credential, attemptId: input.attemptId });
   const abort = new AbortController();
@@ -109,6 +107,8 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   const beat = setInterval(() => ctx.heartbeat(), 1000);
   let relay: ModelRelay | undefined;
   try {
+    // A chat with a repository: the workspace as it is now (heartbeats already running) is the start of the turn's diff (docs/publisher.md).
+    const capture = await startTurnCapture({ docker: deps.docker, api: deps.api, log: ctx.log }, context);
     const driver = driverFor(context.driver, deps.settings);
     if (usesModelRelay(context.driver)) {
       relay = await startModelRelay({
