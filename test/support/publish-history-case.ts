@@ -13,15 +13,17 @@ import { activities, check, count, lastEventHas, type RecordedRun } from './hist
 import { captureLogs } from './logs';
 
 /** A completed turn of a chat on `repo` whose host uploaded a non-empty patch (pending publication). */
-export async function pendingPatch(stack: AgentStack, repo: string): Promise<{ jobId: string; turnId: string; ownerId: number }> {
+export async function pendingPatch(
+  stack: AgentStack, repo: string, capture: { baseSha: string; startTree: string; endTree: string; patch: Buffer } = { baseSha: 'c'.repeat(40), startTree: 'a'.repeat(40), endTree: 'b'.repeat(40), patch: Buffer.from('diff') },
+): Promise<{ jobId: string; turnId: string; ownerId: number }> {
   const { userId } = await createOwner(stack.t.db);
   const jobId = await createJob(stack.t.db, userId);
-  await stack.t.db('agent_jobs').where({ job_id: jobId }).update({ repo, base_sha: 'c'.repeat(40) });
+  await stack.t.db('agent_jobs').where({ job_id: jobId }).update({ repo, base_sha: capture.baseSha });
   const turnId = await createTurn(stack.t.db, jobId, 1, 'completed');
   const attemptId = await createAttempt(stack.t.db, { jobId, turnId, hostId: stack.hostId, state: 'completed' });
   await stack.t.db('agent_turn_patches').insert({
-    turn_id: turnId, attempt_id: attemptId, job_id: jobId, turn_seq: 1, capture_state: 'captured', start_tree: 'a'.repeat(40), end_tree: 'b'.repeat(40),
-    bytes: 4, patch: Buffer.from('diff'), publish_state: 'pending',
+    turn_id: turnId, attempt_id: attemptId, job_id: jobId, turn_seq: 1, capture_state: 'captured', start_tree: capture.startTree, end_tree: capture.endTree,
+    bytes: capture.patch.length, patch: capture.patch, publish_state: 'pending',
   });
   return { jobId, turnId, ownerId: userId };
 }
