@@ -64,63 +64,103 @@ function page<T>(items: T[], query: URLSearchParams): T[] {
   return items.slice((n - 1) * perPage, n * perPage);
 }
 
-/** Starts the loopback GitHub; `redirectUri` is the only callback URL its app accepts. */
-export async function startFakeGithub(redirectUri: string): Promise<FakeGithub> {
-  const codes = new Map<string, Token>();
-  const access = new Map<string, Token>();
-  const refresh = new Map<string, Token>();
-  const token = (prefix: string) => `${prefix}_${randomBytes(18).toString('base64url')}`;
-  const state = {
-    url: '', clientId: 'Iv1.fakeclient', clientSecret: 'fake-client-secret', users: new Map<string, FakeGithubUser>(),
-    ttl: { access: 28_800, refresh: 15_897_600 }, down: false, refreshDelayMs: 0,
-    counts: { refreshAsked: 0, refreshGranted: 0, tokenRequests: 0 }, issued: [] as string[],
-  };
+/** The loopback GitHub's state and handlers (see the header); made by {@link startFakeGithub}. */
+class FakeGithubServer implements FakeGithub {
+  url = '';
+  readonly clientId = 'Iv1.fakeclient';
+  readonly clientSecret = 'fake-client-secret';
+  readonly users = new Map<string, FakeGithubUser>();
+  ttl = { access: 28_800, refresh: 15_897_600 };
+  down = false;
+  refreshDelayMs = 0;
+  readonly counts = { refreshAsked: 0, refreshGranted: 0, tokenRequests: 0 };
+  readonly issued: string[] = [];
+  private readonly codes = new Map<string, Token>();
+  private readonly access = new Map<string, Token>();
+  private readonly refreshTokens = new Map<string, Token>();
+  private readonly sockets = new Set<Socket>();
+  private readonly server = createServer((req, res) => this.handle(req, res));
 
-  function issue(login: string) {
-    const pair = { access_token: token('ghu'), refresh_token: token('ghr') };
-    access.set(pair.access_token, { login, expiresAt: Date.now() + state.ttl.access * 1000 });
-    refresh.set(pair.refresh_token, { login, expiresAt: Date.now() + state.ttl.refresh * 1000 });
-    state.issued.push(pair.access_token, pair.refresh_token);
-    return { ...pair, expires_in: state.ttl.access, refresh_token_expires_in: state.ttl.refresh, scope: '', token_type: 'bearer' };
+  constructor(private readonly redirectUri: string) {
+    this.server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
   }
 
-  async function tokenEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  revoke(login: string): void {
+    for (const map of [this.access, this.refreshTokens]) for (const [k, v] of map) if (v.login === login) map.delete(k);
+  }
+
+  close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    return new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    if (this.down) return send(res, 503, { message: 'down' });
+    if (req.method === 'GET' && url.pathname === '/login/oauth/authorize') return this.authorize(req, res, url.searchParams);
+    if (req.method === 'POST' && url.pathname === '/login/oauth/access_token') {
+      this.tokenEndpoint(req, res).catch(() => send(res, 500, { message: 'fake failed' }));
+      return;
+    }
+    if (req.method === 'GET') return this.api(req, res, url.pathname, url.searchParams);
+    return send(res, 404, { message: 'Not Found' });
+  }
+
+  private issue(login: string): Record<string, unknown> {
+    const token = (prefix: string) => `${prefix}_${randomBytes(18).toString('base64url')}`;
+    const pair = { access_token: token('ghu'), refresh_token: token('ghr') };
+    this.access.set(pair.access_token, { login, expiresAt: Date.now() + this.ttl.access * 1000 });
+    this.refreshTokens.set(pair.refresh_token, { login, expiresAt: Date.now() + this.ttl.refresh * 1000 });
+    this.issued.push(pair.access_token, pair.refresh_token);
+    return { ...pair, expires_in: this.ttl.access, refresh_token_expires_in: this.ttl.refresh, scope: '', token_type: 'bearer' };
+  }
+
+  private async tokenEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const form = await readForm(req);
-    state.counts.tokenRequests += 1;
-    if (form.get('client_id') !== state.clientId || form.get('client_secret') !== state.clientSecret) return send(res, 200, { error: 'incorrect_client_credentials' });
+    this.counts.tokenRequests += 1;
+    if (form.get('client_id') !== this.clientId || form.get('client_secret') !== this.clientSecret) return send(res, 200, { error: 'incorrect_client_credentials' });
     if (form.get('grant_type') === 'refresh_token') {
-      state.counts.refreshAsked += 1;
-      if (state.refreshDelayMs) await new Promise((r) => setTimeout(r, state.refreshDelayMs));
-      const held = refresh.get(form.get('refresh_token') ?? '');
+      this.counts.refreshAsked += 1;
+      if (this.refreshDelayMs) await new Promise((r) => setTimeout(r, this.refreshDelayMs));
+      const held = this.refreshTokens.get(form.get('refresh_token') ?? '');
       if (!held || held.used || held.expiresAt <= Date.now()) return send(res, 200, { error: 'bad_refresh_token' });
       held.used = true;
-      state.counts.refreshGranted += 1;
-      return send(res, 200, issue(held.login));
+      this.counts.refreshGranted += 1;
+      return send(res, 200, this.issue(held.login));
     }
-    const code = codes.get(form.get('code') ?? '');
+    const code = this.codes.get(form.get('code') ?? '');
     if (!code || code.used || code.expiresAt <= Date.now()) return send(res, 200, { error: 'bad_verification_code' });
-    if (form.has('redirect_uri') && form.get('redirect_uri') !== redirectUri) return send(res, 200, { error: 'redirect_uri_mismatch' });
+    if (form.has('redirect_uri') && form.get('redirect_uri') !== this.redirectUri) return send(res, 200, { error: 'redirect_uri_mismatch' });
     code.used = true;
-    return send(res, 200, issue(code.login));
+    return send(res, 200, this.issue(code.login));
   }
 
-  function authorize(req: IncomingMessage, res: ServerResponse, query: URLSearchParams): void {
+  private authorize(req: IncomingMessage, res: ServerResponse, query: URLSearchParams): void {
     const login = /fake_github_user=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
-    if (!login || !state.users.has(login)) return send(res, 401, { message: 'sign in first' });
-    if (query.get('client_id') !== state.clientId || query.get('redirect_uri') !== redirectUri || !query.get('state')) return send(res, 400, { message: 'bad authorize request' });
+    if (!login || !this.users.has(login)) return send(res, 401, { message: 'sign in first' });
+    const state = query.get('state');
+    if (query.get('client_id') !== this.clientId || query.get('redirect_uri') !== this.redirectUri || !state) return send(res, 400, { message: 'bad authorize request' });
     const code = randomBytes(10).toString('hex');
-    codes.set(code, { login, expiresAt: Date.now() + 600_000 });
-    const to = new URL(redirectUri);
+    this.codes.set(code, { login, expiresAt: Date.now() + 600_000 });
+    const to = new URL(this.redirectUri);
     to.searchParams.set('code', code);
-    to.searchParams.set('state', query.get('state')!);
+    to.searchParams.set('state', state);
     res.writeHead(302, { location: to.toString() });
     res.end();
   }
 
-  function api(req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): void {
+  private api(req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): void {
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
-    const held = access.get(bearer);
-    const user = held && held.expiresAt > Date.now() ? state.users.get(held.login) : undefined;
+    const held = this.access.get(bearer);
+    const user = held && held.expiresAt > Date.now() ? this.users.get(held.login) : undefined;
     if (!user) return send(res, 401, { message: 'Bad credentials' });
     if (path === '/user') return send(res, 200, { id: user.id, login: user.login, type: 'User' });
     if (path === '/user/installations') {
@@ -130,35 +170,14 @@ export async function startFakeGithub(redirectUri: string): Promise<FakeGithub> 
     const installation = /^\/user\/installations\/(\d+)\/repositories$/.exec(path)?.[1];
     const names = installation === undefined ? undefined : user.installations[Number(installation)];
     if (!names) return send(res, 404, { message: 'Not Found' });
-    const repos = names.map((full_name) => ({ full_name, html_url: `${state.url}/${full_name}`, private: true, permissions: { admin: false, push: true, pull: true } }));
+    const repos = names.map((full_name) => ({ full_name, html_url: `${this.url}/${full_name}`, private: true, permissions: { admin: false, push: true, pull: true } }));
     return send(res, 200, { total_count: repos.length, repositories: page(repos, query) });
   }
+}
 
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://fake');
-    if (state.down) return send(res, 503, { message: 'down' });
-    if (req.method === 'GET' && url.pathname === '/login/oauth/authorize') return authorize(req, res, url.searchParams);
-    if (req.method === 'POST' && url.pathname === '/login/oauth/access_token') {
-      tokenEndpoint(req, res).catch(() => send(res, 500, { message: 'fake failed' }));
-      return;
-    }
-    if (req.method === 'GET') return api(req, res, url.pathname, url.searchParams);
-    return send(res, 404, { message: 'Not Found' });
-  });
-  const sockets = new Set<Socket>();
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return Object.assign(state, {
-    revoke(login: string) {
-      for (const map of [access, refresh]) for (const [k, v] of map) if (v.login === login) map.delete(k);
-    },
-    close: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
-  });
+/** Starts the loopback GitHub; `redirectUri` is the only callback URL its app accepts. */
+export async function startFakeGithub(redirectUri: string): Promise<FakeGithub> {
+  const fake = new FakeGithubServer(redirectUri);
+  await fake.listen();
+  return fake;
 }

@@ -136,6 +136,19 @@ describe('owner API: linking source-control accounts through OAuth', function ()
     assert.equal(new URL(github.authorize_url).searchParams.get('code_challenge'), null);
   });
 
+  it('reads every page of the installations\' repositories', async () => {
+    const many = Array.from({ length: 230 }, (_, i) => `big-org/repo-${String(i).padStart(3, '0')}`);
+    fake.users.set('carol-gh', { id: 303, login: 'carol-gh', installations: { 31: many.slice(0, 130), 32: many.slice(130) } });
+    const carol = await createOwner(t.db);
+    const started = await start(carol);
+    const res = await callback(carol, await consentAt(started.authorize_url, 'carol-gh'));
+    assert.equal(res.status, 201, await res.clone().text());
+    const account = (await res.json()) as AccountBody;
+    assert.equal(account.repositories, 230);
+    const listed = await fetch(`${api.url}/v1/agent/source-control/accounts/${account.account_id}/repositories`, { headers: auth(carol) });
+    assert.deepEqual(((await listed.json()) as { repositories: Array<{ repo: string }> }).repositories.map((r) => r.repo), many);
+  });
+
   it('answers bad input with 4xx: unknown provider 404, a malformed callback 400', async () => {
     assert.equal((await postJson(`${api.url}/v1/agent/source-control/gitlab/authorize`, {}, auth(alice))).status, 404);
     assert.equal((await callback(alice, { state: 'x' })).status, 400);
