@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
-import type { SecretSealer } from '../../lib/sealed-secret';
+import { SealedSecretError, type SecretSealer } from '../../lib/sealed-secret';
 import { hashSecret } from '../../lib/crypto';
 import type { ProviderName } from './provider';
 
@@ -83,5 +83,11 @@ export async function consumeState(db: Db, sealer: SecretSealer, input: { state:
       .first<StateRow | undefined>('user_id', 'provider', 'consumed_at', 'pkce_verifier_sealed', db.raw('expires_at <= now() as expired'));
     throw refusal(row, input.userId, input.provider);
   }
-  return consumed.pkce_verifier_sealed === null ? undefined : sealer.open(verifierName(stateHash), consumed.pkce_verifier_sealed);
+  if (consumed.pkce_verifier_sealed === null) return undefined;
+  try {
+    return sealer.open(verifierName(stateHash), consumed.pkce_verifier_sealed);
+  } catch (err) {
+    if (!(err instanceof SealedSecretError)) throw err;
+    throw new AppError('service_unavailable', 'The PKCE verifier of this state cannot be decrypted with the configured AGENT_SOURCE_CONTROL_ENCRYPTION_KEY; start linking again');
+  }
 }

@@ -14,7 +14,7 @@
  */
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
-import type { SecretSealer } from '../../lib/sealed-secret';
+import { SealedSecretError, type SecretSealer } from '../../lib/sealed-secret';
 import { newId } from '../jobs/job-store';
 import { sealedTokenColumns, tokenName, type AccountRow } from './accounts';
 import { ProviderError, type ScmProvider } from './provider';
@@ -64,6 +64,16 @@ async function takeLease(db: Db, accountId: string, holder: string): Promise<boo
   return taken === 1;
 }
 
+/** Opens a sealed token of `row`; a token the configured key cannot open makes the account unusable (not a 500). */
+function openToken(sealer: SecretSealer, row: AccountRow, kind: 'access' | 'refresh', sealed: string): string {
+  try {
+    return sealer.open(tokenName(row.account_id, kind), sealed);
+  } catch (err) {
+    if (!(err instanceof SealedSecretError)) throw err;
+    throw new AccountUnusableError('needs_relink', `the ${row.provider} account ${row.login} must be linked again: its tokens cannot be decrypted with the configured AGENT_SOURCE_CONTROL_ENCRYPTION_KEY`);
+  }
+}
+
 const releaseColumns = { refresh_holder: null, refresh_lease_until: null };
 
 async function markRelink(deps: TokenDeps, row: AccountRow, holder: string, reason: string): Promise<never> {
@@ -79,12 +89,13 @@ async function refreshHeld(deps: TokenDeps, row: Snapshot, holder: string): Prom
   if (row.refresh_expired) return markRelink(deps, row, holder, 'its refresh token expired');
   let tokens;
   try {
-    tokens = await deps.provider.refresh(deps.sealer.open(tokenName(row.account_id, 'refresh'), row.refresh_token_sealed));
+    tokens = await deps.provider.refresh(openToken(deps.sealer, row, 'refresh', row.refresh_token_sealed));
   } catch (err) {
     if (err instanceof ProviderError && err.kind === 'refused') return markRelink(deps, row, holder, `${row.provider} refused the refresh token (expired or revoked)`);
     await deps.db('agent_github_accounts').where({ account_id: row.account_id, refresh_holder: holder }).update(releaseColumns);
+    if (err instanceof AccountUnusableError) throw err;
     deps.log.warn({ event: 'agent_source_control_refresh_failed', account_id: row.account_id, provider: row.provider, reason: (err as Error).message }, 'a source-control token could not be refreshed');
-    if (row.unexpired) return deps.sealer.open(tokenName(row.account_id, 'access'), row.access_token_sealed);
+    if (row.unexpired) return openToken(deps.sealer, row, 'access', row.access_token_sealed);
     throw new AccountUnusableError('unavailable', `the ${row.provider} token of ${row.login} expired and ${row.provider} did not answer its refresh`);
   }
   const written = await deps.db('agent_github_accounts').where({ account_id: row.account_id, refresh_holder: holder })
@@ -105,7 +116,7 @@ export async function usableAccessToken(deps: TokenDeps, accountId: string): Pro
     const row = await snapshot(deps.db, accountId);
     if (!row) throw new AccountUnusableError('needs_relink', 'the source-control account was unlinked');
     if (row.needs_relink_at) throw new AccountUnusableError('needs_relink', `the ${row.provider} account ${row.login} must be linked again: ${row.relink_reason ?? 'its token was refused'}`);
-    if (row.fresh) return deps.sealer.open(tokenName(accountId, 'access'), row.access_token_sealed);
+    if (row.fresh) return openToken(deps.sealer, row, 'access', row.access_token_sealed);
     if (!row.leased && await takeLease(deps.db, accountId, holder)) {
       const held = await snapshot(deps.db, accountId);
       if (held) return refreshHeld(deps, held, holder);

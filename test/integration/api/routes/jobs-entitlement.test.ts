@@ -5,12 +5,15 @@
  * anything that cannot be checked (provider down, a refresh refused), is 403 with nothing created.
  */
 import assert from 'node:assert/strict';
+import { tokenName } from '../../../../agent/source/accounts';
+import { SOURCE_CONTROL_SEALER_PURPOSE } from '../../../../agent/source/source-control';
+import { SecretSealer } from '../../../../lib/sealed-secret';
 import { postJson } from '../../../support/accounts';
 import { createOwner, type TestOwner } from '../../../support/agent-records';
 import { startTestApi, type TestApi } from '../../../support/api';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
 import { startFakeGithub, type FakeGithub } from '../../../support/fake-github';
-import { consentAt, GITHUB_REDIRECT, githubEnv } from '../../../support/source-control';
+import { consentAt, GITHUB_REDIRECT, githubEnv, TEST_SCM_KEY } from '../../../support/source-control';
 
 describe('job creation: repository entitlement through a linked account or the allowlist', function () {
   this.timeout(60_000);
@@ -105,6 +108,12 @@ describe('job creation: repository entitlement through a linked account or the a
 
     assert.equal(await link(alice, 'alice-gh'), accountId, 'linking again restores the same account');
     assert.equal((await createJob(alice, 'acme/app')).status, 201);
+  });
+
+  it('fails closed with 403, not a 5xx, when the stored token does not open: sealed for another account', async () => {
+    const sealer = new SecretSealer(TEST_SCM_KEY, SOURCE_CONTROL_SEALER_PURPOSE);
+    await account({ access_token_sealed: sealer.seal(tokenName('sca_someoneelse', 'access'), 'ghu_copied') });
+    await refused(alice, 'acme/app', /cannot be decrypted with the configured AGENT_SOURCE_CONTROL_ENCRYPTION_KEY/);
   });
 
   it('an allowlisted repository needs no usable account', async () => {
