@@ -14,10 +14,10 @@ import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
 import { repoEntitled } from '../jobs/entitlement';
-import { replaceGrants, type AccountRow } from './accounts';
-import { ProviderError } from './provider';
+import type { AccountRow } from './accounts';
+import { accountToken, refreshAccountGrants } from './grants';
 import type { SourceControl } from './source-control';
-import { AccountUnusableError, usableAccessToken } from './token-refresh';
+import { AccountUnusableError } from './token-refresh';
 
 export interface EntitlementDeps {
   db: Db;
@@ -44,22 +44,11 @@ async function accountGrants(deps: EntitlementDeps, account: AccountRow & { stal
   if (!repo.includes('://') && account.provider !== 'github') return false;
   const matched = await hasGrant(deps.db, account, repo);
   if (!matched && !account.stale) return false;
-  const provider = deps.sc.providers.get(account.provider);
-  if (!provider) throw new AccountUnusableError('unavailable', `the ${account.provider} provider is not configured on this deployment any more`);
-  if (!deps.sc.sealer) throw new AccountUnusableError('unavailable', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY is not set, so linked accounts cannot be used');
-  const token = await usableAccessToken({ db: deps.db, sealer: deps.sc.sealer, provider, log: deps.log }, account.account_id);
-  if (!account.stale) return true;
-  try {
-    await replaceGrants(deps.db, account.account_id, await provider.repositories(token));
-  } catch (err) {
-    if (!(err instanceof ProviderError)) throw err;
-    if (err.kind === 'refused') {
-      await deps.db('agent_github_accounts').where({ account_id: account.account_id })
-        .update({ needs_relink_at: deps.db.fn.now(), relink_reason: `${account.provider} refused its token (revoked)`, updated_at: deps.db.fn.now() });
-      throw new AccountUnusableError('needs_relink', `the ${account.provider} account ${account.login} must be linked again: ${account.provider} refused its token`);
-    }
-    throw new AccountUnusableError('unavailable', `${account.provider} did not list the repositories of ${account.login} (${err.message})`);
+  if (!account.stale) {
+    await accountToken(deps, account);
+    return true;
   }
+  await refreshAccountGrants(deps, account);
   return hasGrant(deps.db, account, repo);
 }
 

@@ -3,7 +3,8 @@
  * (docs/source-control.md). `POST …/:provider/authorize` returns the provider's consent URL;
  * the provider sends the owner's browser to the deployment's redirect page, which posts the
  * `code` and `state` it received to `POST …/:provider/callback` with the owner's credential (so
- * the state is checked against the caller). Views never carry a token.
+ * the state is checked against the caller). `POST …/accounts/:accountId/refresh` fetches the
+ * account's repositories from the provider again. Views never carry a token.
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
@@ -12,7 +13,10 @@ import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { findOwnedAccount, listAccounts, listGrants, unlinkAccount } from '../../agent/source/accounts';
+import { refreshAccountGrants } from '../../agent/source/grants';
 import { finishLink, startLink } from '../../agent/source/linking';
+import { AccountUnusableError } from '../../agent/source/token-refresh';
+import { AppError } from '../../lib/errors';
 import { sourceControlFromSettings } from '../../agent/source/source-control';
 
 const callbackSchema = z.object({
@@ -40,6 +44,16 @@ export function sourceControlRouter(deps: ApiDeps): Router<AgentState> {
   router.get('/accounts/:accountId/repositories', owner, async (ctx) => {
     const account = await findOwnedAccount(deps.db, ctx.params.accountId ?? '', ownerOf(ctx.state).userId);
     ctx.body = { account_id: account.account_id, grants_refreshed_at: account.grants_refreshed_at?.toISOString() ?? null, repositories: await listGrants(deps.db, account.account_id) };
+  });
+  router.post('/accounts/:accountId/refresh', owner, async (ctx) => {
+    const userId = ownerOf(ctx.state).userId;
+    const account = await findOwnedAccount(deps.db, ctx.params.accountId ?? '', userId);
+    await refreshAccountGrants({ ...link, log: ctx.state.log }, account).catch((err: unknown) => {
+      if (!(err instanceof AccountUnusableError)) throw err;
+      // 409: the owner must link again; 502: the provider did not answer (nothing changed).
+      throw err.reason === 'needs_relink' ? new AppError('conflict', `The account cannot be used: ${err.message}`) : new AppError('upstream_error', `The repositories could not be fetched: ${err.message}`);
+    });
+    ctx.body = (await listAccounts(deps.db, userId)).find((a) => a.account_id === account.account_id);
   });
   router.delete('/accounts/:accountId', owner, async (ctx) => {
     await unlinkAccount(deps.db, ctx.params.accountId ?? '', ownerOf(ctx.state).userId);

@@ -156,6 +156,31 @@ describe('owner API: linking source-control accounts through OAuth', function ()
     assert.equal((await callback(alice, { code: 'c', state: 'never-issued' })).status, 400);
   });
 
+  it('refreshes an account\'s repositories on request: 404 for another owner, 502 with nothing changed while the provider is down, 409 once the token is revoked', async () => {
+    const account = (await accounts(alice)).find((a) => a.login === 'alice-gh')!;
+    const url = `${api.url}/v1/agent/source-control/accounts/${account.account_id}/refresh`;
+    assert.equal((await postJson(url, {}, auth(bob))).status, 404);
+    fake.users.get('alice-gh')!.installations[12] = ['alice-gh/dotfiles', 'alice-gh/new-project'];
+    const refreshed = await postJson(url, {}, auth(alice));
+    assert.equal(refreshed.status, 200, await refreshed.clone().text());
+    assert.equal(((await refreshed.json()) as AccountBody).repositories, 4);
+
+    fake.users.get('alice-gh')!.installations[12] = ['alice-gh/dotfiles'];
+    fake.down = true;
+    try {
+      assert.equal((await postJson(url, {}, auth(alice))).status, 502);
+    } finally {
+      fake.down = false;
+    }
+    assert.equal((await accounts(alice)).find((a) => a.login === 'alice-gh')!.repositories, 4, 'the grants stayed as they were');
+
+    fake.revoke('alice-gh');
+    const revoked = await postJson(url, {}, auth(alice));
+    assert.equal(revoked.status, 409);
+    assert.match(await revoked.text(), /must be linked again/);
+    assert.equal((await accounts(alice)).find((a) => a.login === 'alice-gh')!.status, 'needs_relink');
+  });
+
   it('unlinks only the owner\'s own account', async () => {
     const account = (await accounts(alice)).find((a) => a.login === 'alice-gh');
     const url = `${api.url}/v1/agent/source-control/accounts/${account!.account_id}`;
