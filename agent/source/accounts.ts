@@ -90,6 +90,17 @@ export interface LinkInput {
  * tokens, relink flag and lease cleared) with its grants, in one transaction. Returns its id.
  */
 export async function storeLinkedAccount(db: Db, sealer: SecretSealer, input: LinkInput): Promise<string> {
+  try {
+    return await storeOnce(db, sealer, input);
+  } catch (err) {
+    // Two callbacks linking the same provider account at once: the loser's insert hits the unique
+    // key; once more, it finds the winner's row and updates it.
+    if ((err as { code?: string }).code !== '23505') throw err;
+    return storeOnce(db, sealer, input);
+  }
+}
+
+function storeOnce(db: Db, sealer: SecretSealer, input: LinkInput): Promise<string> {
   return db.transaction(async (trx) => {
     const key = { user_id: input.userId, provider: input.provider, provider_account_id: input.user.id };
     const existing = await trx('agent_github_accounts').where(key).forUpdate().first<{ account_id: string } | undefined>('account_id');

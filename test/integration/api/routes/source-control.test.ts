@@ -97,6 +97,17 @@ describe('owner API: linking source-control accounts through OAuth', function ()
     assert.equal(before.accounts.length, 1, 'linking the same provider account again updates it');
   });
 
+  it('links the same provider account from two callbacks at once as one account', async () => {
+    const dave = await createOwner(t.db);
+    fake.users.set('dave-gh', { id: 404, login: 'dave-gh', installations: { 41: ['dave-gh/app'] } });
+    const consents = await Promise.all([start(dave), start(dave)].map(async (s) => consentAt((await s).authorize_url, 'dave-gh')));
+    const answers = await Promise.all(consents.map((c) => callback(dave, c)));
+    assert.deepEqual(answers.map((a) => a.status), [201, 201]);
+    const ids = await Promise.all(answers.map(async (a) => ((await a.json()) as AccountBody).account_id));
+    assert.equal(ids[0], ids[1]);
+    assert.equal((await accounts(dave)).length, 1);
+  });
+
   it('refuses an expired state with 400 and nothing changes', async () => {
     const started = await start(bob);
     const consent = await consentAt(started.authorize_url, 'bob-gh');
