@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import { dropTablesRefusingRows } from './support';
 
-const MIGRATION = '20261128030000_agent_turn_patches';
+const MIGRATION = '20261128063000_agent_turn_patches';
 export const TABLES = ['agent_turn_patches'] as const;
 
 export async function up(knex: Knex): Promise<void> {
