@@ -2,8 +2,8 @@
  * Pull-request titles (docs/publisher.md "Title"): generated once per chat, when its draft pull
  * request is opened, through the title machinery (title-calls.ts) within the task-title limits:
  * a `title` grant with operation `pr-title-<job_id>` (120 s, never renewed, used once, revoked
- * afterwards), at most 4,000 characters of input (the chat's first prompt and the names of the
- * files the turn changed), 256 output tokens, up to five calls of 10 s within 120 s. The caller
+ * afterwards), at most 4,000 characters of input (the names of the files the turn changed, then
+ * the chat's first prompt), 256 output tokens, up to five calls of 10 s within 120 s. The caller
  * logs `agent_pr_title_generation_failed` with the reason code returned here and uses the prompt title.
  */
 import type { Logger } from '../../lib/logger';
@@ -31,7 +31,8 @@ function changedFiles(patch: Buffer, max = 50): string[] {
 /** The chat-completions body of a pull-request title call. */
 export function prTitleChatBody(model: string, prompt: string, patch: Buffer): Record<string, unknown> {
   const files = changedFiles(patch);
-  const input = `Request:\n${prompt}\n\nChanged files:\n${files.join('\n')}`;
+  // The files first: a long prompt is what the 4,000-character cut shortens.
+  const input = `Changed files:\n${files.join('\n')}\n\nRequest:\n${prompt}`;
   return {
     model,
     messages: [{ role: 'system', content: PR_TITLE_SYSTEM_PROMPT }, { role: 'user', content: cutToChars(input, TITLE_INPUT_MAX_CHARS) }],
