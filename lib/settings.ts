@@ -310,6 +310,20 @@ export const settingsShape = {
   AGENT_SOURCE_CONTROL_APP_ID: optionalString(),
   /** Path of the source-control app's private key (PEM). */
   AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: optionalString(),
+  /** REST API base of the source-control app's forge (docs/forges.md "GitHub"; a loopback URL in tests). Default `https://api.github.com`. */
+  AGENT_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+  /** Where the source-control app's repositories live: job `repo` URLs under it are its (docs/forges.md). Default `https://github.com`. */
+  AGENT_GITHUB_WEB_URL: z.string().url().default('https://github.com'),
+  /** Root URL of a Gitea forge (its `ROOT_URL`); job `repo` URLs under it are served by it (docs/forges.md "Gitea"). Unset: no Gitea. */
+  AGENT_GITEA_URL: optionalString(),
+  /** A Gitea site administrator the control plane alone uses: it creates each repository's service users and mints their tokens. */
+  AGENT_GITEA_ADMIN_USERNAME: optionalString(),
+  /** That administrator's password. A secret. */
+  AGENT_GITEA_ADMIN_PASSWORD: optionalString(),
+  /** Prefix of the per-repository service users' names on Gitea (`<prefix>-r-<hash>`, `<prefix>-w-<hash>`). Default `agent`. */
+  AGENT_GITEA_SERVICE_USER_PREFIX: z.string().regex(/^[a-z][a-z0-9-]{0,15}$/).default('agent'),
+  /** The work-in-progress title prefix the Gitea is configured with (`WORK_IN_PROGRESS_PREFIXES`): drafts are made with it. Default `WIP:`. */
+  AGENT_GITEA_DRAFT_PREFIX: z.string().min(1).max(32).default('WIP:'),
   /**
    * Agent driver of new jobs: `builtin` (tool loop against the gateway), `codex` (Codex CLI) or
    * `claude-code` (Claude Code) in the container through the model relay, or `cli` (the configured
@@ -374,6 +388,11 @@ const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
     const value = s[name];
     if (value !== undefined && Buffer.byteLength(value) < 32) ctx.addIssue({ code: 'custom', path: [name], message: 'must be at least 32 bytes' });
   }
+  if (s.AGENT_GITEA_URL !== undefined) {
+    for (const key of ['AGENT_GITEA_ADMIN_USERNAME', 'AGENT_GITEA_ADMIN_PASSWORD'] as const) {
+      if (!s[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required when AGENT_GITEA_URL is set` });
+    }
+  }
   if (s.OBJECT_STORE_BACKEND === 's3') {
     for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {
       if (!s[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required when OBJECT_STORE_BACKEND=s3` });
@@ -389,7 +408,7 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 /** Variables whose values are secrets: never echoed in errors or logs. */
 export const secretVariableNames: ReadonlySet<string> = new Set([
   'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
-  'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
+  'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY', 'AGENT_GITEA_ADMIN_PASSWORD',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */
