@@ -67,13 +67,13 @@ describe('sandbox host activities', () => {
 
   it('clones the repository with the credential the host looks up, and reuses the sandbox afterwards', async () => {
     const asked: string[] = [];
-    const cloneCredential = (repo: string) => {
-      asked.push(repo);
+    const cloneCredential = (asking: { attemptId: string; repo: string }) => {
+      asked.push(`${asking.attemptId} ${asking.repo}`);
       return Promise.resolve('ghs_hostSideCredential');
     };
     const repo = `file://${bare}`;
     const first = await prepare({ cloneCredential }, input('repo', { repo }));
-    assert.deepEqual(asked, [repo]);
+    assert.deepEqual(asked, [`att_1 ${repo}`], 'the host asks for the credential of the attempt it prepares');
     const sandbox = new DockerSandbox(docker(), first.containerName, 1001);
     assert.equal(await sandbox.readFile('app.txt', 100), 'app\n');
     const head = await sandbox.exec(['git', 'rev-parse', 'HEAD'], { timeoutMs: 20_000, maxOutputBytes: 1000 });
@@ -82,7 +82,7 @@ describe('sandbox host activities', () => {
     assert.deepEqual(second, first);
     const temporary = await prepare({ cloneCredential }, input('tmp'));
     assert.equal(temporary.baseSha, TEMPORARY_WORKSPACE_SHA);
-    assert.deepEqual(asked, [repo, repo], 'a temporary workspace asks for no credential');
+    assert.deepEqual(asked, [`att_1 ${repo}`, `att_2 ${repo}`], 'a temporary workspace asks for no credential');
   });
 
   it('prepares a group once when two attempts on one host runner race', async () => {
