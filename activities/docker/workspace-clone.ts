@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { execInContainer, extractTarInContainer } from './container-exec';
-import { transportAllowed } from '../forge/repo-url';
+import { tokenBasicAuth, transportAllowed } from '../forge/repo-url';
 
 const execFileAsync = promisify(execFile);
 
@@ -122,7 +122,8 @@ type GitRunner = (args: string[], options?: { credential?: boolean }) => Promise
 
 /** Runs git in `dir`; the credential, when asked for, only in that command's environment. */
 function gitRunner(dir: string, credential: string | undefined): GitRunner {
-  const header = credential ? `Authorization: Basic ${Buffer.from(`x-access-token:${credential}`).toString('base64')}` : undefined;
+  // The header every forge adapter's `gitAuthHeader` gives (docs/forges.md): the token as the basic password.
+  const header = credential ? `Authorization: ${tokenBasicAuth(credential)}` : undefined;
   const scrub = (text: string): string => {
     let out = text;
     for (const secret of [credential, header, header?.slice('Authorization: Basic '.length)]) {
