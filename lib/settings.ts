@@ -18,6 +18,10 @@ const flag = (defaultValue: boolean) => z.stringbool().default(defaultValue);
 const optionalString = () =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.string().optional());
 
+/** An optional URL; an empty value counts as unset. */
+const optionalUrl = () =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.string().url().optional());
+
 const port = (defaultValue: number) => z.coerce.number().int().min(0).max(65535).default(defaultValue);
 
 export const settingsShape = {
@@ -310,13 +314,29 @@ export const settingsShape = {
   AGENT_SOURCE_CONTROL_APP_ID: optionalString(),
   /** Path of the source-control app's private key (PEM). */
   AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: optionalString(),
-  /** REST API base of the source-control app's forge (docs/forges.md "GitHub"; a loopback URL in tests). Default `https://api.github.com`. */
-  AGENT_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
-  /** Where the source-control app's repositories live: job `repo` URLs under it are its (docs/forges.md). Default `https://github.com`. */
+  /** OAuth client id of the source-control app (GitHub) for linking owners' accounts (docs/source-control.md). With the secret below, the `github` provider is offered. */
+  AGENT_GITHUB_OAUTH_CLIENT_ID: optionalString(),
+  /** OAuth client secret of the source-control app. A secret. */
+  AGENT_GITHUB_OAUTH_CLIENT_SECRET: optionalString(),
+  /** Where GitHub sends the owner back after consent: the web page that posts `code` and `state` to the callback route; must match the app's callback URL. */
+  AGENT_GITHUB_OAUTH_REDIRECT_URL: optionalUrl(),
+  /** GitHub's web origin (authorize and token endpoints; job `repo` URLs under it are the app's repositories: docs/forges.md). Default `https://github.com`; tests point it at loopback. */
   AGENT_GITHUB_WEB_URL: z.string().url().default('https://github.com'),
-  /** Root URL of a Gitea forge (its `ROOT_URL`); job `repo` URLs under it are served by it (docs/forges.md "Gitea"). Unset: no Gitea. */
-  AGENT_GITEA_URL: optionalString(),
-  /** A Gitea site administrator the control plane alone uses: it creates each repository's service users and mints their tokens. */
+  /** GitHub's REST API base URL (OAuth linking and the source-control app's forge adapter: docs/forges.md). Default `https://api.github.com`; tests point it at loopback. */
+  AGENT_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+  /** Base URL of the Gitea forge (e.g. `https://git.example.com`): offered as the second provider, and job `repo` URLs under it are its repositories (docs/forges.md); unset: no `gitea` provider, no Gitea credentials. */
+  AGENT_GITEA_URL: optionalUrl(),
+  /** OAuth2 client id of the Gitea application owners link through (PKCE S256). */
+  AGENT_GITEA_OAUTH_CLIENT_ID: optionalString(),
+  /** OAuth2 client secret of that Gitea application. A secret. */
+  AGENT_GITEA_OAUTH_CLIENT_SECRET: optionalString(),
+  /** Where Gitea sends the owner back after consent (one of the application's redirect URIs). */
+  AGENT_GITEA_OAUTH_REDIRECT_URL: optionalUrl(),
+  /** Seconds a linked account's repository grants are trusted before job creation fetches them again from the provider. Default 600. */
+  AGENT_SOURCE_CONTROL_GRANTS_MAX_AGE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
+  /** Deadline of one call to a source-control provider (token endpoint, user, repositories), milliseconds. Default 10000. */
+  AGENT_SOURCE_CONTROL_HTTP_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** A Gitea site administrator the control plane alone uses to mint repository credentials (docs/forges.md "Gitea"): it creates each repository's service users and their tokens. With the password, and `AGENT_GITEA_URL`, Gitea repositories get clone credentials. */
   AGENT_GITEA_ADMIN_USERNAME: optionalString(),
   /** That administrator's password. A secret. */
   AGENT_GITEA_ADMIN_PASSWORD: optionalString(),
@@ -388,10 +408,12 @@ const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
     const value = s[name];
     if (value !== undefined && Buffer.byteLength(value) < 32) ctx.addIssue({ code: 'custom', path: [name], message: 'must be at least 32 bytes' });
   }
-  if (s.AGENT_GITEA_URL !== undefined) {
-    for (const key of ['AGENT_GITEA_ADMIN_USERNAME', 'AGENT_GITEA_ADMIN_PASSWORD'] as const) {
-      if (!s[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required when AGENT_GITEA_URL is set` });
-    }
+  if (Boolean(s.AGENT_GITEA_ADMIN_USERNAME) !== Boolean(s.AGENT_GITEA_ADMIN_PASSWORD)) {
+    const missing = s.AGENT_GITEA_ADMIN_USERNAME ? 'AGENT_GITEA_ADMIN_PASSWORD' : 'AGENT_GITEA_ADMIN_USERNAME';
+    ctx.addIssue({ code: 'custom', path: [missing], message: 'the Gitea administrator needs both AGENT_GITEA_ADMIN_USERNAME and AGENT_GITEA_ADMIN_PASSWORD' });
+  }
+  if (s.AGENT_GITEA_ADMIN_USERNAME && !s.AGENT_GITEA_URL) {
+    ctx.addIssue({ code: 'custom', path: ['AGENT_GITEA_URL'], message: 'is required with the Gitea administrator (AGENT_GITEA_ADMIN_USERNAME)' });
   }
   if (s.OBJECT_STORE_BACKEND === 's3') {
     for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {
@@ -408,7 +430,8 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 /** Variables whose values are secrets: never echoed in errors or logs. */
 export const secretVariableNames: ReadonlySet<string> = new Set([
   'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
-  'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY', 'AGENT_GITEA_ADMIN_PASSWORD',
+  'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
+  'AGENT_GITHUB_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_ADMIN_PASSWORD',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */

@@ -27,6 +27,7 @@ import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
 import { nativeQuestionsRouter } from './native-questions';
 import { workspaceArchiveRouter } from './workspace-archive';
+import { sourceControlRouter } from './source-control';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -55,5 +56,6 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     agentEventsRouter(deps),
     nativeQuestionsRouter(deps),
     workspaceArchiveRouter(deps),
+    sourceControlRouter(deps),
   ];
 }
