@@ -125,16 +125,27 @@ export class GiteaForge implements Forge {
     const user = this.serviceUser(repo, access);
     await this.ensureServiceUser(user);
     await this.call('PUT', `${this.repoPath(repo)}/collaborators/${user}`, { permission: access });
-    const nowSec = Math.floor(this.now() / 1000);
-    const tokens = await this.call('GET', `/users/${user}/tokens?limit=50`, undefined, tokenListSchema);
-    for (const old of tokens) {
-      const ends = Number(TOKEN_NAME.exec(old.name)?.[1] ?? 0);
-      if (ends <= nowSec) await this.call('DELETE', `/users/${user}/tokens/${old.id}`);
-    }
+    await this.pruneEnded(user);
     const expiresAt = new Date(this.now() + (this.options.tokenTtlMs ?? 3600_000));
     const name = `agent-${String(Math.ceil(expiresAt.getTime() / 1000)).padStart(10, '0')}-${randomBytes(4).toString('hex')}`;
     const made = await this.call('POST', `/users/${user}/tokens`, { name, scopes: [access === 'read' ? 'read:repository' : 'write:repository'] }, tokenSchema);
     return { token: made.sha1, expiresAt };
+  }
+
+  /** Deletes the service user's tokens whose end has passed (a concurrent mint may have deleted one first). */
+  private async pruneEnded(user: string): Promise<void> {
+    const nowSec = Math.floor(this.now() / 1000);
+    const ended: number[] = [];
+    for (let page = 1; page <= 20; page += 1) {
+      const tokens = await this.call('GET', `/users/${user}/tokens?limit=50&page=${page}`, undefined, tokenListSchema);
+      for (const token of tokens) if (Number(TOKEN_NAME.exec(token.name)?.[1] ?? 0) <= nowSec) ended.push(token.id);
+      if (tokens.length < 50) break;
+    }
+    for (const id of ended) {
+      await this.call('DELETE', `/users/${user}/tokens/${id}`).catch((err: unknown) => {
+        if (!(err instanceof ForgeError && err.failure === 'not_found')) throw err;
+      });
+    }
   }
 
   /** `<prefix>-r-<hash>` / `<prefix>-w-<hash>`: one reader and one writer per repository (lower-cased name). */

@@ -101,6 +101,24 @@ describe('Gitea adapter: token scoping and drafts', function () {
     assert.equal(opened.url, stored.html_url);
   });
 
+  it('mints concurrently for a repository it has never seen (service users created once), and every token clones', async () => {
+    const owner = await createGiteaUser();
+    const fresh = await createGiteaRepo(owner.username, undefined, { private: true });
+    const named = { owner: fresh.owner, name: fresh.name };
+    const tokens = await Promise.all([h.forge.cloneToken(named), h.forge.cloneToken(named), h.forge.repoToken(named), h.forge.repoToken(named)]);
+    for (const token of tokens) await gitWithHeader(h.work, ['ls-remote', h.forge.gitUrl(named)], h.forge.gitAuthHeader(token));
+    const collaborators = await giteaApi<Array<{ login: string }>>('GET', `/repos/${fresh.owner}/${fresh.name}/collaborators`);
+    assert.equal(collaborators.filter((c) => /^agent-[rw]-/.test(c.login)).length, 2, JSON.stringify(collaborators));
+  });
+
+  it('deletes a service user\'s ended tokens at the next mint', async () => {
+    const early = new GiteaForge({ baseUrl: (await testGitea()).url, admin: (await testGitea()).admin, tokenTtlMs: 1000, now: () => Date.now() - 10_000 });
+    const ended = await early.cloneToken(h.repo);
+    await gitWithHeader(h.work, ['ls-remote', h.forge.gitUrl(h.repo)], h.forge.gitAuthHeader(ended));
+    await h.forge.cloneToken(h.repo);
+    await assert.rejects(gitWithHeader(h.work, ['ls-remote', h.forge.gitUrl(h.repo)], h.forge.gitAuthHeader(ended)), 'an ended token is deleted by the next mint');
+  });
+
   it('says a repository that does not exist is not found', async () => {
     const missing = { owner: h.repo.owner, name: 'no-such-repository' };
     await assert.rejects(h.forge.defaultBranch(missing), (err: Error & { failure?: string }) => err.failure === 'not_found');
