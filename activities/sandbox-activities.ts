@@ -162,7 +162,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
             ...(input.baseRef !== undefined ? { baseRef: input.baseRef } : {}),
             ...(input.baseSha !== undefined ? { baseSha: input.baseSha } : {}),
             ...(input.repositoryMaxBytes !== undefined ? { maxBytes: input.repositoryMaxBytes } : {}),
-            ...await credentialFor(deps, { attemptId: input.attemptId, repo: input.repo }),
+            ...credentialFor(deps, { attemptId: input.attemptId, repo: input.repo }),
           });
         return { containerId: ensured.containerId, containerName: ensured.containerName, baseSha: base.baseSha };
       }));
@@ -244,9 +244,10 @@ function groupOf(input: ExactContainer): string {
   return input.containerName.replace(/^sbx-/, '');
 }
 
-async function credentialFor(deps: SandboxActivityDeps, input: { attemptId: string; repo: string }): Promise<{ cloneCredential?: string }> {
-  const credential = deps.cloneCredential ? await deps.cloneCredential(input) : undefined;
-  return credential ? { cloneCredential: credential } : {};
+/** The clone credential's lookup, run only when the workspace is cloned (never for a reused one). */
+function credentialFor(deps: SandboxActivityDeps, input: { attemptId: string; repo: string }): { lookUpCredential?: () => Promise<string | undefined> } {
+  const lookUp = deps.cloneCredential;
+  return lookUp ? { lookUpCredential: () => lookUp(input) } : {};
 }
 
 export type SandboxActivities = ReturnType<typeof createSandboxActivities>;
