@@ -19,6 +19,7 @@ import { GiteaForge } from '../../../activities/forge/gitea-forge';
 import { repoCredentialsOf } from '../../../activities/forge/forges';
 import { createSandboxActivities, type PrepareSandboxInput, type PrepareSandboxResult } from '../../../activities/sandbox-activities';
 import { enrollHost } from '../../../agent/hosts/host-registry';
+import { AppError } from '../../../lib/errors';
 import { createAttempt, createTurn } from '../../support/agent-records';
 import { insertOwner, insertResidency } from '../../support/agent-grants';
 import { startTestApi, type TestApi } from '../../support/api';
@@ -139,5 +140,23 @@ describe('repository credentials on the host (API + Gitea + Docker)', function (
 
     const without = await new HostApiClient({ apiUrl: noScm.url, hostId: host.hostId, credential: host.credential }).attemptContext(attemptId);
     assert.equal(without.env.SCM_TOKEN, undefined);
+  });
+
+  it('runs the turn without SCM_TOKEN, logged, when the forge cannot mint it; a stale attempt still gets 409', async () => {
+    const failing = await startTestApi({
+      db: t.db,
+      repoCredentials: { cloneToken: () => Promise.resolve(undefined), repoToken: () => Promise.reject(new AppError('service_unavailable', 'The repository\'s forge is unavailable: Gitea did not answer')) },
+    });
+    try {
+      const client = new HostApiClient({ apiUrl: failing.url, hostId: host.hostId, credential: host.credential });
+      const context = await client.attemptContext(attemptId);
+      assert.equal(context.env.SCM_TOKEN, undefined);
+      assert.equal(context.attempt_id, attemptId);
+      assert.ok(failing.logs.lines.some((l) => l.event === 'agent_scm_token_unavailable' && l.attempt_id === attemptId), JSON.stringify(failing.logs.lines));
+      const stale = new HostApiClient({ apiUrl: failing.url, hostId: other.hostId, credential: other.credential });
+      await assert.rejects(stale.attemptContext(attemptId), AttemptNotCurrentError);
+    } finally {
+      await failing.close();
+    }
   });
 });
