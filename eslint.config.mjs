@@ -78,6 +78,18 @@ export default tseslint.config(
     'activities/**/*.ts': { forbid: ['gateway', 'api', 'workers', 'ops', 'bench', 'test'], workflowNames: true, why: 'activities are adapters over the agent domain: import agent/, lib/ and workflow definitions' },
   }),
   {
+    // The API's composition root builds the forge adapters (activities/forge/) it mints repository
+    // credentials with; the rest of api/ sees them only through agent/source/ (docs/architecture.md).
+    files: ['api/main.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [
+        { regex: '^(\\.\\./)+(gateway|workers|ops|bench|test)(/|$)', message: 'Layering: api/main.ts composes the API from agent/, lib/ and the forge adapters only (docs/architecture.md).' },
+        { regex: '^(\\.\\./)+activities(/(?!forge/).*)?$', message: 'Layering: of activities/, api/main.ts may import the forge adapters only (docs/architecture.md).' },
+        { regex: '^(\\.\\./)+workflows(/(?!definitions(/|$)).*)?$', message: 'Layering: take workflow names from workflows/definitions/* (docs/architecture.md).', allowTypeImports: true },
+      ] }],
+    },
+  },
+  {
     // Test files and dev scripts may print.
     files: ['test/**/*.ts', 'ops/**/*.ts', 'bench/**/*.ts'],
     rules: { 'no-console': 'off' },

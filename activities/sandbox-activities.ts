@@ -36,8 +36,11 @@ export interface SandboxActivityDeps {
   limits?: SandboxLimits;
   /** Object store the workspace archives go to. */
   objectStore?: ObjectStore;
-  /** The read-only clone credential of a repository, if one is needed (looked up on the host). */
-  cloneCredential?: (repo: string) => Promise<string | undefined>;
+  /**
+   * The read-only clone credential of the attempt's repository, if one is needed: the host runner
+   * asks the control-plane API for it (fenced to the attempt leased to this host; docs/forges.md).
+   */
+  cloneCredential?: (input: { attemptId: string; repo: string }) => Promise<string | undefined>;
   /** Extra labels on created containers (tests mark theirs). */
   sandboxLabels?: Record<string, string>;
   /** Where archives are spooled before upload and after download (default `<tmpdir>/agent-archive-spool`). */
@@ -159,7 +162,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
             ...(input.baseRef !== undefined ? { baseRef: input.baseRef } : {}),
             ...(input.baseSha !== undefined ? { baseSha: input.baseSha } : {}),
             ...(input.repositoryMaxBytes !== undefined ? { maxBytes: input.repositoryMaxBytes } : {}),
-            ...await credentialFor(deps, input.repo),
+            ...credentialFor(deps, { attemptId: input.attemptId, repo: input.repo }),
           });
         return { containerId: ensured.containerId, containerName: ensured.containerName, baseSha: base.baseSha };
       }));
@@ -241,9 +244,10 @@ function groupOf(input: ExactContainer): string {
   return input.containerName.replace(/^sbx-/, '');
 }
 
-async function credentialFor(deps: SandboxActivityDeps, repo: string): Promise<{ cloneCredential?: string }> {
-  const credential = deps.cloneCredential ? await deps.cloneCredential(repo) : undefined;
-  return credential ? { cloneCredential: credential } : {};
+/** The clone credential's lookup, run only when the workspace is cloned (never for a reused one). */
+function credentialFor(deps: SandboxActivityDeps, input: { attemptId: string; repo: string }): { lookUpCredential?: () => Promise<string | undefined> } {
+  const lookUp = deps.cloneCredential;
+  return lookUp ? { lookUpCredential: () => lookUp(input) } : {};
 }
 
 export type SandboxActivities = ReturnType<typeof createSandboxActivities>;

@@ -16,6 +16,7 @@ import type { ObjectStore } from '../lib/object-store';
 import { apiRouters } from './routes';
 import type { EventNotifier } from '../agent/events/event-notifier';
 import type { AgentSettings } from '../agent/settings/settings-sync';
+import type { RepoCredentials } from '../agent/source/repo-credentials';
 
 export interface ApiDeps {
   log: Logger;
@@ -35,6 +36,8 @@ export interface ApiDeps {
   events?: EventNotifier;
   /** Where host runners leave workspace archives for download (absent: downloads answer 503). */
   objectStore?: ObjectStore;
+  /** Mints repository credentials through the configured forges (absent: no forge; clones go without a credential). */
+  repoCredentials?: RepoCredentials;
 }
 
 /** The control-plane API's Koa app with its route table (every route and what it requires). */

@@ -12,6 +12,9 @@ import { accessTokensFrom } from '../lib/identity/access-tokens';
 import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { openObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
+import { SourceControlApp } from '../agent/jobs/source-control-app';
+// The composition root may build the forge adapters (docs/architecture.md: the one exception).
+import { forgesFromSettings, repoCredentialsOf } from '../activities/forge/forges';
 import { createEventNotifier } from '../agent/events/event-notifier';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 
@@ -30,8 +33,12 @@ async function main(): Promise<void> {
     : undefined;
   const events = createEventNotifier({ connection: { connectionString: settings.DATABASE_URL }, log });
   const objectStore = await openObjectStore(settings);
+  // Repository credentials (docs/forges.md): repo tokens (SCM_TOKEN) only with the source-control app configured.
+  const sourceControl = new SourceControlApp(settings, log);
+  const forges = forgesFromSettings(settings, () => sourceControl.current());
+  const repoCredentials = repoCredentialsOf(forges, { repoTokens: sourceControl.current().state !== 'not_configured' });
   const app = createApiApp({
-    log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore,
+    log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore, repoCredentials,
     ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });

@@ -320,11 +320,11 @@ export const settingsShape = {
   AGENT_GITHUB_OAUTH_CLIENT_SECRET: optionalString(),
   /** Where GitHub sends the owner back after consent: the web page that posts `code` and `state` to the callback route; must match the app's callback URL. */
   AGENT_GITHUB_OAUTH_REDIRECT_URL: optionalUrl(),
-  /** GitHub's web origin (authorize and token endpoints). Default `https://github.com`; tests point it at loopback. */
+  /** GitHub's web origin (authorize and token endpoints; job `repo` URLs under it are the app's repositories: docs/forges.md). Default `https://github.com`; tests point it at loopback. */
   AGENT_GITHUB_WEB_URL: z.string().url().default('https://github.com'),
-  /** GitHub's REST API base URL. Default `https://api.github.com`; tests point it at loopback. */
+  /** GitHub's REST API base URL (OAuth linking and the source-control app's forge adapter: docs/forges.md). Default `https://api.github.com`; tests point it at loopback. */
   AGENT_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
-  /** Base URL of the Gitea forge offered as the second provider (e.g. `https://git.example.com`); unset: no `gitea` provider. */
+  /** Base URL of the Gitea forge (e.g. `https://git.example.com`): offered as the second provider, and job `repo` URLs under it are its repositories (docs/forges.md); unset: no `gitea` provider, no Gitea credentials. */
   AGENT_GITEA_URL: optionalUrl(),
   /** OAuth2 client id of the Gitea application owners link through (PKCE S256). */
   AGENT_GITEA_OAUTH_CLIENT_ID: optionalString(),
@@ -336,6 +336,14 @@ export const settingsShape = {
   AGENT_SOURCE_CONTROL_GRANTS_MAX_AGE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
   /** Deadline of one call to a source-control provider (token endpoint, user, repositories), milliseconds. Default 10000. */
   AGENT_SOURCE_CONTROL_HTTP_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** A Gitea site administrator the control plane alone uses to mint repository credentials (docs/forges.md "Gitea"): it creates each repository's service users and their tokens. With the password, and `AGENT_GITEA_URL`, Gitea repositories get clone credentials. */
+  AGENT_GITEA_ADMIN_USERNAME: optionalString(),
+  /** That administrator's password. A secret. */
+  AGENT_GITEA_ADMIN_PASSWORD: optionalString(),
+  /** Prefix of the per-repository service users' names on Gitea (`<prefix>-r-<hash>`, `<prefix>-w-<hash>`). Default `agent`. */
+  AGENT_GITEA_SERVICE_USER_PREFIX: z.string().regex(/^[a-z][a-z0-9-]{0,15}$/).default('agent'),
+  /** The work-in-progress title prefix the Gitea is configured with (`WORK_IN_PROGRESS_PREFIXES`): drafts are made with it. Default `WIP:`. */
+  AGENT_GITEA_DRAFT_PREFIX: z.string().min(1).max(32).default('WIP:'),
   /**
    * Agent driver of new jobs: `builtin` (tool loop against the gateway), `codex` (Codex CLI) or
    * `claude-code` (Claude Code) in the container through the model relay, or `cli` (the configured
@@ -402,6 +410,13 @@ const settingsSchema = z.object(settingsShape).superRefine((s, ctx) => {
     const value = s[name];
     if (value !== undefined && Buffer.byteLength(value) < 32) ctx.addIssue({ code: 'custom', path: [name], message: 'must be at least 32 bytes' });
   }
+  if (Boolean(s.AGENT_GITEA_ADMIN_USERNAME) !== Boolean(s.AGENT_GITEA_ADMIN_PASSWORD)) {
+    const missing = s.AGENT_GITEA_ADMIN_USERNAME ? 'AGENT_GITEA_ADMIN_PASSWORD' : 'AGENT_GITEA_ADMIN_USERNAME';
+    ctx.addIssue({ code: 'custom', path: [missing], message: 'the Gitea administrator needs both AGENT_GITEA_ADMIN_USERNAME and AGENT_GITEA_ADMIN_PASSWORD' });
+  }
+  if (s.AGENT_GITEA_ADMIN_USERNAME && !s.AGENT_GITEA_URL) {
+    ctx.addIssue({ code: 'custom', path: ['AGENT_GITEA_URL'], message: 'is required with the Gitea administrator (AGENT_GITEA_ADMIN_USERNAME)' });
+  }
   if (s.OBJECT_STORE_BACKEND === 's3') {
     for (const key of ['S3_ENDPOINT', 'S3_BUCKET'] as const) {
       if (!s[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required when OBJECT_STORE_BACKEND=s3` });
@@ -418,7 +433,7 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 export const secretVariableNames: ReadonlySet<string> = new Set([
   'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
   'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
-  'AGENT_GITHUB_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_OAUTH_CLIENT_SECRET',
+  'AGENT_GITHUB_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_ADMIN_PASSWORD',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */

@@ -50,6 +50,7 @@ async function main(): Promise<void> {
   const preflight = createPreflightLoop({ docker, image: settings.AGENT_SANDBOX_IMAGE, runtimes, hostId, log });
   await preflight.runNow();
   preflight.start(settings.AGENT_PREFLIGHT_SECONDS * 1000);
+  const hostApi = new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL });
   const connection = await connectWorker(settings);
   const taskQueue = hostTaskQueue(hostId);
   const worker = await Worker.create({
@@ -67,8 +68,10 @@ async function main(): Promise<void> {
       archiveMemorySpoolBytes: settings.AGENT_ARCHIVE_MEMORY_SPOOL_MIB * 1024 * 1024,
       runtimes,
       onRuntimeFailure: () => void preflight.runNow().catch(() => undefined),
+      // The read-only clone credential, asked of the API for the attempt being prepared (docs/forges.md).
+      cloneCredential: ({ attemptId }) => hostApi.cloneCredential(attemptId),
       turns: {
-        api: new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL }),
+        api: hostApi,
         apiUrl: settings.AGENT_API_URL, credential: settings.AGENT_HOST_CREDENTIAL, gatewayUrl: settings.AGENT_GATEWAY_URL, settings,
         relayRoot: relayRoot(settings.AGENT_RELAY_DIR),
       },

@@ -72,6 +72,15 @@ export class HostApiClient {
     return this.fenced(attemptId, this.http.call(hostApi.attemptGrant, { params: { hostId: this.options.hostId, attemptId }, body: {} }));
   }
 
+  /**
+   * The read-only clone credential of the attempt's repository (undefined: none is needed or
+   * served). For the runner's git only, through the environment of each fetch; never logged or stored.
+   */
+  async cloneCredential(attemptId: string): Promise<string | undefined> {
+    const answer = await this.fenced(attemptId, this.http.call(hostApi.attemptCloneCredential, { params: { hostId: this.options.hostId, attemptId }, body: {} }));
+    return answer.token ?? undefined;
+  }
+
   /** Where the owner's answer to the attempt's question stands. */
   questionState(attemptId: string, requestId: string): Promise<QuestionState> {
     return this.fenced(attemptId, this.http.call(hostApi.attemptQuestion, { params: { hostId: this.options.hostId, attemptId, requestId } }));

@@ -3,7 +3,8 @@
  * copies the checkout into `/workspace` and gives it to the member. The read-only clone credential
  * goes to git through the environment of each fetch (`GIT_CONFIG_*` → `http.extraHeader`), so it
  * is never on a command line, in the checkout's `.git/config` or in any file, and it is scrubbed
- * from error messages. Accepted repository strings: `https://…` and `file://…` URLs.
+ * from error messages. Accepted repository strings: `https://…` and `file://…` URLs, and `http://…`
+ * to a loopback host only (a forge on this machine, as in the tests: docs/forges.md).
  */
 import { execFile } from 'node:child_process';
 import { createReadStream } from 'node:fs';
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { execInContainer, extractTarInContainer } from './container-exec';
+import { tokenBasicAuth, transportAllowed } from '../forge/repo-url';
 
 const execFileAsync = promisify(execFile);
 
@@ -62,7 +64,7 @@ export function validateCloneInput(input: Pick<CloneInput, 'repo' | 'baseRef' | 
   } catch {
     throw new UnsupportedRepoError(`Unsupported repository ${JSON.stringify(input.repo)}: give an https:// or file:// URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'file:') {
+  if (url.protocol !== 'file:' && !transportAllowed(url)) {
     throw new UnsupportedRepoError(`Unsupported repository scheme "${url.protocol.replace(/:$/, '')}": give an https:// or file:// URL`);
   }
   if (url.username || url.password) throw new UnsupportedRepoError('Repository URLs must not carry credentials');
@@ -120,7 +122,8 @@ type GitRunner = (args: string[], options?: { credential?: boolean }) => Promise
 
 /** Runs git in `dir`; the credential, when asked for, only in that command's environment. */
 function gitRunner(dir: string, credential: string | undefined): GitRunner {
-  const header = credential ? `Authorization: Basic ${Buffer.from(`x-access-token:${credential}`).toString('base64')}` : undefined;
+  // The header every forge adapter's `gitAuthHeader` gives (docs/forges.md): the token as the basic password.
+  const header = credential ? `Authorization: ${tokenBasicAuth(credential)}` : undefined;
   const scrub = (text: string): string => {
     let out = text;
     for (const secret of [credential, header, header?.slice('Authorization: Basic '.length)]) {

@@ -14,7 +14,11 @@ import { cloneIntoWorkspace, validateCloneInput } from './workspace-clone';
 
 export type WorkspaceInput =
   | { uid: number; repo: null }
-  | { uid: number; repo: string; baseRef?: string; baseSha?: string; cloneCredential?: string; maxBytes?: number };
+  | {
+    uid: number; repo: string; baseRef?: string; baseSha?: string; cloneCredential?: string; maxBytes?: number;
+    /** Looks the clone credential up only when a clone happens (an initialized workspace needs none, so a forge that is down does not matter then). */
+    lookUpCredential?: () => Promise<string | undefined>;
+  };
 
 export interface WorkspaceBase {
   baseSha: string;
@@ -62,11 +66,17 @@ export async function initWorkspace(docker: Docker, containerName: string, input
   if (emptied.exitCode !== 0) throw new Error(`Cannot prepare ${WORKSPACE_DIR}: ${emptied.stderr.trim()}`);
   const baseSha = input.repo === null
     ? await initTemporaryWorkspace(docker, containerName, uid)
-    : await cloneIntoWorkspace(docker, containerName, input);
+    : await cloneIntoWorkspace(docker, containerName, await withCredential(input));
   const record = JSON.stringify({ baseSha, repo: input.repo === null ? null : redactedRepo(input.repo) });
   const saved = await rootSh(docker, containerName, `mkdir -p "$(dirname ${WORKSPACE_RECORD})" && printf '%s' "$1" > ${WORKSPACE_RECORD}`, [record]);
   if (saved.exitCode !== 0) throw new Error(`Cannot record the workspace base: ${saved.stderr.trim()}`);
   return { baseSha };
+}
+
+async function withCredential<T extends { cloneCredential?: string; lookUpCredential?: () => Promise<string | undefined> }>(input: T): Promise<T> {
+  if (input.cloneCredential !== undefined || !input.lookUpCredential) return input;
+  const credential = await input.lookUpCredential();
+  return credential ? { ...input, cloneCredential: credential } : input;
 }
 
 async function initTemporaryWorkspace(docker: Docker, containerName: string, uid: number): Promise<string> {

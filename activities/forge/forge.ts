@@ -55,3 +55,19 @@ export interface Forge {
   /** Opens a draft pull request from `head` into `base`. */
   openDraftPullRequest(repo: ForgeRepo, input: OpenDraftInput): Promise<ForgePullRequest>;
 }
+
+/**
+ * Why a forge call failed, for the caller's decision: `refused` (the forge said no: 401/403/422),
+ * `not_found` (no such repository, installation or branch), `unavailable` (network, timeout, 5xx,
+ * 429; worth a retry), `bad_answer` (an oversized, malformed or unexpected answer). The message
+ * never holds a credential and never more than a bounded excerpt of what the forge said.
+ */
+export type ForgeFailure = 'refused' | 'not_found' | 'unavailable' | 'bad_answer';
+
+/** A failed forge call (see {@link ForgeFailure}); `status` is the forge's HTTP status when it answered. */
+export class ForgeError extends Error {
+  constructor(readonly failure: ForgeFailure, message: string, readonly status?: number) {
+    super(message);
+    this.name = 'ForgeError';
+  }
+}

@@ -1,7 +1,7 @@
 /**
  * The control-plane API a host runner calls with its own credential (`ahc_…`; spec 3.5, 5.3-5.5;
  * docs/agent-hosts.md): the heartbeat, an admitted attempt's context, the attempt's inference
- * grant, its driver's events, and the host's container inventory. Served by
+ * grant and its repository's clone credential, its driver's events, and the host's container inventory. Served by
  * api/routes/{hosts,host-attempts,grants,agent-events,host-inventory}.ts,
  * called by workers/host-heartbeat.ts, activities/agent/host-api-client.ts and
  * activities/agent/api-event-sink.ts through lib/http/internal-client.ts. The attempt routes
@@ -104,6 +104,25 @@ export const attemptGrant = defineEndpoint({
     token: z.string(),
     expires_at: z.string(),
     model: z.string(),
+  }),
+});
+
+/**
+ * `POST /v1/agent/hosts/:hostId/attempts/:attemptId/clone-credential`: the read-only clone
+ * credential of the job's repository, minted by the forge that serves it (docs/forges.md), for
+ * the attempt currently leased to this host only (409 otherwise). `token` is null when the job
+ * has no repository or no configured forge serves it. The runner passes it to git through the
+ * environment of each fetch and never writes it down. The body is not read.
+ */
+export const attemptCloneCredential = defineEndpoint({
+  name: 'attempt clone credential',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/clone-credential',
+  request: z.object({}),
+  response: z.object({
+    /** Never logged. */
+    token: z.string().min(1).max(4096).nullable(),
+    expires_at: z.string().nullable(),
   }),
 });
 
@@ -299,4 +318,4 @@ export const hostInventory = defineEndpoint({
 });
 
 /** Every endpoint of the host runner's API. */
-export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptEvents, attemptQuestion, attemptQuestionExpire, attemptPatch, hostInventory] as const;
+export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptCloneCredential, attemptEvents, attemptQuestion, attemptQuestionExpire, attemptPatch, hostInventory] as const;

@@ -65,24 +65,26 @@ describe('sandbox host activities', () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('clones the repository with the credential the host looks up, and reuses the sandbox afterwards', async () => {
+  it('clones the repository with the credential the host looks up, and reuses the sandbox afterwards without one', async () => {
     const asked: string[] = [];
-    const cloneCredential = (repo: string) => {
-      asked.push(repo);
+    const cloneCredential = (asking: { attemptId: string; repo: string }) => {
+      asked.push(`${asking.attemptId} ${asking.repo}`);
       return Promise.resolve('ghs_hostSideCredential');
     };
     const repo = `file://${bare}`;
     const first = await prepare({ cloneCredential }, input('repo', { repo }));
-    assert.deepEqual(asked, [repo]);
+    assert.deepEqual(asked, [`att_1 ${repo}`], 'the host asks for the credential of the attempt it prepares');
     const sandbox = new DockerSandbox(docker(), first.containerName, 1001);
     assert.equal(await sandbox.readFile('app.txt', 100), 'app\n');
     const head = await sandbox.exec(['git', 'rev-parse', 'HEAD'], { timeoutMs: 20_000, maxOutputBytes: 1000 });
     assert.equal(head.stdout.trim(), first.baseSha);
-    const second = await prepare({ cloneCredential }, input('repo', { repo, attemptId: 'att_2' }));
+    // The workspace exists: the next attempt clones nothing, so a forge that is down does not fail it.
+    const forgeDown = () => Promise.reject(new Error('the forge is unavailable'));
+    const second = await prepare({ cloneCredential: forgeDown }, input('repo', { repo, attemptId: 'att_2' }));
     assert.deepEqual(second, first);
     const temporary = await prepare({ cloneCredential }, input('tmp'));
     assert.equal(temporary.baseSha, TEMPORARY_WORKSPACE_SHA);
-    assert.deepEqual(asked, [repo, repo], 'a temporary workspace asks for no credential');
+    assert.deepEqual(asked, [`att_1 ${repo}`], 'a temporary workspace asks for no credential');
   });
 
   it('prepares a group once when two attempts on one host runner race', async () => {

@@ -34,6 +34,7 @@ export interface TestApiOptions {
   temporalReachable?: () => Promise<boolean>;
   objectStore?: ApiDeps['objectStore'];
   grants?: ApiDeps['grants'];
+  repoCredentials?: ApiDeps['repoCredentials'];
 }
 
 export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
@@ -53,6 +54,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     temporalReachable: options.temporalReachable ?? (() => Promise.resolve(true)),
     ...(options.objectStore ? { objectStore: options.objectStore } : {}),
     ...(options.grants ? { grants: options.grants } : {}),
+    ...(options.repoCredentials ? { repoCredentials: options.repoCredentials } : {}),
   };
   const app = createApiApp(deps);
   const serving: Serving = await serve(app, { host: '127.0.0.1', port: 0 });

@@ -28,10 +28,11 @@ describe('sandbox names and paths', () => {
     assert.throws(() => sandboxPath('a\0b'), SandboxFileError);
   });
 
-  it('accepts https:// and file:// repositories only, without credentials in the URL', () => {
+  it('accepts https:// and file:// repositories (http:// to a loopback host only), without credentials in the URL', () => {
     assert.equal(validateCloneInput({ repo: 'https://example.com/o/r.git' }), 'https://example.com/o/r.git');
+    assert.equal(validateCloneInput({ repo: 'http://127.0.0.1:3000/o/r.git' }), 'http://127.0.0.1:3000/o/r.git');
     assert.equal(validateCloneInput({ repo: 'file:///srv/git/r.git', baseRef: 'release/1.x', baseSha: 'abc1234' }), 'file:///srv/git/r.git');
-    for (const repo of ['owner/name', 'git@example.com:o/r.git', 'ssh://example.com/o/r', 'http://example.com/o/r', 'https://u:p@example.com/o/r']) {
+    for (const repo of ['owner/name', 'git@example.com:o/r.git', 'ssh://example.com/o/r', 'http://example.com/o/r', 'http://10.0.0.1/o/r', 'https://u:p@example.com/o/r']) {
       assert.throws(() => validateCloneInput({ repo }), UnsupportedRepoError, repo);
     }
     assert.throws(() => validateCloneInput({ repo: 'https://example.com/r', baseRef: '--upload-pack=x' }), UnsupportedRepoError);

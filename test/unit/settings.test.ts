@@ -64,4 +64,15 @@ describe('settings schema', () => {
       return true;
     });
   });
+  it('takes the Gitea administrator whole, with AGENT_GITEA_URL, and never echoes its password', () => {
+    assert.throws(() => loadSettings({ AGENT_GITEA_URL: 'https://git.example.com', AGENT_GITEA_ADMIN_PASSWORD: 'hunter2-very-secret' }), (err: unknown) =>
+      err instanceof SettingsError && err.message.includes('AGENT_GITEA_ADMIN_USERNAME') && !err.message.includes('hunter2'));
+    assert.throws(() => loadSettings({ AGENT_GITEA_ADMIN_USERNAME: 'bot', AGENT_GITEA_ADMIN_PASSWORD: 'pw' }), (err: unknown) =>
+      err instanceof SettingsError && err.message.includes('AGENT_GITEA_URL'));
+    // Gitea for OAuth linking only (no administrator) is a valid configuration.
+    assert.equal(loadSettings({ AGENT_GITEA_URL: 'https://git.example.com' }).AGENT_GITEA_ADMIN_USERNAME, undefined);
+    const ok = loadSettings({ AGENT_GITEA_URL: 'https://git.example.com', AGENT_GITEA_ADMIN_USERNAME: 'bot', AGENT_GITEA_ADMIN_PASSWORD: 'pw' });
+    assert.equal(ok.AGENT_GITEA_DRAFT_PREFIX, 'WIP:');
+    assert.equal(ok.AGENT_GITHUB_API_URL, 'https://api.github.com');
+  });
 });
