@@ -14,7 +14,7 @@ import {
   EARLIER_PUBLISH_POLL_SECONDS, EARLIER_PUBLISH_WAIT_SECONDS, PublishFailureType, type PublishOutcome, type PublishWorkflowInput,
 } from './definitions/publish';
 
-const NON_RETRYABLE = [PublishFailureType.gateRefused, PublishFailureType.unsupportedRepo];
+const NON_RETRYABLE = [PublishFailureType.gateRefused, PublishFailureType.unsupportedRepo, PublishFailureType.forgeRefused];
 
 /** Reads and settles PostgreSQL state. */
 const state = proxyActivities<PublishActivities>({
@@ -36,6 +36,7 @@ function failureOf(err: unknown): { reason: 'gate_refused' | 'unsupported_repo' 
   const type = cause instanceof ApplicationFailure ? cause.type : undefined;
   if (type === PublishFailureType.gateRefused) return { reason: 'gate_refused', message };
   if (type === PublishFailureType.unsupportedRepo) return { reason: 'unsupported_repo', message };
+  if (type === PublishFailureType.forgeRefused) return { reason: 'forge_error', message: `The forge refused to publish the turn: ${message}` };
   return { reason: 'forge_error', message: `Publishing the turn failed: ${message}` };
 }
 

@@ -15,7 +15,7 @@ import {
   branchOf, earlierPublishPending, publishContext, recordPublished, recordPublishFailed, type PublishContext, type PublishFailureReason,
 } from '../../agent/source/publications';
 import { PublishFailureType } from '../../workflows/definitions/publish';
-import type { Forge, ForgeRepo } from '../forge/forge';
+import { ForgeError, type Forge, type ForgeRepo } from '../forge/forge';
 import { PatchGateError, publishCommit } from '../forge/publish-git';
 
 /** A generated pull-request title, or why there is none (a reason code for the log, never prompt text). */
@@ -36,6 +36,19 @@ export interface PublishActivityDeps {
 }
 
 const DEFAULT_AUTHOR = { name: 'Agent', email: 'agent@agent.invalid' };
+
+/**
+ * A failure of the forge work as the workflow sees it: the gate's refusal and a forge's refusal
+ * (`refused`, `not_found`, `bad_answer`) are not retried; anything else (network, 5xx, a push
+ * refused because the branch moved) is. `secret` is scrubbed from the message.
+ */
+function publishFailure(err: unknown, secret?: string): ApplicationFailure {
+  const raw = err instanceof Error ? err.message : String(err);
+  const message = secret ? raw.split(secret).join('***') : raw;
+  if (err instanceof PatchGateError) return ApplicationFailure.nonRetryable(message, PublishFailureType.gateRefused);
+  if (err instanceof ForgeError && err.failure !== 'unavailable') return ApplicationFailure.nonRetryable(message, PublishFailureType.forgeRefused);
+  return ApplicationFailure.retryable(message, 'PublishForgeFailed');
+}
 
 export function createPublishActivities(deps: PublishActivityDeps) {
   const { db, log } = deps;
@@ -87,10 +100,12 @@ export function createPublishActivities(deps: PublishActivityDeps) {
         throw ApplicationFailure.nonRetryable('The turn has no complete capture to publish', PublishFailureType.gateRefused);
       }
       const branch = branchOf(context.job.job_id);
-      const token = await forge.repoToken(repo);
-      const authHeader = forge.gitAuthHeader(token);
       const beat = setInterval(() => Context.current().heartbeat(), 5000);
+      let secret: string | undefined;
       try {
+        const token = await forge.repoToken(repo);
+        secret = token.token;
+        const authHeader = forge.gitAuthHeader(token);
         const turnPrompt = await db('agent_turns').where({ turn_id: input.turnId }).first<{ prompt: string }>('prompt');
         const published = await publishCommit({
           url: forge.gitUrl(repo), authHeader, branch, baseSha: context.job.base_sha, turnId: input.turnId,
@@ -100,9 +115,7 @@ export function createPublishActivities(deps: PublishActivityDeps) {
         log.info({ event: 'agent_turn_commit_pushed', job_id: context.job.job_id, turn_id: input.turnId, commit: published.commitSha, created: published.created }, 'turn commit on the chat branch');
         return { branch, commitSha: published.commitSha };
       } catch (err) {
-        const message = (err as Error).message.split(token.token).join('***');
-        if (err instanceof PatchGateError) throw ApplicationFailure.nonRetryable(message, PublishFailureType.gateRefused);
-        throw ApplicationFailure.retryable(message, 'PublishGitFailed');
+        throw publishFailure(err, secret);
       } finally {
         clearInterval(beat);
       }
@@ -112,16 +125,20 @@ export function createPublishActivities(deps: PublishActivityDeps) {
     async ensurePullRequest(input: { turnId: string; branch: string }): Promise<{ number: number; url: string; draft: boolean }> {
       const context = await load(input.turnId);
       const { forge, repo } = forgeOf(context);
-      const found = await forge.findPullRequest(repo, input.branch);
-      if (found) return { number: found.number, url: found.url, draft: found.draft };
-      const base = context.job.base_ref ?? await forge.defaultBranch(repo);
-      const title = await titleOf(context);
-      const opened = await forge.openDraftPullRequest(repo, {
-        head: input.branch, base, title,
-        body: `Opened by the agent for the chat "${context.job.title}". Each commit is one turn of the chat (trailer \`Agent-Turn\`); the chat adds commits here as it goes on.`,
-      });
-      log.info({ event: 'agent_pull_request_opened', job_id: context.job.job_id, turn_id: input.turnId, number: opened.number }, 'draft pull request opened');
-      return { number: opened.number, url: opened.url, draft: opened.draft };
+      try {
+        const found = await forge.findPullRequest(repo, input.branch);
+        if (found) return { number: found.number, url: found.url, draft: found.draft };
+        const base = context.job.base_ref ?? await forge.defaultBranch(repo);
+        const title = await titleOf(context);
+        const opened = await forge.openDraftPullRequest(repo, {
+          head: input.branch, base, title,
+          body: `Opened by the agent for the chat "${context.job.title}". Each commit is one turn of the chat (trailer \`Agent-Turn\`); the chat adds commits here as it goes on.`,
+        });
+        log.info({ event: 'agent_pull_request_opened', job_id: context.job.job_id, turn_id: input.turnId, number: opened.number }, 'draft pull request opened');
+        return { number: opened.number, url: opened.url, draft: opened.draft };
+      } catch (err) {
+        throw publishFailure(err);
+      }
     },
 
     /** Records the publication (pending → published) with the owner's `pull_request` event. */

@@ -4,7 +4,8 @@
  * **patch gate** (the branch's tree is the patch's start tree; the patch applied to it in a
  * temporary index gives exactly its end tree), commit the end tree with a trailer naming the turn,
  * and push without force. A commit already carrying the turn's trailer on the branch is found and
- * returned instead (a retried activity never commits twice). The repo token reaches git only as an
+ * returned instead (a retried activity never commits twice), and so is a branch whose tree already
+ * is the turn's end tree (the agent pushed its work itself with `SCM_TOKEN`). The repo token reaches git only as an
  * `http.extraHeader` in the environment of the commands that talk to the forge: never on a command
  * line, in a config file or in an error message.
  */
@@ -149,6 +150,8 @@ export async function publishCommit(input: PublishCommitInput): Promise<Publishe
       if (existing) return { commitSha: existing, created: false };
     }
     const branchTree = await git(['rev-parse', `${parent}^{tree}`]);
+    // The branch already holds the turn's result (the agent pushed it itself with SCM_TOKEN): nothing to add.
+    if (tip && branchTree === input.endTree) return { commitSha: tip, created: false };
     if (branchTree !== input.startTree) {
       throw new PatchGateError('start_tree_mismatch', `The branch ${input.branch} is not where the turn started (its tree is ${branchTree.slice(0, 12)}, the turn started from ${input.startTree.slice(0, 12)})`);
     }

@@ -26,6 +26,8 @@ export type PublishOutcome =
 export const PublishFailureType = {
   gateRefused: 'PatchGateRefused',
   unsupportedRepo: 'PublishUnsupportedRepo',
+  /** The forge refused (credential, repository, branch) or answered badly: retrying would not help. */
+  forgeRefused: 'PublishForgeRefused',
 } as const;
 
 /** How long a turn waits for an earlier turn of its chat to be published, in seconds, before it fails. */

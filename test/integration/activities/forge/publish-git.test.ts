@@ -3,7 +3,8 @@
  * activities/forge/publish-git.ts, docs/publisher.md "Publish"): the patch gate (the branch's tree
  * must be the patch's start tree; the patch must give exactly its end tree), one commit per turn
  * carrying the turn's trailer, found again by a retried publish (no second commit), later turns
- * stacked on the branch, the job's base used before the branch exists, and another's commit never overwritten.
+ * stacked on the branch, the job's base used before the branch exists, another's commit never
+ * overwritten, and a branch the agent already brought to the turn's end (SCM_TOKEN) left as it is.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -117,6 +118,22 @@ describe('publisher git work (bare repository over file://)', function () {
     const captured = turn(() => writeFileSync(join(work, 'd.txt'), 'turn 4\n'));
     await assert.rejects(publishCommit(input('turn_four', captured)), (err: unknown) => err instanceof PatchGateError && err.reason === 'start_tree_mismatch');
     assert.equal(branchLog()[0], human, 'the person\'s commit stays the tip');
+  });
+
+  it('a branch that already holds the turn\'s end tree (pushed by the agent with SCM_TOKEN) is taken as the turn\'s commit', async () => {
+    const mirror = join(root, 'agent-side');
+    git(root, ['clone', '-q', '-b', 'agent/job_test', origin, mirror]);
+    const tip = branchLog()[0]!;
+    const startTree = git(mirror, ['rev-parse', 'HEAD^{tree}']);
+    writeFileSync(join(mirror, 'pushed-by-agent.txt'), 'with SCM_TOKEN\n');
+    git(mirror, ['add', '-A']);
+    git(mirror, ['commit', '-q', '-m', 'agent push']);
+    git(mirror, ['push', '-q', 'origin', 'HEAD:agent/job_test']);
+    const pushed = git(mirror, ['rev-parse', 'HEAD']);
+    const endTree = git(mirror, ['rev-parse', 'HEAD^{tree}']);
+    const patch = gitRaw(mirror, ['diff', '--binary', startTree, endTree]);
+    assert.deepEqual(await publishCommit(input('turn_scm', { startTree, endTree, patch })), { commitSha: pushed, created: false });
+    assert.deepEqual(branchLog().slice(0, 2), [pushed, tip], 'no commit added');
   });
 
   it('a forge that cannot be reached is a git error with no credential in it', async () => {
