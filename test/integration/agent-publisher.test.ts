@@ -2,7 +2,8 @@
  * End to end (PostgreSQL, Temporal, Docker, the gateway with a fake LLM upstream, Gitea;
  * docs/publisher.md): a chat on a Gitea repository whose turn writes a file ends with a draft pull
  * request holding exactly that diff, and the owner sees its link in the job view and as a
- * `pull_request` event. The host clones the repository from Gitea's own copy on disk over
+ * `pull_request` event; its next turn adds one commit holding only that turn's change (not the
+ * first turn's file, not an ignored one) to the same pull request. The host clones the repository from Gitea's own copy on disk over
  * `file://` (the host's clone accepts `https://` and `file://`; Gitea here serves plain HTTP on
  * loopback), and the publisher reaches Gitea over HTTP with the repository's write token.
  */
@@ -80,6 +81,28 @@ describe('publishing a chat\'s turn as a draft pull request (end to end, Gitea)'
     assert.deepEqual([events[0]?.payload.url, events[0]?.payload.number, events[0]?.payload.branch, events[0]?.payload.draft], [pr.html_url, pr.number, `agent/${jobId}`, true]);
     const patch = await stack.t.db('agent_turn_patches').where({ job_id: jobId }).first<{ capture_state: string; publish_state: string }>('capture_state', 'publish_state');
     assert.deepEqual(patch, { capture_state: 'captured', publish_state: 'published' });
+  });
+
+  it('the chat\'s next turn adds one commit with only its own change to the same pull request', async () => {
+    const jobId = await stack.t.db('agent_jobs').where({ repo: fileUrl }).first<{ job_id: string }>('job_id').then((r) => r.job_id);
+    stack.upstream.enqueue(
+      { kind: 'tool_call', name: 'bash', arguments: { command: 'echo "Enjoy your stay." >> greeting.txt && echo scratch > notes.log && printf "*.log\\n" > .gitignore' } },
+      { kind: 'json', content: 'Extended the greeting' },
+    );
+    const added = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns`, { prompt: 'Extend the greeting' });
+    assert.equal(added.status, 201, await added.clone().text());
+    const turn2 = await waitFor(async () => {
+      const row = await stack.t.db('agent_turn_patches').where({ job_id: jobId, turn_seq: 2 }).first<{ publish_state: string; commit_sha: string } | undefined>('publish_state', 'commit_sha');
+      return row?.publish_state === 'published' ? row : undefined;
+    }, 'turn 2 published', 180_000);
+    const pulls = await listGiteaPulls(repo.owner, repo.name);
+    assert.equal(pulls.length, 1, 'still one pull request');
+    const commits = await giteaApi<Array<{ sha: string }>>('GET', `/repos/${repo.owner}/${repo.name}/pulls/${pulls[0]!.number}/commits`);
+    assert.equal(commits.length, 2);
+    assert.ok(commits.some((c) => c.sha === turn2.commit_sha), 'turn 2\'s commit is in the pull request');
+    const files = await giteaApi<{ files: Array<{ filename: string }> }>('GET', `/repos/${repo.owner}/${repo.name}/git/commits/${turn2.commit_sha}?files=true`);
+    assert.deepEqual(files.files.map((f) => f.filename).sort(), ['.gitignore', 'greeting.txt'], 'the second commit holds only turn 2\'s change, no ignored file');
+    assert.equal((await stack.t.db('agent_events').where({ job_id: jobId, event_type: 'pull_request' }).count<Array<{ count: string }>>('* as count'))[0]?.count, '2');
   });
 
   it('a chat in a temporary workspace captures nothing and has no pull request', async () => {
