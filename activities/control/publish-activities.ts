@@ -54,7 +54,7 @@ export function createPublishActivities(deps: PublishActivityDeps) {
   const { db, log } = deps;
 
   async function load(turnId: string): Promise<PublishContext> {
-    const context = await publishContext(db, turnId);
+    const context = await publishContext(db, turnId, { withPatch: true });
     if (!context) throw ApplicationFailure.nonRetryable(`Turn ${turnId} has no patch`, PublishFailureType.unsupportedRepo);
     return context;
   }

@@ -32,10 +32,14 @@ export interface PublishContext {
   firstPrompt: string;
 }
 
-/** The patch of `turnId` with its turn's state and its chat; undefined when there is none. */
-export async function publishContext(db: Db, turnId: string): Promise<PublishContext | undefined> {
+/**
+ * The patch of `turnId` with its turn's state and its chat; undefined when there is none. Without
+ * `withPatch` the patch's bytes are not read (`patch` is null): the readiness check polls this.
+ */
+export async function publishContext(db: Db, turnId: string, options: { withPatch?: boolean } = {}): Promise<PublishContext | undefined> {
   const patch = await db('agent_turn_patches').where({ turn_id: turnId }).first<TurnPatch | undefined>(
-    'turn_id', 'attempt_id', 'job_id', 'turn_seq', 'capture_state', 'start_tree', 'end_tree', 'bytes', 'patch', 'publish_state', 'publish_error', 'commit_sha');
+    'turn_id', 'attempt_id', 'job_id', 'turn_seq', 'capture_state', 'start_tree', 'end_tree', 'bytes', options.withPatch ? 'patch' : db.raw('null as patch'),
+    'publish_state', 'publish_error', 'commit_sha');
   if (!patch) return undefined;
   const turn = await db('agent_turns').where({ turn_id: turnId }).first<{ state: string }>('state');
   const job = await db('agent_jobs').where({ job_id: patch.job_id })
