@@ -16,6 +16,7 @@ import type { ObjectStore } from '../lib/object-store';
 import { apiRouters } from './routes';
 import type { EventNotifier } from '../agent/events/event-notifier';
 import type { AgentSettings } from '../agent/settings/settings-sync';
+import { McpSessionPool } from '../agent/tools/mcp-sessions';
 
 export interface ApiDeps {
   log: Logger;
@@ -35,6 +36,17 @@ export interface ApiDeps {
   events?: EventNotifier;
   /** Where host runners leave workspace archives for download (absent: downloads answer 503). */
   objectStore?: ObjectStore;
+  /** The tool relay's sessions with MCP servers (docs/mcp.md); created on first use when absent. */
+  mcpSessions?: McpSessionPool;
+}
+
+/** The process's MCP session pool, created from the settings on first use. */
+export function mcpSessionsOf(deps: ApiDeps): McpSessionPool {
+  deps.mcpSessions ??= new McpSessionPool({
+    maxAnswerBytes: deps.settings.AGENT_MCP_MAX_ANSWER_BYTES, allowPrivate: deps.settings.AGENT_MCP_ALLOW_PRIVATE_NETWORK,
+    idleMs: deps.settings.AGENT_MCP_SESSION_IDLE_SECONDS * 1000,
+  });
+  return deps.mcpSessions;
 }
 
 /** The control-plane API's Koa app with its route table (every route and what it requires). */

@@ -13,6 +13,7 @@ import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { openObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
 import { createEventNotifier } from '../agent/events/event-notifier';
+import { McpSessionPool } from '../agent/tools/mcp-sessions';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 
 async function main(): Promise<void> {
@@ -30,8 +31,11 @@ async function main(): Promise<void> {
     : undefined;
   const events = createEventNotifier({ connection: { connectionString: settings.DATABASE_URL }, log });
   const objectStore = await openObjectStore(settings);
+  const mcpSessions = new McpSessionPool({
+    maxAnswerBytes: settings.AGENT_MCP_MAX_ANSWER_BYTES, allowPrivate: settings.AGENT_MCP_ALLOW_PRIVATE_NETWORK, idleMs: settings.AGENT_MCP_SESSION_IDLE_SECONDS * 1000,
+  });
   const app = createApiApp({
-    log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore,
+    mcpSessions, log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore,
     ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
@@ -39,6 +43,7 @@ async function main(): Promise<void> {
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
   shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
   shutdown.add({ name: 'event notifier', run: () => events.close() });
+  shutdown.add({ name: 'mcp sessions', run: () => Promise.resolve(mcpSessions.closeAll()) });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   shutdown.add({ name: 'database pool', run: () => db.destroy() });
   log.info({ url: serving.url }, 'control-plane API listening');

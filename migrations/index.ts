@@ -24,6 +24,7 @@ import * as agentNativeQuestions from './20261126060000_agent_native_questions';
 import * as agentExecutionProfiles from './20261128010000_agent_execution_profiles';
 import * as agentServerAllocations from './20261126040000_agent_server_allocations';
 import * as agentHostSettingsRetired from './20261127010000_agent_host_settings_retired';
+import * as agentMcp from './20261128020000_agent_mcp';
 
 export interface Migration {
   name: string;
@@ -55,4 +56,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261126060000_agent_native_questions', ...agentNativeQuestions },
   { name: '20261127010000_agent_host_settings_retired', ...agentHostSettingsRetired },
   { name: '20261128010000_agent_execution_profiles', ...agentExecutionProfiles },
+  { name: '20261128020000_agent_mcp', ...agentMcp },
 ];

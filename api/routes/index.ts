@@ -27,6 +27,9 @@ import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
 import { nativeQuestionsRouter } from './native-questions';
 import { workspaceArchiveRouter } from './workspace-archive';
+import { mcpConnectionsRouter } from './mcp-connections';
+import { mcpChatRouter } from './mcp-chat';
+import { mcpConnectorsRouter } from './mcp-connectors';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -55,5 +58,8 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     agentEventsRouter(deps),
     nativeQuestionsRouter(deps),
     workspaceArchiveRouter(deps),
+    mcpConnectionsRouter(deps),
+    mcpChatRouter(deps),
+    mcpConnectorsRouter(deps),
   ];
 }
