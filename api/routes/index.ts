@@ -30,6 +30,8 @@ import { workspaceArchiveRouter } from './workspace-archive';
 import { mcpConnectionsRouter } from './mcp-connections';
 import { mcpChatRouter } from './mcp-chat';
 import { mcpConnectorsRouter } from './mcp-connectors';
+import { mcpRelayRouter } from './mcp-relay';
+import { hostToolCredentialsRouter } from './host-tool-credentials';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -61,5 +63,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     mcpConnectionsRouter(deps),
     mcpChatRouter(deps),
     mcpConnectorsRouter(deps),
+    mcpRelayRouter(deps),
+    hostToolCredentialsRouter(deps),
   ];
 }
