@@ -80,6 +80,23 @@ function startFailure(err: unknown, what: 'context' | 'grant', input: RunTurnInp
   return ApplicationFailure.nonRetryable('The turn could not start because the control plane did not answer; try it again later', FailureType.controlPlaneUnavailable);
 }
 
+/**
+ * The attempt's tool-relay access (docs/mcp.md "Drivers"). A superseded attempt stops the turn; any
+ * other failure (an API without the relay) runs the turn without MCP tools, logged as
+ * `agent_tool_credentials_failed`.
+ */
+async function fetchToolRelay(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ apiUrl: string; token: string } | undefined> {
+  try {
+    const issued = await deps.api.toolCredentials(input.attemptId);
+    return { apiUrl: deps.apiUrl, token: issued.mcp_token };
+  } catch (err) {
+    if (err instanceof AttemptNotCurrentError) throw startFailure(err, 'context', input);
+    const api = err instanceof HostApiError ? err : undefined;
+    Context.current().log.warn('tool relay credentials unavailable', { event: 'agent_tool_credentials_failed', attempt_id: input.attemptId, status: api?.status, detail: (err as Error).message });
+    return undefined;
+  }
+}
+
 export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ result: string }> {
   const ctx = Context.current();
   let context;
@@ -94,6 +111,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   } catch (err) {
     throw startFailure(err, 'grant', input, context.model);
   }
+  const toolRelay = await fetchToolRelay(deps, input);
   await killMemberProcesses(deps.docker, context.container_name, context.uid);
   const sandbox = withEnv(new DockerSandbox(deps.docker, context.container_name, context.uid), context.env);
   const events = new ApiEventSink({ apiUrl: deps.apiUrl, hostId: deps.hostId, credential: deps.credential, attemptId: input.attemptId });
@@ -114,6 +132,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     }
     const outcome = await driver({
       ...(relay ? { relay: { socket: relayContainerSocket(context.uid), port: relayContainerPort(context.uid) } } : {}),
+      ...(toolRelay ? { toolRelay } : {}),
       prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
       jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: memberPaths(context.uid).sessionDir,
       sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
