@@ -20,6 +20,7 @@ import { CodexAppServer } from './codex-app-server';
 import { newNativeRun, type NativeRun } from './native-lines';
 import type { NativeProtocol } from './stdin-session';
 import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type StdinWriter } from './types';
+import { TOOL_RELAY_MCP_PATH } from './model-relay';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -72,6 +73,8 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         `base_url = "http://127.0.0.1:${port}/v1"`,
         'wire_api = "responses"',
         'env_key = "AGENT_RELAY_KEY"',
+        // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
+        ...(input.toolRelay ? ['[mcp_servers.tools]', `url = "http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}"`] : []),
         '',
       ].join('\n');
       return {
@@ -91,10 +94,14 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         argv: [
           'claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio',
           '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : []),
+          // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
+          ...(input.toolRelay ? ['--mcp-config', JSON.stringify({ mcpServers: { tools: { type: 'http', url: `http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}` } } }), '--strict-mcp-config'] : []),
         ],
         env: {
           CLAUDE_CONFIG_DIR: `${input.sessionDir}/claude`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: PLACEHOLDER_KEY,
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
+          // The chat's MCP tools are offered to the model directly, not deferred behind Claude Code's ToolSearch.
+          ...(input.toolRelay ? { ENABLE_TOOL_SEARCH: 'false' } : {}),
         },
         files: [],
       };

@@ -85,10 +85,10 @@ function startFailure(err: unknown, what: 'context' | 'grant', input: RunTurnInp
  * other failure (an API without the relay) runs the turn without MCP tools, logged as
  * `agent_tool_credentials_failed`.
  */
-async function fetchToolRelay(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ apiUrl: string; token: string } | undefined> {
+async function fetchToolRelay(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ apiUrl: string; token: string; residencyCredential: string } | undefined> {
   try {
     const issued = await deps.api.toolCredentials(input.attemptId);
-    return { apiUrl: deps.apiUrl, token: issued.mcp_token };
+    return { apiUrl: deps.apiUrl, token: issued.mcp_token, residencyCredential: issued.residency_credential };
   } catch (err) {
     if (err instanceof AttemptNotCurrentError) throw startFailure(err, 'context', input);
     const api = err instanceof HostApiError ? err : undefined;
@@ -128,11 +128,12 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
       relay = await startModelRelay({
         hostDir: relayHostDir(deps.relayRoot, context.container_name), uid: context.uid, gatewayUrl: deps.gatewayUrl,
         grantToken: grant.token, maxBodyBytes: deps.settings.AGENT_RELAY_MAX_BODY_MIB * 1024 * 1024,
+        ...(toolRelay ? { toolRelay: { apiUrl: toolRelay.apiUrl, credential: toolRelay.residencyCredential } } : {}),
       });
     }
     const outcome = await driver({
       ...(relay ? { relay: { socket: relayContainerSocket(context.uid), port: relayContainerPort(context.uid) } } : {}),
-      ...(toolRelay ? { toolRelay } : {}),
+      ...(toolRelay ? { toolRelay: { apiUrl: toolRelay.apiUrl, token: toolRelay.token } } : {}),
       prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
       jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: memberPaths(context.uid).sessionDir,
       sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
