@@ -14,6 +14,7 @@ import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor, usesModelRelay } from './drivers';
 import { explainNoSpace } from './disk-full';
 import { HostQuestionChannel } from './question-channel';
+import { ToolRelayRefusedError } from './tool-relay-client';
 import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
@@ -143,7 +144,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');
     if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, FailureType.turnTimeLimit);
-    if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
+    if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError || err instanceof ToolRelayRefusedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
     if (err instanceof SandboxDiedError) throw ApplicationFailure.nonRetryable(err.message, FailureType.sandboxDied);
     const message = await explainNoSpace(deps.docker, context.container_name, (err as Error).message || 'The agent failed');
     throw ApplicationFailure.nonRetryable(message, FailureType.turnFailed);
