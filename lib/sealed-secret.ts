@@ -22,10 +22,14 @@ export class SealedSecretError extends Error {
 export class SecretSealer {
   private readonly key: Buffer;
 
-  /** `secret`: the configured key (at least 32 bytes, checked where it is loaded). */
-  constructor(secret: string) {
+  /**
+   * `secret`: the configured key (at least 32 bytes, checked where it is loaded); `purpose`: the
+   * HKDF info, so one key never seals two kinds of secret with the same derived key (default: the
+   * admin settings').
+   */
+  constructor(secret: string, purpose: string = INFO) {
     if (Buffer.byteLength(secret) < 32) throw new Error('A sealing key must be at least 32 bytes');
-    this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), INFO, 32));
+    this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), purpose, 32));
   }
 
   seal(name: string, plaintext: string): string {

@@ -18,6 +18,10 @@ const flag = (defaultValue: boolean) => z.stringbool().default(defaultValue);
 const optionalString = () =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.string().optional());
 
+/** An optional URL; an empty value counts as unset. */
+const optionalUrl = () =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.string().url().optional());
+
 const port = (defaultValue: number) => z.coerce.number().int().min(0).max(65535).default(defaultValue);
 
 /** One operator-approved stdio MCP server (`AGENT_MCP_STDIO_TEMPLATES`). */
@@ -329,6 +333,28 @@ export const settingsShape = {
   AGENT_SOURCE_CONTROL_APP_ID: optionalString(),
   /** Path of the source-control app's private key (PEM). */
   AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH: optionalString(),
+  /** OAuth client id of the source-control app (GitHub) for linking owners' accounts (docs/source-control.md). With the secret below, the `github` provider is offered. */
+  AGENT_GITHUB_OAUTH_CLIENT_ID: optionalString(),
+  /** OAuth client secret of the source-control app. A secret. */
+  AGENT_GITHUB_OAUTH_CLIENT_SECRET: optionalString(),
+  /** Where GitHub sends the owner back after consent: the web page that posts `code` and `state` to the callback route; must match the app's callback URL. */
+  AGENT_GITHUB_OAUTH_REDIRECT_URL: optionalUrl(),
+  /** GitHub's web origin (authorize and token endpoints). Default `https://github.com`; tests point it at loopback. */
+  AGENT_GITHUB_WEB_URL: z.string().url().default('https://github.com'),
+  /** GitHub's REST API base URL. Default `https://api.github.com`; tests point it at loopback. */
+  AGENT_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+  /** Base URL of the Gitea forge offered as the second provider (e.g. `https://git.example.com`); unset: no `gitea` provider. */
+  AGENT_GITEA_URL: optionalUrl(),
+  /** OAuth2 client id of the Gitea application owners link through (PKCE S256). */
+  AGENT_GITEA_OAUTH_CLIENT_ID: optionalString(),
+  /** OAuth2 client secret of that Gitea application. A secret. */
+  AGENT_GITEA_OAUTH_CLIENT_SECRET: optionalString(),
+  /** Where Gitea sends the owner back after consent (one of the application's redirect URIs). */
+  AGENT_GITEA_OAUTH_REDIRECT_URL: optionalUrl(),
+  /** Seconds a linked account's repository grants are trusted before job creation fetches them again from the provider. Default 600. */
+  AGENT_SOURCE_CONTROL_GRANTS_MAX_AGE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
+  /** Deadline of one call to a source-control provider (token endpoint, user, repositories), milliseconds. Default 10000. */
+  AGENT_SOURCE_CONTROL_HTTP_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /**
    * Agent driver of new jobs: `builtin` (tool loop against the gateway), `codex` (Codex CLI) or
    * `claude-code` (Claude Code) in the container through the model relay, or `cli` (the configured
@@ -429,6 +455,7 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 export const secretVariableNames: ReadonlySet<string> = new Set([
   'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
   'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
+  'AGENT_GITHUB_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_OAUTH_CLIENT_SECRET',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */

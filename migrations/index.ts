@@ -24,7 +24,8 @@ import * as agentNativeQuestions from './20261126060000_agent_native_questions';
 import * as agentExecutionProfiles from './20261128010000_agent_execution_profiles';
 import * as agentServerAllocations from './20261126040000_agent_server_allocations';
 import * as agentHostSettingsRetired from './20261127010000_agent_host_settings_retired';
-import * as agentMcp from './20261128020000_agent_mcp';
+import * as agentSourceControlAccounts from './20261128040000_agent_source_control_accounts';
+import * as agentMcp from './20261128050000_agent_mcp';
 
 export interface Migration {
   name: string;
@@ -56,5 +57,6 @@ export const migrations: readonly Migration[] = [
   { name: '20261126060000_agent_native_questions', ...agentNativeQuestions },
   { name: '20261127010000_agent_host_settings_retired', ...agentHostSettingsRetired },
   { name: '20261128010000_agent_execution_profiles', ...agentExecutionProfiles },
-  { name: '20261128020000_agent_mcp', ...agentMcp },
+  { name: '20261128040000_agent_source_control_accounts', ...agentSourceControlAccounts },
+  { name: '20261128050000_agent_mcp', ...agentMcp },
 ];

@@ -13,7 +13,7 @@ import { completeChat, type ChatMessage, type ToolCall } from './gateway-chat';
 import { BUILTIN_TOOLS, TOOL_RESULT_MAX_CHARS, runBuiltinTool, toolInputForEvent } from './builtin-tools';
 import { DriverAbortedError } from './retry-policy';
 import { truncateWithMarker } from './driver-text';
-import { callRelayTool, listRelayTools, type RelayTool } from './tool-relay-client';
+import { callRelayTool, listRelayTools, relayArguments, type RelayTool } from './tool-relay-client';
 
 /** Most model calls (answers received) in one turn; the turn fails beyond it. */
 export const MAX_MODEL_CALLS_PER_TURN = 50;
@@ -75,10 +75,22 @@ function mcpFunctionTool(tool: RelayTool) {
   return { type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: { type: 'object', ...tool.input_schema } } };
 }
 
-/** An MCP tool call through the relay (which records its events); the model gets the bounded output. */
+/**
+ * An MCP tool call through the relay (which records its events); the model gets the bounded output.
+ * Arguments that are not a JSON object never reach the relay: the driver records that refusal itself.
+ */
 async function runRelayCall(input: DriverInput, toolCall: ToolCall): Promise<ChatMessage> {
   const relay = input.toolRelay!;
-  const outcome = await callRelayTool(relay, { name: toolCall.function.name, argumentsJson: toolCall.function.arguments, toolUseId: toolCall.id }, input.signal);
+  const name = toolCall.function.name;
+  const args = relayArguments(toolCall.function.arguments);
+  if (!args) {
+    const output = `Invalid arguments for ${name}: expected a JSON object.`;
+    const base = { tool_use_id: toolCall.id, tool_name: name };
+    await input.events.emit('tool_use', { ...base, input: toolInputForEvent(toolCall.function.arguments) });
+    await input.events.emit('tool_result', { ...base, output, is_error: true }, { isError: true });
+    return { role: 'tool', tool_call_id: toolCall.id, content: output };
+  }
+  const outcome = await callRelayTool(relay, { name, args, toolUseId: toolCall.id }, input.signal);
   return { role: 'tool', tool_call_id: toolCall.id, content: truncateWithMarker(outcome.output, TOOL_RESULT_MAX_CHARS) };
 }
 

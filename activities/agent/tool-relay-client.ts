@@ -42,15 +42,19 @@ export async function listRelayTools(access: ToolRelayAccess, signal: AbortSigna
   return answer.tools ?? [];
 }
 
-/** Calls one MCP tool through the relay; the output is what the relay recorded. */
-export async function callRelayTool(access: ToolRelayAccess, call: { name: string; argumentsJson: string; toolUseId: string }, signal: AbortSignal): Promise<{ output: string; isError: boolean }> {
-  let args: unknown;
+/** The model's arguments as a JSON object, or undefined when they are not one. */
+export function relayArguments(argumentsJson: string): Record<string, unknown> | undefined {
   try {
-    args = JSON.parse(call.argumentsJson === '' ? '{}' : call.argumentsJson);
+    const args: unknown = JSON.parse(argumentsJson === '' ? '{}' : argumentsJson);
+    return typeof args === 'object' && args !== null && !Array.isArray(args) ? args as Record<string, unknown> : undefined;
   } catch {
-    args = undefined;
+    return undefined;
   }
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) return { output: `Invalid arguments for ${call.name}: expected a JSON object.`, isError: true };
+}
+
+/** Calls one MCP tool through the relay; the output is what the relay recorded. */
+export async function callRelayTool(access: ToolRelayAccess, call: { name: string; args: Record<string, unknown>; toolUseId: string }, signal: AbortSignal): Promise<{ output: string; isError: boolean }> {
+  const args = call.args;
   const answer = await relayFetch(access, '/v1/agent/mcp/relay/call', {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tool: call.name, arguments: args, tool_use_id: call.toolUseId }),
   }, signal) as { output: string; is_error: boolean };

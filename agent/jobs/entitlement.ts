@@ -2,7 +2,8 @@
  * Repository entitlement (spec 4.4): a job may name a repository only when the deployment
  * allowlist (`AGENT_REPO_ALLOWLIST`) names it. It fails closed: an empty allowlist entitles no
  * repository. Entries are exact repository strings (`owner/name`, a URL) or URL prefixes ending
- * in `/` (`https://git.example.com/team/`). Per-user source-control connections are a later issue.
+ * in `/` (`https://git.example.com/team/`). Job creation also accepts a linked account's grant
+ * (agent/source/repo-entitlement.ts).
  */
 import { AppError } from '../../lib/errors';
 

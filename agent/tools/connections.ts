@@ -59,9 +59,12 @@ export interface ConnectionStoreOptions {
   allowPrivate: boolean;
 }
 
+/** The sealer's purpose: MCP credentials get their own key derived from `AGENT_SETTINGS_ENCRYPTION_KEY` (they never open as admin settings). */
+const SEAL_PURPOSE = 'agent-mcp-connections-v1';
+
 function sealerOr503(key: string | undefined): SecretSealer {
   if (!key) throw new AppError('service_unavailable', 'MCP credentials cannot be stored: AGENT_SETTINGS_ENCRYPTION_KEY is not configured on the control-plane API');
-  return new SecretSealer(key);
+  return new SecretSealer(key, SEAL_PURPOSE);
 }
 
 const sealName = (connectionId: string) => `mcp-connection:${connectionId}`;

@@ -27,6 +27,7 @@ import { promptRewriteRouter } from './prompt-rewrite';
 import { agentEventsRouter } from './agent-events';
 import { nativeQuestionsRouter } from './native-questions';
 import { workspaceArchiveRouter } from './workspace-archive';
+import { sourceControlRouter } from './source-control';
 import { mcpConnectionsRouter } from './mcp-connections';
 import { mcpChatRouter } from './mcp-chat';
 import { mcpConnectorsRouter } from './mcp-connectors';
@@ -60,6 +61,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     agentEventsRouter(deps),
     nativeQuestionsRouter(deps),
     workspaceArchiveRouter(deps),
+    sourceControlRouter(deps),
     mcpConnectionsRouter(deps),
     mcpChatRouter(deps),
     mcpConnectorsRouter(deps),

@@ -13,7 +13,9 @@ import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { checkJobModel } from '../../agent/jobs/job-model';
 import { jobView, listJobs, listQuerySchema } from '../../agent/jobs/job-views';
-import { assertRepoEntitled, parseAllowlist } from '../../agent/jobs/entitlement';
+import { parseAllowlist } from '../../agent/jobs/entitlement';
+import { assertRepoEntitledFor } from '../../agent/source/repo-entitlement';
+import { sourceControlFromSettings } from '../../agent/source/source-control';
 import { SourceControlApp } from '../../agent/jobs/source-control-app';
 import { chooseExecutionProfile } from '../../agent/sandboxes/execution-profile';
 
@@ -25,14 +27,19 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
   const delivery = new ChatDelivery(deps.temporal, deps.settings, deps.log);
   const sourceControl = new SourceControlApp(deps.settings, deps.log);
   const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
+  const sc = sourceControlFromSettings(deps.settings);
 
   router.post('/jobs', owner, async (ctx) => {
     const owner = ownerOf(ctx.state);
     const body = validateBody(createJobSchema, await readJsonBody(ctx.req, BODY_LIMIT));
     if (body.repo !== null) {
       sourceControl.assertAvailable();
-      // Read per request: the allowlist is an admin setting (docs/agent-admin.md "Settings").
-      assertRepoEntitled(body.repo, parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST));
+      // The allowlist is read per request: it is an admin setting (docs/agent-admin.md "Settings").
+      // Otherwise a linked account's grant entitles, checked with the provider when due (docs/source-control.md).
+      await assertRepoEntitledFor({
+        db: deps.db, sc, log: ctx.state.log, allowlist: parseAllowlist(deps.settings.AGENT_REPO_ALLOWLIST),
+        grantsMaxAgeSeconds: deps.settings.AGENT_SOURCE_CONTROL_GRANTS_MAX_AGE_SECONDS,
+      }, owner.userId, body.repo);
     }
     // Before anything is written: 404/403 for a model the owner cannot run (agent/jobs/job-model.ts).
     const model = await checkJobModel({ grants: deps.grants, userId: owner.userId, model: body.model, log: ctx.state.log });

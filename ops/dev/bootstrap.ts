@@ -1,7 +1,8 @@
 /**
  * Brings the development stack's backing services up, installing what is missing:
  * Debian packages, the Temporal CLI, PostgreSQL, dockerd with gVisor's runsc registered, the Temporal dev server, the
- * sandbox image, the S3 test server's binary (versitygw, built once per version) and the
+ * sandbox image, the S3 test server's binary (versitygw, built once per version), the test forge
+ * (Gitea, built once per version: ops/dev/gitea.ts) and the
  * pinned coding-agent CLIs (Codex, Claude Code: ops/dev/agent-clis.ts). Idempotent; every step is skipped when already done.
  * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`).
  */
@@ -12,6 +13,7 @@ import { ensureEngineRuntime, ensureRunsc, registerIsolatingRuntime } from './co
 import { ensurePostgres } from './postgres';
 import { ensureSandboxImage } from './sandbox-image';
 import { ensureVersitygwBinary } from './versitygw';
+import { ensureGiteaBuild } from './gitea';
 import { ensureTemporalCli, ensureTemporalServer } from './temporal-server';
 import { BootstrapError, say } from './sh';
 
@@ -32,6 +34,8 @@ async function main(): Promise<void> {
   ensureSandboxImage();
   // The tests' S3 server (and npm start's with OBJECT_STORE_BACKEND=s3); started where needed.
   await ensureVersitygwBinary();
+  // The tests' forge (docs/forges.md); started per test process by test/support/gitea.ts.
+  await ensureGiteaBuild();
   say(`services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (postgres 127.0.0.1:5432, dockerd, temporal 127.0.0.1:7233, UI http://127.0.0.1:8233)`);
 }
 

@@ -71,17 +71,19 @@ describe('built-in driver turns with MCP tools through the relay (PostgreSQL, Te
       scripted.toolCall('evstdio__echo', { message: 'through stdio' }, 'call_echo'),
       scripted.toolCall('evhttp__get-sum', { a: 20, b: 22 }, 'call_sum'),
       scripted.toolCall('files__read_text_file', { path: join(filesDir, 'notes.txt') }, 'call_file'),
+      scripted.toolCall('evstdio__echo', 'not json', 'call_bad'),
       scripted.finalText('Used three MCP tools.'),
     );
     assert.equal((await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/turns`, { prompt: 'use the tools' })).status, 201);
     const view = await settled(jobId, 2);
     assert.deepEqual([view.turns[1]!.state, view.turns[1]!.result], ['completed', 'Used three MCP tools.'], view.turns[1]!.error);
 
-    const turnRequests = stack.upstream.requests.slice(-4);
+    const turnRequests = stack.upstream.requests.slice(-5);
     const offered = ((turnRequests[0]!.body as { tools: Array<{ function: { name: string } }> }).tools).map((tool) => tool.function.name);
     for (const name of ['bash', 'evstdio__echo', 'evhttp__get-sum', 'files__read_text_file']) assert.ok(offered.includes(name), `${name} offered`);
-    const toolAnswers = sentMessages(turnRequests[3]!).filter((m) => m.role === 'tool').map((m) => m.content ?? '');
-    assert.equal(toolAnswers.length, 3);
+    const toolAnswers = sentMessages(turnRequests[4]!).filter((m) => m.role === 'tool').map((m) => m.content ?? '');
+    assert.equal(toolAnswers.length, 4);
+    assert.equal(toolAnswers[3], 'Invalid arguments for evstdio__echo: expected a JSON object.');
     assert.equal(toolAnswers[0], 'Echo: through stdio');
     assert.match(toolAnswers[1]!, /42/);
     assert.match(toolAnswers[2]!, /the filesystem server read this/);
@@ -92,6 +94,7 @@ describe('built-in driver turns with MCP tools through the relay (PostgreSQL, Te
       ['tool_use', 'call_echo', false], ['tool_result', 'call_echo', false],
       ['tool_use', 'call_sum', false], ['tool_result', 'call_sum', false],
       ['tool_use', 'call_file', false], ['tool_result', 'call_file', false],
+      ['tool_use', 'call_bad', false], ['tool_result', 'call_bad', true],
     ]);
     assert.ok(events.every((e) => e.attempt_id !== null));
   });

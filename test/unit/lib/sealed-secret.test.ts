@@ -30,6 +30,13 @@ describe('sealed secrets', () => {
     for (const bad of ['', 'plaintext', 'v2.a.b.c', 'v1.a.b', 'v1.!!.??.**']) assert.throws(() => sealer.open('k', bad), SealedSecretError);
   });
 
+  it('derives a separate key per purpose: the same configured key under another purpose does not open it', () => {
+    const tokens = new SecretSealer(KEY, 'agent-source-control-tokens-v1');
+    const sealed = tokens.seal('agent_github_accounts:sca_a:access_token', 'ghu_secret');
+    assert.equal(tokens.open('agent_github_accounts:sca_a:access_token', sealed), 'ghu_secret');
+    assert.throws(() => sealer.open('agent_github_accounts:sca_a:access_token', sealed), SealedSecretError);
+  });
+
   it('refuses a key shorter than 32 bytes', () => {
     assert.throws(() => new SecretSealer('x'.repeat(31)), /at least 32 bytes/);
   });

@@ -10,7 +10,7 @@
 import type { Knex } from 'knex';
 import { dropTablesRefusingRows } from './support';
 
-const MIGRATION = '20261128020000_agent_mcp';
+const MIGRATION = '20261128050000_agent_mcp';
 export const TABLES = [
   'agent_mcp_credentials', 'agent_mcp_approvals', 'agent_mcp_legacy_bindings', 'agent_mcp_bindings', 'agent_mcp_connections', 'agent_mcp_connectors',
 ] as const;
