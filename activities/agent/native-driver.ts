@@ -21,6 +21,7 @@ import { newNativeRun, type NativeRun } from './native-lines';
 import type { NativeProtocol } from './stdin-session';
 import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type StdinWriter } from './types';
 import { TOOL_RELAY_MCP_PATH } from './model-relay';
+import { listRelayTools, ToolRelayRefusedError } from './tool-relay-client';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -124,8 +125,9 @@ async function storedSession(input: DriverInput, spec: NativeSpec): Promise<stri
 
 export function nativeDriver(kind: NativeKind): AgentDriver {
   const spec = SPECS[kind];
-  return async (input) => {
-    if (!input.relay) throw new Error(`The ${kind} driver needs the model relay, which this host runner did not start`);
+  return async (given) => {
+    if (!given.relay) throw new Error(`The ${kind} driver needs the model relay, which this host runner did not start`);
+    const input = await withToolsOnlyWhenBound(given);
     const resumeId = await storedSession(input, spec);
     let run = await runOnce(kind, spec, input, resumeId);
     if (resumeId !== undefined && run.native.result === undefined && !run.native.produced) {
@@ -141,6 +143,22 @@ export function nativeDriver(kind: NativeKind): AgentDriver {
     const why = native.failure ?? tailWithMarker(exec.stderr.trim(), 2000);
     throw new Error(`The ${kind} CLI ${exec.exitCode === 0 ? 'ended' : `exited with code ${exec.exitCode}`} without an answer${why ? `: ${redactSecret(why, input.grantToken)}` : ''}`);
   };
+}
+
+/**
+ * The input with the tool relay only when the chat has MCP tools now: a CLI configured with an MCP
+ * server connects to it at start-up, which a chat without tools should not pay for. A relay refusal
+ * (the attempt is superseded) ends the turn; any other failure to list runs the CLI without tools.
+ */
+async function withToolsOnlyWhenBound(input: DriverInput): Promise<DriverInput> {
+  const { toolRelay, ...rest } = input;
+  if (!toolRelay) return input;
+  try {
+    return (await listRelayTools(toolRelay, input.signal)).length > 0 ? input : rest;
+  } catch (err) {
+    if (err instanceof ToolRelayRefusedError) throw err;
+    return rest;
+  }
 }
 
 async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, resumeId: string | undefined): Promise<{ native: NativeRun; exec: ExecResult }> {

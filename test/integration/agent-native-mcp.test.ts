@@ -62,11 +62,14 @@ describe('native CLIs use the tool relay through the model relay (Codex CLI, Cla
 
   for (const driver of ['codex', 'claude-code'] as const) {
     it(`${driver}: calls the chat's MCP tool through the relay, and the tool's answer reaches the model`, async () => {
+      const relayHits = () => stack.api.logs.lines.filter((line) => line.path === '/v1/agent/mcp/relay/mcp').length;
+      const hitsBefore = relayHits();
       stack.upstream.enqueue(finalText);
       const created = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt: 'Say hello.', model: AGENT_MODEL, repo: null, driver });
       assert.equal(created.status, 201, await created.clone().text());
       const jobId = ((await created.json()) as { job_id: string }).job_id;
       assert.equal((await settled(jobId, 1))[0]!.state, 'completed');
+      assert.equal(relayHits(), hitsBefore, 'a chat without MCP tools: the CLI is not configured with the relay\'s MCP endpoint');
       const bound = await fetch(`${stack.api.url}/v1/agent/mcp/chats/${jobId}/bindings`, {
         method: 'PUT', headers: { authorization: `Bearer ${stack.ownerKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ connections: [connectionId] }),
       });
@@ -85,6 +88,7 @@ describe('native CLIs use the tool relay through the model relay (Codex CLI, Cla
       const result = relayed.find((e) => e.event_type === 'tool_result' && e.payload.output === `Echo: from ${driver}`);
       assert.ok(use && result, `the relay recorded the call (got ${JSON.stringify(relayed)}; offered ${JSON.stringify(stack.upstream.chatRequests().slice(before).map(offered))})`);
       assert.equal(result.payload.is_error, false);
+      assert.ok(relayHits() > hitsBefore, 'the CLI spoke to the relay\'s MCP endpoint');
       const answered = stack.upstream.chatRequests().slice(before).map((r) => r.rawBody);
       assert.ok(answered.some((body) => body.includes(`Echo: from ${driver}`)), 'the tool\'s answer went back to the model');
     });
