@@ -1,9 +1,9 @@
 /**
  * Source-control test helpers: settings pointing the `github` provider at a loopback GitHub
- * (test/support/fake-github.ts), and the user's consent at its authorize endpoint over HTTP.
+ * (test/support/loopback-github.ts), and the user's consent at its authorize endpoint over HTTP.
  */
 import assert from 'node:assert/strict';
-import type { FakeGithub } from './fake-github';
+import type { LoopbackGithub } from './loopback-github';
 
 /** The key test deployments seal source-control tokens with (>= 32 bytes). */
 export const TEST_SCM_KEY = 'test-source-control-key-of-at-least-32-bytes';
@@ -12,7 +12,7 @@ export const TEST_SCM_KEY = 'test-source-control-key-of-at-least-32-bytes';
 export const GITHUB_REDIRECT = 'http://127.0.0.1:9/settings/source-control/github/callback';
 
 /** API settings offering the loopback GitHub as the `github` provider. */
-export function githubEnv(fake: FakeGithub): Record<string, string> {
+export function githubEnv(fake: LoopbackGithub): Record<string, string> {
   return {
     AGENT_SOURCE_CONTROL_ENCRYPTION_KEY: TEST_SCM_KEY,
     AGENT_GITHUB_OAUTH_CLIENT_ID: fake.clientId,

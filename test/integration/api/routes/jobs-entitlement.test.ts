@@ -12,13 +12,13 @@ import { postJson } from '../../../support/accounts';
 import { createOwner, type TestOwner } from '../../../support/agent-records';
 import { startTestApi, type TestApi } from '../../../support/api';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
-import { startFakeGithub, type FakeGithub } from '../../../support/fake-github';
+import { startLoopbackGithub, type LoopbackGithub } from '../../../support/loopback-github';
 import { consentAt, GITHUB_REDIRECT, githubEnv, TEST_SCM_KEY } from '../../../support/source-control';
 
 describe('job creation: repository entitlement through a linked account or the allowlist', function () {
   this.timeout(60_000);
   let t: TestDatabase;
-  let fake: FakeGithub;
+  let fake: LoopbackGithub;
   let api: TestApi;
   let alice: TestOwner;
   let bob: TestOwner;
@@ -26,7 +26,7 @@ describe('job creation: repository entitlement through a linked account or the a
 
   before(async () => {
     t = await freshDatabase();
-    fake = await startFakeGithub(GITHUB_REDIRECT);
+    fake = await startLoopbackGithub({ redirectUri: GITHUB_REDIRECT });
     fake.users.set('alice-gh', { id: 101, login: 'alice-gh', installations: { 11: ['acme/app'] } });
     api = await startTestApi({ db: t.db, env: { ...githubEnv(fake), AGENT_REPO_ALLOWLIST: 'public/thing', TEMPORAL_CALL_TIMEOUT_SECONDS: '1' } });
     alice = await createOwner(t.db);

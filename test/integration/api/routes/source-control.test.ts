@@ -11,7 +11,7 @@ import { postJson } from '../../../support/accounts';
 import { createOwner, type TestOwner } from '../../../support/agent-records';
 import { startTestApi, type TestApi } from '../../../support/api';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
-import { startFakeGithub, type FakeGithub } from '../../../support/fake-github';
+import { startLoopbackGithub, type LoopbackGithub } from '../../../support/loopback-github';
 import { consentAt, GITHUB_REDIRECT, githubEnv } from '../../../support/source-control';
 
 const GITEA = { AGENT_GITEA_URL: 'http://127.0.0.1:9/gitea', AGENT_GITEA_OAUTH_CLIENT_ID: 'gitea-client', AGENT_GITEA_OAUTH_CLIENT_SECRET: 'gitea-secret', AGENT_GITEA_OAUTH_REDIRECT_URL: 'http://127.0.0.1:9/cb/gitea' };
@@ -21,14 +21,14 @@ interface AccountBody { account_id: string; login: string; status: string; repos
 describe('owner API: linking source-control accounts through OAuth', function () {
   this.timeout(60_000);
   let t: TestDatabase;
-  let fake: FakeGithub;
+  let fake: LoopbackGithub;
   let api: TestApi;
   let alice: TestOwner;
   let bob: TestOwner;
 
   before(async () => {
     t = await freshDatabase();
-    fake = await startFakeGithub(GITHUB_REDIRECT);
+    fake = await startLoopbackGithub({ redirectUri: GITHUB_REDIRECT });
     fake.users.set('alice-gh', { id: 101, login: 'alice-gh', installations: { 11: ['acme/app', 'acme/lib'], 12: ['alice-gh/dotfiles'] } });
     fake.users.set('bob-gh', { id: 202, login: 'bob-gh', installations: { 21: ['bob-gh/site'] } });
     api = await startTestApi({ db: t.db, env: { ...githubEnv(fake), ...GITEA } });
