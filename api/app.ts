@@ -17,6 +17,7 @@ import { apiRouters } from './routes';
 import type { EventNotifier } from '../agent/events/event-notifier';
 import type { AgentSettings } from '../agent/settings/settings-sync';
 import type { RepoCredentials } from '../agent/source/repo-credentials';
+import { McpSessionPool } from '../agent/tools/mcp-sessions';
 
 export interface ApiDeps {
   log: Logger;
@@ -38,6 +39,17 @@ export interface ApiDeps {
   objectStore?: ObjectStore;
   /** Mints repository credentials through the configured forges (absent: no forge; clones go without a credential). */
   repoCredentials?: RepoCredentials;
+  /** The tool relay's sessions with MCP servers (docs/mcp.md); created on first use when absent. */
+  mcpSessions?: McpSessionPool;
+}
+
+/** The process's MCP session pool, created from the settings on first use. */
+export function mcpSessionsOf(deps: ApiDeps): McpSessionPool {
+  deps.mcpSessions ??= new McpSessionPool({
+    maxAnswerBytes: deps.settings.AGENT_MCP_MAX_ANSWER_BYTES, allowPrivate: deps.settings.AGENT_MCP_ALLOW_PRIVATE_NETWORK,
+    idleMs: deps.settings.AGENT_MCP_SESSION_IDLE_SECONDS * 1000,
+  });
+  return deps.mcpSessions;
 }
 
 /** The control-plane API's Koa app with its route table (every route and what it requires). */

@@ -16,6 +16,7 @@ import { SourceControlApp } from '../agent/jobs/source-control-app';
 // The composition root may build the forge adapters (docs/architecture.md: the one exception).
 import { forgesFromSettings, repoCredentialsOf } from '../activities/forge/forges';
 import { createEventNotifier } from '../agent/events/event-notifier';
+import { McpSessionPool } from '../agent/tools/mcp-sessions';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 
 async function main(): Promise<void> {
@@ -37,8 +38,11 @@ async function main(): Promise<void> {
   const sourceControl = new SourceControlApp(settings, log);
   const forges = forgesFromSettings(settings, () => sourceControl.current());
   const repoCredentials = repoCredentialsOf(forges, { repoTokens: sourceControl.current().state !== 'not_configured' });
+  const mcpSessions = new McpSessionPool({
+    maxAnswerBytes: settings.AGENT_MCP_MAX_ANSWER_BYTES, allowPrivate: settings.AGENT_MCP_ALLOW_PRIVATE_NETWORK, idleMs: settings.AGENT_MCP_SESSION_IDLE_SECONDS * 1000,
+  });
   const app = createApiApp({
-    log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore, repoCredentials,
+    mcpSessions, log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore, repoCredentials,
     ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
@@ -46,6 +50,7 @@ async function main(): Promise<void> {
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
   shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
   shutdown.add({ name: 'event notifier', run: () => events.close() });
+  shutdown.add({ name: 'mcp sessions', run: () => Promise.resolve(mcpSessions.closeAll()) });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   shutdown.add({ name: 'database pool', run: () => db.destroy() });
   log.info({ url: serving.url }, 'control-plane API listening');

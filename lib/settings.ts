@@ -24,6 +24,25 @@ const optionalUrl = () =>
 
 const port = (defaultValue: number) => z.coerce.number().int().min(0).max(65535).default(defaultValue);
 
+/** One operator-approved stdio MCP server (`AGENT_MCP_STDIO_TEMPLATES`). */
+const mcpStdioTemplateSchema = z.object({
+  command: z.string().min(1).max(1024).regex(/^\//, 'must be an absolute path'),
+  args: z.array(z.string().max(4096)).max(64).default([]),
+  env_names: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/)).max(32).default([]),
+}).strict();
+const mcpStdioTemplatesSchema = z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'template names are 1-32 of a-z 0-9 _ -'), mcpStdioTemplateSchema);
+/** The parsed `AGENT_MCP_STDIO_TEMPLATES`. */
+export type McpStdioTemplates = z.infer<typeof mcpStdioTemplatesSchema>;
+
+function parseJsonText(text: string, ctx: z.RefinementCtx): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
+    return z.NEVER;
+  }
+}
+
 export const settingsShape = {
   // ---- process and logging ----
   /** `production` turns off pretty conveniences; anything else is development. Default `development`. */
@@ -361,6 +380,26 @@ export const settingsShape = {
   AGENT_ARCHIVE_MEMORY_SPOOL_MIB: z.coerce.number().int().min(0).default(256),
   /** Largest request body the model relay forwards for a native CLI, MiB. */
   AGENT_RELAY_MAX_BODY_MIB: z.coerce.number().positive().default(32),
+  /**
+   * Operator-approved stdio MCP servers the tool relay may launch on the control plane
+   * (docs/mcp.md "Stdio programs"): a JSON object `{"<template>": {"command": "/absolute/path",
+   * "args": [...], "env_names": [...]}}`. An owner's stdio connection names one of these templates
+   * (or an imported snippet whose command and args equal one); `env_names` are the environment
+   * variables the owner may set for it. Anything else is refused. Default `{}`: none.
+   */
+  AGENT_MCP_STDIO_TEMPLATES: z.string().default('{}').transform(parseJsonText).pipe(mcpStdioTemplatesSchema),
+  /** Remote MCP URLs may be `http:` and name loopback or private-network addresses (dev stacks and tests only; docs/mcp.md "Remote URLs"). Default false. */
+  AGENT_MCP_ALLOW_PRIVATE_NETWORK: flag(false),
+  /** Deadline of one tool call through the relay (connect included), seconds; a hung call is cut and reported as a `tool_result` error. Default 60. */
+  AGENT_MCP_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(60),
+  /** Deadline of a discovery (connect and list tools), seconds. Default 20. */
+  AGENT_MCP_DISCOVERY_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(20),
+  /** Largest answer of an MCP server the relay reads (one HTTP response, or one tool result), bytes. Default 1 MiB. */
+  AGENT_MCP_MAX_ANSWER_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  /** A relay session (a launched stdio program or an HTTP session) unused this long is closed (the program killed), seconds. Default 60. */
+  AGENT_MCP_SESSION_IDLE_SECONDS: z.coerce.number().positive().max(3600).default(60),
+  /** How long a relay call of a tool that needs the owner's approval waits for it, seconds (bounded by the call's deadline). Default 120. */
+  AGENT_MCP_APPROVAL_WAIT_SECONDS: z.coerce.number().min(0).max(3600).default(120),
   /** Largest diff of one turn that is captured and published as a commit, KiB (docs/publisher.md "Capture"); a larger one is recorded as too large and told to the owner. Default 8192. */
   AGENT_PATCH_MAX_KIB: z.coerce.number().int().positive().max(1024 * 1024).default(8192),
   /** Largest workspace archive download before compression, MiB (spec 8: 1024). */

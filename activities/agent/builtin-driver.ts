@@ -3,14 +3,17 @@
  * turn's inference grant. Each model answer's text is a `message` event; each tool call is a
  * `tool_use` event, runs in the sandbox, and is a `tool_result` event whose output goes back to
  * the model. The chat's history (its native session) lives in the member's session directory, so
- * a later turn continues the conversation. See docs/agent-events.md.
+ * a later turn continues the conversation. See docs/agent-events.md. The chat's MCP tools (its bound
+ * connections, docs/mcp.md) are offered beside the built-in ones and called through the tool relay
+ * with the attempt's `mcp_…` token; the relay records their `tool_use`/`tool_result` events.
  */
 import { posix } from 'node:path';
 import { SandboxFileError, type AgentDriver, type DriverInput } from './types';
 import { completeChat, type ChatMessage, type ToolCall } from './gateway-chat';
-import { BUILTIN_TOOLS, runBuiltinTool, toolInputForEvent } from './builtin-tools';
+import { BUILTIN_TOOLS, TOOL_RESULT_MAX_CHARS, runBuiltinTool, toolInputForEvent } from './builtin-tools';
 import { DriverAbortedError } from './retry-policy';
 import { truncateWithMarker } from './driver-text';
+import { callRelayTool, listRelayTools, relayArguments, type RelayTool } from './tool-relay-client';
 
 /** Most model calls (answers received) in one turn; the turn fails beyond it. */
 export const MAX_MODEL_CALLS_PER_TURN = 50;
@@ -36,9 +39,12 @@ export const builtinDriver: AgentDriver = async (input) => {
   const sessionPath = posix.join(input.sessionDir, BUILTIN_SESSION_FILE);
   const history = await loadHistory(input, sessionPath);
   history.push({ role: 'user', content: input.prompt });
+  const mcpTools = input.toolRelay ? await listRelayTools(input.toolRelay, input.signal) : [];
+  const mcpNames = new Set(mcpTools.map((tool) => tool.name));
+  const tools = [...BUILTIN_TOOLS, ...mcpTools.map(mcpFunctionTool)];
   for (let call = 1; call <= MAX_MODEL_CALLS_PER_TURN; call += 1) {
     checkNotAborted(input);
-    const answer = await completeChat(input, { messages: [{ role: 'system', content: BUILTIN_SYSTEM_PROMPT }, ...history], tools: BUILTIN_TOOLS });
+    const answer = await completeChat(input, { messages: [{ role: 'system', content: BUILTIN_SYSTEM_PROMPT }, ...history], tools });
     history.push(answer);
     if (answer.content) {
       await input.events.emit('message', { role: 'assistant', text: truncateWithMarker(answer.content, MESSAGE_EVENT_CHARS) });
@@ -47,7 +53,7 @@ export const builtinDriver: AgentDriver = async (input) => {
       await saveHistory(input, sessionPath, history);
       return { result: answer.content ?? '' };
     }
-    for (const toolCall of answer.tool_calls) history.push(await runToolCall(input, toolCall));
+    for (const toolCall of answer.tool_calls) history.push(mcpNames.has(toolCall.function.name) ? await runRelayCall(input, toolCall) : await runToolCall(input, toolCall));
     await saveHistory(input, sessionPath, history);
   }
   throw new Error(`The agent stopped after ${MAX_MODEL_CALLS_PER_TURN} model calls in this turn without a final answer.`);
@@ -62,6 +68,30 @@ async function runToolCall(input: DriverInput, toolCall: ToolCall): Promise<Chat
   });
   await input.events.emit('tool_result', { ...base, output: outcome.output, is_error: outcome.isError, ...outcome.details }, { isError: outcome.isError });
   return { role: 'tool', tool_call_id: toolCall.id, content: outcome.output };
+}
+
+/** An MCP tool as an OpenAI function tool (its input schema as the parameters). */
+function mcpFunctionTool(tool: RelayTool) {
+  return { type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: { type: 'object', ...tool.input_schema } } };
+}
+
+/**
+ * An MCP tool call through the relay (which records its events); the model gets the bounded output.
+ * Arguments that are not a JSON object never reach the relay: the driver records that refusal itself.
+ */
+async function runRelayCall(input: DriverInput, toolCall: ToolCall): Promise<ChatMessage> {
+  const relay = input.toolRelay!;
+  const name = toolCall.function.name;
+  const args = relayArguments(toolCall.function.arguments);
+  if (!args) {
+    const output = `Invalid arguments for ${name}: expected a JSON object.`;
+    const base = { tool_use_id: toolCall.id, tool_name: name };
+    await input.events.emit('tool_use', { ...base, input: toolInputForEvent(toolCall.function.arguments) });
+    await input.events.emit('tool_result', { ...base, output, is_error: true }, { isError: true });
+    return { role: 'tool', tool_call_id: toolCall.id, content: output };
+  }
+  const outcome = await callRelayTool(relay, { name, args, toolUseId: toolCall.id }, input.signal);
+  return { role: 'tool', tool_call_id: toolCall.id, content: truncateWithMarker(outcome.output, TOOL_RESULT_MAX_CHARS) };
 }
 
 function checkNotAborted(input: DriverInput): void {

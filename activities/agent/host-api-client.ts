@@ -41,6 +41,7 @@ export interface HostApiOptions {
 }
 
 export type TurnGrant = ResponseOf<typeof hostApi.attemptGrant>;
+export type ToolCredentials = ResponseOf<typeof hostApi.attemptToolCredentials>;
 export type QuestionState = ResponseOf<typeof hostApi.attemptQuestion>;
 export type PatchReceipt = ResponseOf<typeof hostApi.attemptPatch>;
 
@@ -79,6 +80,11 @@ export class HostApiClient {
   async cloneCredential(attemptId: string): Promise<string | undefined> {
     const answer = await this.fenced(attemptId, this.http.call(hostApi.attemptCloneCredential, { params: { hostId: this.options.hostId, attemptId }, body: {} }));
     return answer.token ?? undefined;
+  }
+
+  /** The attempt's tool-relay credentials (docs/mcp.md); fetching again rotates them. */
+  toolCredentials(attemptId: string): Promise<ToolCredentials> {
+    return this.fenced(attemptId, this.http.call(hostApi.attemptToolCredentials, { params: { hostId: this.options.hostId, attemptId }, body: {} }));
   }
 
   /** Where the owner's answer to the attempt's question stands. */

@@ -8,8 +8,9 @@
  *
  * What passes: `POST` to the inference paths (chat completions, responses, messages and its
  * count_tokens) and `GET /v1/models`, a body of at most `maxBodyBytes`, a few content headers.
- * Everything else is answered here (403 for another path or method, 413 for a larger body) and
- * never reaches the gateway. The CLI holds a placeholder key: the relay replaces any credential
+ * With the tool relay given, the relay's MCP endpoint also passes, to the control-plane API with the
+ * attempt's residency credential (docs/mcp.md "Drivers"). Everything else is answered here (403 for
+ * another path or method, 413 for a larger body) and never reaches the gateway. The CLI holds a placeholder key: the relay replaces any credential
  * with the turn's grant, which so never enters the container. Responses stream back unbuffered.
  */
 import { chmodSync, chownSync, mkdirSync, rmSync } from 'node:fs';
@@ -24,6 +25,10 @@ export { RELAY_MOUNT, relayHostDir } from '../../agent/sandboxes/names';
 export const RELAY_POST_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens']);
 /** Request headers passed to the gateway (everything else, credentials included, is dropped). */
 const FORWARDED_HEADERS = ['content-type', 'accept', 'anthropic-version', 'anthropic-beta', 'openai-beta', 'user-agent', 'x-request-id'];
+/** The tool relay's MCP endpoint on the control-plane API (docs/mcp.md "Drivers"). */
+export const TOOL_RELAY_MCP_PATH = '/v1/agent/mcp/relay/mcp';
+/** Request headers passed to the tool relay's MCP endpoint. */
+const MCP_FORWARDED_HEADERS = ['content-type', 'accept', 'user-agent', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
 /** Response headers not passed back (hop-by-hop). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 /** The longest Unix socket path Linux accepts (108 bytes with its NUL). */
@@ -48,6 +53,11 @@ export interface ModelRelayOptions {
   /** The turn's inference grant (`agr_…`), sent as `Authorization: Bearer`. */
   grantToken: string;
   maxBodyBytes: number;
+  /**
+   * The tool relay (docs/mcp.md "Drivers"): `POST`/`GET`/`DELETE` of {@link TOOL_RELAY_MCP_PATH}
+   * go to the control-plane API with the attempt's residency credential instead of the gateway.
+   */
+  toolRelay?: { apiUrl: string; credential: string };
 }
 
 export interface ModelRelay {
@@ -62,25 +72,41 @@ function refuse(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
 }
 
+interface Target {
+  base: URL;
+  token: string;
+  headers: readonly string[];
+  what: string;
+}
+
+/** Where a request goes (the gateway with the grant, or the tool relay with the residency credential), or undefined when it is refused. */
+function targetOf(options: ModelRelayOptions, method: string, path: string): Target | undefined {
+  if ((method === 'POST' && RELAY_POST_PATHS.has(path)) || (method === 'GET' && path === '/v1/models')) {
+    return { base: new URL(options.gatewayUrl), token: options.grantToken, headers: FORWARDED_HEADERS, what: 'gateway' };
+  }
+  if (options.toolRelay && path === TOOL_RELAY_MCP_PATH && ['POST', 'GET', 'DELETE'].includes(method)) {
+    return { base: new URL(options.toolRelay.apiUrl), token: options.toolRelay.credential, headers: MCP_FORWARDED_HEADERS, what: 'tool relay' };
+  }
+  return undefined;
+}
+
 /** Starts a member's relay for one turn; `close` removes the socket. */
 export async function startModelRelay(options: ModelRelayOptions): Promise<ModelRelay> {
   const socketPath = join(options.hostDir, `${options.uid}.sock`);
   if (Buffer.byteLength(socketPath) > SOCKET_PATH_MAX) throw new Error(`The model relay's socket path is too long (${socketPath}): set AGENT_RELAY_DIR to a shorter directory`);
   mkdirSync(options.hostDir, { recursive: true, mode: 0o755 });
   rmSync(socketPath, { force: true });
-  const gateway = new URL(options.gatewayUrl);
-  const send = gateway.protocol === 'https:' ? httpsRequest : httpRequest;
   const counts = { forwarded: 0, refused: 0 };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? '';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const allowed = (req.method === 'POST' && RELAY_POST_PATHS.has(path)) || (req.method === 'GET' && path === '/v1/models');
-    if (!allowed) {
+    const target = targetOf(options, req.method ?? '', path);
+    if (!target) {
       counts.refused += 1;
       req.resume();
-      refuse(res, 403, `The model relay forwards only inference requests (POST ${[...RELAY_POST_PATHS].join(', ')}; GET /v1/models)`);
+      refuse(res, 403, `The model relay forwards only inference requests (POST ${[...RELAY_POST_PATHS].join(', ')}; GET /v1/models)${options.toolRelay ? ` and the tool relay (${TOOL_RELAY_MCP_PATH})` : ''}`);
       return;
     }
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -90,15 +116,14 @@ export async function startModelRelay(options: ModelRelayOptions): Promise<Model
       refuse(res, 413, `The request body is larger than the model relay's limit (${options.maxBodyBytes} bytes)`);
       return;
     }
-    const headers: Record<string, string> = { authorization: `Bearer ${options.grantToken}` };
-    for (const name of FORWARDED_HEADERS) {
+    const headers: Record<string, string> = { authorization: `Bearer ${target.token}` };
+    for (const name of target.headers) {
       const value = req.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
     if (req.headers['content-length'] !== undefined) headers['content-length'] = String(declared);
     else if (req.method === 'POST') headers['transfer-encoding'] = 'chunked';
-    const target = new URL(url, gateway);
-    const upstream = send(target, { method: req.method, headers }, (answer) => {
+    const upstream = (target.base.protocol === 'https:' ? httpsRequest : httpRequest)(new URL(url, target.base), { method: req.method, headers }, (answer) => {
       const back: Record<string, string | string[]> = {};
       for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
       res.writeHead(answer.statusCode ?? 502, back);
@@ -106,7 +131,7 @@ export async function startModelRelay(options: ModelRelayOptions): Promise<Model
     });
     counts.forwarded += 1;
     upstream.on('error', () => {
-      if (!res.headersSent) refuse(res, 502, 'The model relay could not reach the gateway');
+      if (!res.headersSent) refuse(res, 502, `The model relay could not reach the ${target.what}`);
       else res.destroy();
     });
     res.on('close', () => upstream.destroy());

@@ -20,6 +20,8 @@ import { CodexAppServer } from './codex-app-server';
 import { newNativeRun, type NativeRun } from './native-lines';
 import type { NativeProtocol } from './stdin-session';
 import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type StdinWriter } from './types';
+import { TOOL_RELAY_MCP_PATH } from './model-relay';
+import { listRelayTools, ToolRelayRefusedError } from './tool-relay-client';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -72,6 +74,8 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         `base_url = "http://127.0.0.1:${port}/v1"`,
         'wire_api = "responses"',
         'env_key = "AGENT_RELAY_KEY"',
+        // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
+        ...(input.toolRelay ? ['[mcp_servers.tools]', `url = "http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}"`] : []),
         '',
       ].join('\n');
       return {
@@ -91,10 +95,14 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         argv: [
           'claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio',
           '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : []),
+          // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
+          ...(input.toolRelay ? ['--mcp-config', JSON.stringify({ mcpServers: { tools: { type: 'http', url: `http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}` } } }), '--strict-mcp-config'] : []),
         ],
         env: {
           CLAUDE_CONFIG_DIR: `${input.sessionDir}/claude`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: PLACEHOLDER_KEY,
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
+          // The chat's MCP tools are offered to the model directly, not deferred behind Claude Code's ToolSearch.
+          ...(input.toolRelay ? { ENABLE_TOOL_SEARCH: 'false' } : {}),
         },
         files: [],
       };
@@ -117,8 +125,9 @@ async function storedSession(input: DriverInput, spec: NativeSpec): Promise<stri
 
 export function nativeDriver(kind: NativeKind): AgentDriver {
   const spec = SPECS[kind];
-  return async (input) => {
-    if (!input.relay) throw new Error(`The ${kind} driver needs the model relay, which this host runner did not start`);
+  return async (given) => {
+    if (!given.relay) throw new Error(`The ${kind} driver needs the model relay, which this host runner did not start`);
+    const input = await withToolsOnlyWhenBound(given);
     const resumeId = await storedSession(input, spec);
     let run = await runOnce(kind, spec, input, resumeId);
     if (resumeId !== undefined && run.native.result === undefined && !run.native.produced) {
@@ -134,6 +143,22 @@ export function nativeDriver(kind: NativeKind): AgentDriver {
     const why = native.failure ?? tailWithMarker(exec.stderr.trim(), 2000);
     throw new Error(`The ${kind} CLI ${exec.exitCode === 0 ? 'ended' : `exited with code ${exec.exitCode}`} without an answer${why ? `: ${redactSecret(why, input.grantToken)}` : ''}`);
   };
+}
+
+/**
+ * The input with the tool relay only when the chat has MCP tools now: a CLI configured with an MCP
+ * server connects to it at start-up, which a chat without tools should not pay for. A relay refusal
+ * (the attempt is superseded) ends the turn; any other failure to list runs the CLI without tools.
+ */
+async function withToolsOnlyWhenBound(input: DriverInput): Promise<DriverInput> {
+  const { toolRelay, ...rest } = input;
+  if (!toolRelay) return input;
+  try {
+    return (await listRelayTools(toolRelay, input.signal)).length > 0 ? input : rest;
+  } catch (err) {
+    if (err instanceof ToolRelayRefusedError) throw err;
+    return rest;
+  }
 }
 
 async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, resumeId: string | undefined): Promise<{ native: NativeRun; exec: ExecResult }> {

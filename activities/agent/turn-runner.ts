@@ -16,6 +16,7 @@ import { driverFor, usesModelRelay } from './drivers';
 import { explainNoSpace } from './disk-full';
 import { HostQuestionChannel } from './question-channel';
 import { startTurnCapture } from './turn-capture';
+import { ToolRelayRefusedError } from './tool-relay-client';
 import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
@@ -82,6 +83,23 @@ function startFailure(err: unknown, what: 'context' | 'grant', input: RunTurnInp
   return ApplicationFailure.nonRetryable('The turn could not start because the control plane did not answer; try it again later', FailureType.controlPlaneUnavailable);
 }
 
+/**
+ * The attempt's tool-relay access (docs/mcp.md "Drivers"). A superseded attempt stops the turn; any
+ * other failure (an API without the relay) runs the turn without MCP tools, logged as
+ * `agent_tool_credentials_failed`.
+ */
+async function fetchToolRelay(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ apiUrl: string; token: string; residencyCredential: string } | undefined> {
+  try {
+    const issued = await deps.api.toolCredentials(input.attemptId);
+    return { apiUrl: deps.apiUrl, token: issued.mcp_token, residencyCredential: issued.residency_credential };
+  } catch (err) {
+    if (err instanceof AttemptNotCurrentError) throw startFailure(err, 'context', input);
+    const api = err instanceof HostApiError ? err : undefined;
+    Context.current().log.warn('tool relay credentials unavailable', { event: 'agent_tool_credentials_failed', attempt_id: input.attemptId, status: api?.status, detail: (err as Error).message });
+    return undefined;
+  }
+}
+
 export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): Promise<{ result: string }> {
   const ctx = Context.current();
   let context;
@@ -96,6 +114,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   } catch (err) {
     throw startFailure(err, 'grant', input, context.model);
   }
+  const toolRelay = await fetchToolRelay(deps, input);
   await killMemberProcesses(deps.docker, context.container_name, context.uid);
   const sandbox = withEnv(new DockerSandbox(deps.docker, context.container_name, context.uid), context.env);
   const events = new ApiEventSink({ apiUrl: deps.apiUrl, hostId: deps.hostId, credential: deps.credential, attemptId: input.attemptId });
@@ -114,10 +133,12 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
       relay = await startModelRelay({
         hostDir: relayHostDir(deps.relayRoot, context.container_name), uid: context.uid, gatewayUrl: deps.gatewayUrl,
         grantToken: grant.token, maxBodyBytes: deps.settings.AGENT_RELAY_MAX_BODY_MIB * 1024 * 1024,
+        ...(toolRelay ? { toolRelay: { apiUrl: toolRelay.apiUrl, credential: toolRelay.residencyCredential } } : {}),
       });
     }
     const outcome = await driver({
       ...(relay ? { relay: { socket: relayContainerSocket(context.uid), port: relayContainerPort(context.uid) } } : {}),
+      ...(toolRelay ? { toolRelay: { apiUrl: toolRelay.apiUrl, token: toolRelay.token } } : {}),
       prompt: context.prompt, model: context.model, gatewayUrl: deps.gatewayUrl, grantToken: grant.token,
       jobId: context.job_id, turnSeq: context.turn_seq, sessionDir: memberPaths(context.uid).sessionDir,
       sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
@@ -128,7 +149,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');
     if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, FailureType.turnTimeLimit);
-    if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
+    if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError || err instanceof ToolRelayRefusedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
     if (err instanceof SandboxDiedError) throw ApplicationFailure.nonRetryable(err.message, FailureType.sandboxDied);
     const message = await explainNoSpace(deps.docker, context.container_name, (err as Error).message || 'The agent failed');
     throw ApplicationFailure.nonRetryable(message, FailureType.turnFailed);

@@ -112,6 +112,8 @@ export interface DriverInput {
   deadline: number;
   /** The model relay of this turn (native drivers): the member's socket and loopback port inside the container. */
   relay?: { socket: string; port: number };
+  /** The tool relay with the attempt's `mcp_…` token (the built-in driver offers the chat's MCP tools); absent: no MCP tools. */
+  toolRelay?: { apiUrl: string; token: string };
   /** The turn's workspace limits; absent: the driver's built-in ones. */
   workspaceLimits?: WorkspaceLimits;
   /** Where a native CLI's questions go; absent: every question is answered `unanswered` at once. */

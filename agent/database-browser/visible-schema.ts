@@ -11,7 +11,7 @@
  * runtime `site_settings` values). Whole tables left out: `email_outbox` (messages carry
  * verification links), `email_verifications` and `refresh_sessions` (token hashes only),
  * `disabled_provider_env_keys` and `provider_env_key_min_roles` (keyed by key fingerprints),
- * `knex_migrations_lock`.
+ * `knex_migrations_lock`, `agent_mcp_credentials` (the tool relay's credential digests).
  */
 
 /** How a column is compared, searched and rendered. */
@@ -73,6 +73,22 @@ const VISIBLE: Readonly<Record<string, VisibleTable>> = {
     },
   },
   // Hidden: value (write-only to its owner).
+  // MCP tools (docs/mcp.md). Hidden: credentials_sealed and endpoint_url (a URL's query may carry an owner's key).
+  agent_mcp_connections: {
+    key: ['connection_id'],
+    columns: {
+      connection_id: T, owner_id: I, name: T, transport: T, location: T, source: T, template: T, auth_profile: T, approval_policy: T, connector_id: T,
+      discovered_at: TS, discovery_error: T, created_at: TS, updated_at: TS,
+    },
+  },
+  agent_mcp_bindings: { key: ['job_id', 'connection_id'], columns: { job_id: T, connection_id: T, created_at: TS } },
+  agent_mcp_legacy_bindings: { key: ['job_id', 'server_name'], columns: { job_id: T, server_name: T, reason: T, created_at: TS } },
+  agent_mcp_approvals: {
+    key: ['job_id', 'connection_id', 'tool_name'],
+    columns: { job_id: T, connection_id: T, tool_name: T, generation: I, state: T, requested_at: TS, decided_at: TS, decided_by: I },
+  },
+  // Hidden: secret_hash, secret_prefix.
+  agent_mcp_connectors: { key: ['connector_id'], columns: { connector_id: T, owner_id: I, name: T, created_at: TS, updated_at: TS, revoked_at: TS } },
   agent_owner_variables: { key: ['user_id', 'name'], columns: { user_id: I, name: T, updated_at: TS } },
   agent_sandbox_archives: { key: ['group_id', 'generation'], columns: { group_id: T, generation: I, object_key: T, bytes: I, sha256: T, verified_by: T, created_at: TS } },
   agent_sandbox_members: { key: ['job_id'], columns: { job_id: T, group_id: T, uid: I, created_at: TS } },

@@ -104,11 +104,14 @@ export type PurgeResult =
   | { kind: 'fenced' };
 
 /** Tables holding a chat's records, deleted children first (the job row last). */
-const CHAT_TABLES = ['agent_native_questions', 'agent_events', 'agent_attempts', 'agent_turns', 'agent_grants', 'agent_sandbox_members', 'agent_jobs'] as const;
+const CHAT_TABLES = [
+  'agent_native_questions', 'agent_events', 'agent_attempts', 'agent_turns', 'agent_grants', 'agent_sandbox_members',
+  'agent_mcp_credentials', 'agent_mcp_approvals', 'agent_mcp_legacy_bindings', 'agent_mcp_bindings', 'agent_jobs',
+] as const;
 
 /**
  * Deletes the chat's records in one transaction: native questions, events, attempts, turns, its grant rows, its
- * sandbox membership and the job row. The audit log, the deletion request and the sandbox group's
+ * sandbox membership, its MCP bindings, approvals and tool-relay credentials, and the job row. The audit log, the deletion request and the sandbox group's
  * row are kept. Refused (`busy`) while a turn is still queued or running.
  */
 export async function purgeDeletedChat(db: Db, claim: ClaimedDeletion): Promise<PurgeResult> {

@@ -28,6 +28,11 @@ import { agentEventsRouter } from './agent-events';
 import { nativeQuestionsRouter } from './native-questions';
 import { workspaceArchiveRouter } from './workspace-archive';
 import { sourceControlRouter } from './source-control';
+import { mcpConnectionsRouter } from './mcp-connections';
+import { mcpChatRouter } from './mcp-chat';
+import { mcpConnectorsRouter } from './mcp-connectors';
+import { mcpRelayRouter } from './mcp-relay';
+import { hostToolCredentialsRouter } from './host-tool-credentials';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -57,5 +62,10 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     nativeQuestionsRouter(deps),
     workspaceArchiveRouter(deps),
     sourceControlRouter(deps),
+    mcpConnectionsRouter(deps),
+    mcpChatRouter(deps),
+    mcpConnectorsRouter(deps),
+    mcpRelayRouter(deps),
+    hostToolCredentialsRouter(deps),
   ];
 }

@@ -126,6 +126,27 @@ export const attemptCloneCredential = defineEndpoint({
   }),
 });
 
+/**
+ * `POST /v1/agent/hosts/:hostId/attempts/:attemptId/tool-credentials`: the tool relay's credentials
+ * for the attempt (docs/mcp.md "Relay credentials"): the attempt-fenced `mcp_…` token and the
+ * `amr.…` residency credential. Fetching again rotates both. The body is not read.
+ */
+export const attemptToolCredentials = defineEndpoint({
+  name: 'attempt tool credentials',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/tool-credentials',
+  request: z.object({}),
+  response: z.object({
+    /** `mcp_…`: valid only while this attempt is the chat's running one; never logged. */
+    mcp_token: z.string(),
+    /** `amr.…`: resolves on each call to the chat's current leased attempt in this residency; never logged. */
+    residency_credential: z.string(),
+    expires_at: z.string(),
+    /** Path of the relay's MCP endpoint (streamable HTTP) under the API's URL. */
+    relay_mcp_path: z.string(),
+  }),
+});
+
 /** Event types a host (driver) may write; `turn_*` events belong to the control plane. */
 export const DRIVER_EVENT_TYPES = ['message', 'tool_use', 'tool_result', 'retry', 'notice', 'question'] as const;
 export type DriverEventType = (typeof DRIVER_EVENT_TYPES)[number];
@@ -318,4 +339,4 @@ export const hostInventory = defineEndpoint({
 });
 
 /** Every endpoint of the host runner's API. */
-export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptCloneCredential, attemptEvents, attemptQuestion, attemptQuestionExpire, attemptPatch, hostInventory] as const;
+export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptCloneCredential, attemptToolCredentials, attemptEvents, attemptQuestion, attemptQuestionExpire, attemptPatch, hostInventory] as const;

@@ -20,9 +20,10 @@ import { describeTextProblem, textProblem } from '../text';
  * What a route requires: `public` nothing; `account` an account's access token; `key` a
  * gateway API key; `admin` an administrator (gateway admin API); `owner` an account with
  * `agent.use`; `operator` `ADMIN_TOKEN` or an account with `agent.admin`; `host` an enrolled
- * host's credential; `internal` a service-to-service token.
+ * host's credential; `internal` a service-to-service token; `relay` a tool-relay credential (an
+ * attempt-fenced `mcp_…` token or an `amr.…` residency credential, docs/mcp.md).
  */
-export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal';
+export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay';
 
 /** The first middleware of every route: checks the caller, then the path and query text. */
 export interface AccessGuard<StateT = unknown> extends Middleware<StateT> {

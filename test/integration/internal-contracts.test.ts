@@ -105,6 +105,7 @@ describe('internal HTTP contracts: one schema on both sides (PostgreSQL + API + 
       assert.equal((await client.attemptContext(attemptId)).uid, 1001);
       assert.match((await client.turnGrant(attemptId)).token, /^agr_/);
       assert.equal(await client.cloneCredential(attemptId), undefined, 'a job without a repository needs no clone credential');
+      assert.match((await client.toolCredentials(attemptId)).residency_credential, /^amr\./);
       const sink = new ApiEventSink({ apiUrl: api.url, hostId, credential, attemptId });
       await sink.emit('message', { text: 'hi' });
       await sink.emit('question', { request_id: 'rq-contract', cli: 'codex', questions: [{ id: 'q', header: 'Q', question: 'Which?', multi_select: false, options: [] }] });

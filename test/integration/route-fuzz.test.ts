@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { enrollHost } from '../../agent/hosts/host-registry';
+import { insertResidency, postWith } from '../support/agent-grants';
 import type { Access, RouteEntry } from '../../lib/http/route-access';
 import { createKey, signUpAndLogIn } from '../support/accounts';
 import { ADMIN_TOKEN } from '../support/admin';
@@ -39,6 +40,12 @@ const SAMPLES: Record<string, unknown> = {
   'POST /v1/agent/jobs/:jobId/turns': { prompt: 'again' },
   'POST /v1/agent/jobs/:jobId/restore': {},
   'PUT /v1/agent/variables/:name': { value: 'secret value' },
+  'POST /v1/agent/mcp/connections': { name: 'fuzzed', url: 'https://mcp.example.com/mcp', auth: { type: 'bearer', token: 'a token' }, approval_policy: 'none' },
+  'POST /v1/agent/mcp/connections/import': { mcpServers: { fuzzed: { url: 'https://mcp.example.com/mcp', headers: { 'X-Key': 'value' } } } },
+  'PUT /v1/agent/mcp/chats/:jobId/bindings': { connections: [], servers: ['fuzzed'] },
+  'POST /v1/agent/mcp/connectors': { name: 'a machine' },
+  'POST /v1/agent/mcp/relay/call': { tool: 'fuzzed__tool', arguments: { text: 'value' }, tool_use_id: 'call_1' },
+  'POST /v1/agent/mcp/relay/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'fuzzed__tool', arguments: { text: 'value' } } },
   'POST /admin/agent/sandboxes/:groupId/stop': { container_id: 'abcdef0123456789', generation: 1, last_activity_at: '2026-01-01T00:00:00.000Z' },
   'POST /admin/agent/sandboxes/:groupId/archive': { container_id: 'abcdef0123456789', generation: 1 },
   'PUT /admin/agent/runner-hosts/:host/slots': { slots: 4 },
@@ -145,6 +152,11 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
     credential.set('operator', `Bearer ${ADMIN_TOKEN}`);
     credential.set('host', `Bearer ${hostCredential}`);
     credential.set('internal', `Bearer ${DISPATCH}`);
+    // A running attempt in a live residency, so the tool relay's routes parse what they are sent.
+    const owner = await t.db('users').where({ email: 'fuzzer@example.com' }).first<{ id: string }>('id');
+    const residency = await insertResidency(t.db, { ownerId: Number(owner.id), model: 'fuzz-model', hostId: 'fuzz-relay-host' });
+    const issued = await postWith<{ residency_credential: string }>(`${api.url}/v1/agent/hosts/${residency.hostId}/attempts/${residency.attemptId}/tool-credentials`, {}, residency.hostCredential);
+    credential.set('relay', `Bearer ${issued.body.residency_credential}`);
   });
   after(async () => {
     await gw?.close();
@@ -220,7 +232,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
   it('never answers 5xx on the control-plane API, and stays up', async () => {
     const { sent, covered } = await fuzz(api.url, api.routes);
     assert.ok(sent > 500);
-    assert.equal(covered.length, 22, 'every API sample (bodies and queries) names a served route');
+    assert.equal(covered.length, 28, 'every API sample (bodies and queries) names a served route');
     assert.equal((await send(api.url, { method: 'GET', path: '/health' })).status, 200);
   });
 });

@@ -67,6 +67,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
       agentSettings.stop();
       await serving.close(1000);
       await deps.events?.close();
+      deps.mcpSessions?.closeAll();
     },
   };
 }

@@ -16,12 +16,12 @@ import { AppError } from '../../../lib/errors';
 import { loadSettings } from '../../../lib/settings';
 import { createGiteaRepo, createGiteaUser, testGitea } from '../../support/gitea';
 import { gitWithHeader } from '../../support/git-http';
-import { startGitHubWire, type GitHubWire } from '../../support/github-wire';
+import { startLoopbackGithub, type LoopbackGithub } from '../../support/loopback-github';
 import { captureLogs } from '../../support/logs';
 
 describe('forges from the settings (GitHub app on the wire + Gitea)', function () {
   this.timeout(120_000);
-  let wire: GitHubWire;
+  let wire: LoopbackGithub;
   let dir: string;
   let keyPath: string;
   let giteaRepo: string;
@@ -29,8 +29,8 @@ describe('forges from the settings (GitHub app on the wire + Gitea)', function (
 
   before(async () => {
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    wire = await startGitHubWire({
-      appId: '99', publicKey,
+    wire = await startLoopbackGithub({
+      app: { appId: '99', publicKey },
       repos: [{ owner: 'octo', name: 'widgets', defaultBranch: 'main', installationId: 5, permissions: { contents: 'write', pull_requests: 'write' } }],
     });
     dir = await mkdtemp(join(tmpdir(), 'forges-'));

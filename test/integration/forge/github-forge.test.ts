@@ -1,6 +1,6 @@
 /**
  * The GitHub adapter at its wire, against the loopback server of the documented subset
- * (test/support/github-wire.ts, docs/forges.md "The GitHub wire contract"): the forge conformance
+ * (test/support/loopback-github.ts, docs/forges.md "The GitHub wire contract"): the forge conformance
  * suite, and what the wire shows: a verified app JWT, installation tokens scoped to the one
  * repository and to exactly the permissions of their use, `draft: true` on the wire, and a clean
  * refusal while the app cannot be loaded.
@@ -14,16 +14,16 @@ import { ForgeError } from '../../../activities/forge/forge';
 import { GitHubForge } from '../../../activities/forge/github-forge';
 import { forgeConformance, type ForgeHarness } from '../../support/forge-conformance';
 import { gitWithHeader } from '../../support/git-http';
-import { startGitHubWire, type GitHubWire } from '../../support/github-wire';
+import { startLoopbackGithub, type LoopbackGithub } from '../../support/loopback-github';
 
 const APP_ID = '424242';
 /** The constant first part of every app JWT (`{"alg":"RS256","typ":"JWT"}`): never in an error message. */
 const JWT_HEAD = Buffer.from(JSON.stringify({ alg: 'RS256', typ: 'JWT' })).toString('base64url');
 
-async function githubHarness(): Promise<ForgeHarness & { wire: GitHubWire; forge: GitHubForge }> {
+async function githubHarness(): Promise<ForgeHarness & { wire: LoopbackGithub; forge: GitHubForge }> {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const wire = await startGitHubWire({
-    appId: APP_ID, publicKey,
+  const wire = await startLoopbackGithub({
+    app: { appId: APP_ID, publicKey },
     repos: [
       { owner: 'octo', name: 'widgets', defaultBranch: 'trunk', installationId: 77, permissions: { contents: 'write', pull_requests: 'write', metadata: 'read' } },
       { owner: 'octo', name: 'secrets', defaultBranch: 'main', installationId: 77, permissions: { contents: 'write', pull_requests: 'write', metadata: 'read' } },

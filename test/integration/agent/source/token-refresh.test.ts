@@ -14,7 +14,7 @@ import { createDb, type Db } from '../../../../lib/db';
 import { loadSettings } from '../../../../lib/settings';
 import { createOwner } from '../../../support/agent-records';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
-import { startFakeGithub, type FakeGithub } from '../../../support/fake-github';
+import { startLoopbackGithub, type LoopbackGithub } from '../../../support/loopback-github';
 import { captureLogs } from '../../../support/logs';
 import { consentAt, GITHUB_REDIRECT, githubEnv } from '../../../support/source-control';
 
@@ -22,7 +22,7 @@ describe('source-control token refresh under a row lease', function () {
   this.timeout(60_000);
   let t: TestDatabase;
   let replica: Db;
-  let fake: FakeGithub;
+  let fake: LoopbackGithub;
   let sc: SourceControl;
   let provider: GithubProvider;
   let ownerId: number;
@@ -31,7 +31,7 @@ describe('source-control token refresh under a row lease', function () {
   before(async () => {
     t = await freshDatabase();
     replica = createDb({ url: t.url, poolMax: 2 });
-    fake = await startFakeGithub(GITHUB_REDIRECT);
+    fake = await startLoopbackGithub({ redirectUri: GITHUB_REDIRECT });
     fake.users.set('octo', { id: 7, login: 'octo', installations: { 1: ['acme/app'] } });
     sc = sourceControlFromSettings(loadSettings(githubEnv(fake)));
     provider = sc.providers.get('github') as GithubProvider;

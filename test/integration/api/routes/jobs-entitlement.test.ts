@@ -9,34 +9,27 @@ import { tokenName } from '../../../../agent/source/accounts';
 import { SOURCE_CONTROL_SEALER_PURPOSE } from '../../../../agent/source/source-control';
 import { SecretSealer } from '../../../../lib/sealed-secret';
 import { postJson } from '../../../support/accounts';
-import { createOwner, type TestOwner } from '../../../support/agent-records';
-import { startTestApi, type TestApi } from '../../../support/api';
-import { freshDatabase, type TestDatabase } from '../../../support/db';
-import { startFakeGithub, type FakeGithub } from '../../../support/fake-github';
-import { consentAt, GITHUB_REDIRECT, githubEnv, TEST_SCM_KEY } from '../../../support/source-control';
+import type { TestOwner } from '../../../support/agent-records';
+import type { TestApi } from '../../../support/api';
+import type { TestDatabase } from '../../../support/db';
+import type { LoopbackGithub } from '../../../support/loopback-github';
+import { consentAt, githubLinkingForBlock, TEST_SCM_KEY } from '../../../support/source-control';
 
 describe('job creation: repository entitlement through a linked account or the allowlist', function () {
   this.timeout(60_000);
   let t: TestDatabase;
-  let fake: FakeGithub;
+  let fake: LoopbackGithub;
   let api: TestApi;
   let alice: TestOwner;
   let bob: TestOwner;
   let accountId: string;
 
+  githubLinkingForBlock({
+    users: [{ id: 101, login: 'alice-gh', installations: { 11: ['acme/app'] } }],
+    env: { AGENT_REPO_ALLOWLIST: 'public/thing', TEMPORAL_CALL_TIMEOUT_SECONDS: '1' },
+  }, (linking) => ({ t, github: fake, api, alice, bob } = linking));
   before(async () => {
-    t = await freshDatabase();
-    fake = await startFakeGithub(GITHUB_REDIRECT);
-    fake.users.set('alice-gh', { id: 101, login: 'alice-gh', installations: { 11: ['acme/app'] } });
-    api = await startTestApi({ db: t.db, env: { ...githubEnv(fake), AGENT_REPO_ALLOWLIST: 'public/thing', TEMPORAL_CALL_TIMEOUT_SECONDS: '1' } });
-    alice = await createOwner(t.db);
-    bob = await createOwner(t.db);
     accountId = await link(alice, 'alice-gh');
-  });
-  after(async () => {
-    await api.close();
-    await fake.close();
-    await t.drop();
   });
 
   const auth = (o: TestOwner) => ({ authorization: `Bearer ${o.apiKey}` });

@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import { postJson } from '../../../support/accounts';
 import { createOwner, type TestOwner } from '../../../support/agent-records';
 import { startTestApi, type TestApi } from '../../../support/api';
-import { freshDatabase, type TestDatabase } from '../../../support/db';
-import { startFakeGithub, type FakeGithub } from '../../../support/fake-github';
-import { consentAt, GITHUB_REDIRECT, githubEnv } from '../../../support/source-control';
+import type { TestDatabase } from '../../../support/db';
+import type { LoopbackGithub } from '../../../support/loopback-github';
+import { consentAt, GITHUB_REDIRECT, githubEnv, githubLinkingForBlock } from '../../../support/source-control';
 
 const GITEA = { AGENT_GITEA_URL: 'http://127.0.0.1:9/gitea', AGENT_GITEA_OAUTH_CLIENT_ID: 'gitea-client', AGENT_GITEA_OAUTH_CLIENT_SECRET: 'gitea-secret', AGENT_GITEA_OAUTH_REDIRECT_URL: 'http://127.0.0.1:9/cb/gitea' };
 
@@ -21,25 +21,18 @@ interface AccountBody { account_id: string; login: string; status: string; repos
 describe('owner API: linking source-control accounts through OAuth', function () {
   this.timeout(60_000);
   let t: TestDatabase;
-  let fake: FakeGithub;
+  let fake: LoopbackGithub;
   let api: TestApi;
   let alice: TestOwner;
   let bob: TestOwner;
 
-  before(async () => {
-    t = await freshDatabase();
-    fake = await startFakeGithub(GITHUB_REDIRECT);
-    fake.users.set('alice-gh', { id: 101, login: 'alice-gh', installations: { 11: ['acme/app', 'acme/lib'], 12: ['alice-gh/dotfiles'] } });
-    fake.users.set('bob-gh', { id: 202, login: 'bob-gh', installations: { 21: ['bob-gh/site'] } });
-    api = await startTestApi({ db: t.db, env: { ...githubEnv(fake), ...GITEA } });
-    alice = await createOwner(t.db);
-    bob = await createOwner(t.db);
-  });
-  after(async () => {
-    await api.close();
-    await fake.close();
-    await t.drop();
-  });
+  githubLinkingForBlock({
+    users: [
+      { id: 101, login: 'alice-gh', installations: { 11: ['acme/app', 'acme/lib'], 12: ['alice-gh/dotfiles'] } },
+      { id: 202, login: 'bob-gh', installations: { 21: ['bob-gh/site'] } },
+    ],
+    env: GITEA,
+  }, (linking) => ({ t, github: fake, api, alice, bob } = linking));
 
   const auth = (o: TestOwner) => ({ authorization: `Bearer ${o.apiKey}` });
   const start = async (o: TestOwner, provider = 'github') => {

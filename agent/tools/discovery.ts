@@ -1,0 +1,45 @@
+/**
+ * Discovery (docs/mcp.md "Discovery"): the relay connects to a connection's server with the SDK,
+ * lists its tools and stores the bounded, cleaned capability snapshot. A failure is stored as the
+ * connection's `discovery_error` (cleaned, cut) and answered 502 in the API's own words.
+ */
+import type { Db } from '../../lib/db';
+import { AppError } from '../../lib/errors';
+import { cleanText } from '../../lib/text';
+import { openSecrets, type ConnectionRow } from './connections';
+import type { McpSessionPool, McpTarget } from './mcp-sessions';
+
+/** Why a server could not be used, as shown to its owner: the error's message, cleaned and cut (never a credential: the relay's own messages hold none). */
+export function failureText(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return cleanText(message.slice(0, 500));
+}
+
+/** The session target of a connection for one chat (or `discovery`). */
+export function targetOf(row: ConnectionRow, scope: string, sealingKey: string | undefined): McpTarget {
+  if (row.location === 'connector' || row.connector_id !== null) {
+    throw new AppError('conflict', `Connection '${row.name}' is bound to a connector, and connector runtimes are unavailable on this deployment`);
+  }
+  return {
+    key: `${row.connection_id}:${row.updated_at.getTime()}:${scope}`,
+    transport: row.transport === 'stdio' ? 'stdio' : 'streamable_http',
+    endpointUrl: row.endpoint_url,
+    launch: row.launch,
+    secrets: openSecrets(row, sealingKey),
+  };
+}
+
+/** Discovers the connection's tools and stores the snapshot; 502 (with the reason stored) when the server fails. */
+export async function discoverConnection(db: Db, row: ConnectionRow, options: { pool: McpSessionPool; timeoutMs: number; sealingKey: string | undefined }): Promise<ConnectionRow> {
+  const target = targetOf(row, 'discovery', options.sealingKey);
+  try {
+    const snapshot = await options.pool.discover(target, options.timeoutMs);
+    const [updated] = await db('agent_mcp_connections').where({ connection_id: row.connection_id })
+      .update({ capabilities: JSON.stringify(snapshot), discovered_at: db.fn.now(), discovery_error: null }).returning<ConnectionRow[]>('*');
+    return updated!;
+  } catch (err) {
+    const reason = failureText(err);
+    await db('agent_mcp_connections').where({ connection_id: row.connection_id }).update({ discovery_error: reason });
+    throw new AppError('upstream_error', `The MCP server of '${row.name}' could not be discovered: ${reason}`, { expose: true, cause: err });
+  }
+}
