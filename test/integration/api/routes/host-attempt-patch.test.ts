@@ -3,7 +3,8 @@
  * "Upload") through the real API on real PostgreSQL, with the host runner's client: only the turn's
  * running attempt on the host that holds it may upload (a finished, superseded or other host's
  * attempt is refused with 409 and nothing is stored); one row per turn, so a second upload never
- * replaces the first; bad input is a 400 or 413 naming the problem.
+ * replaces the first; bad input is a 400 or 413 naming the problem; the tool-relay credentials
+ * cannot upload (a tool call must never replace or add a turn's diff).
  */
 import assert from 'node:assert/strict';
 import { enrollHost } from '../../../../agent/hosts/host-registry';
@@ -11,6 +12,7 @@ import { AttemptNotCurrentError, HostApiClient } from '../../../../activities/ag
 import { startTestApi, type TestApi } from '../../../support/api';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
 import { createAttempt, createJob, createOwner, createTurn } from '../../../support/agent-records';
+import { insertResidency } from '../../../support/agent-grants';
 
 const START = 'a'.repeat(40);
 const END = 'b'.repeat(40);
@@ -100,6 +102,20 @@ describe('patch upload over the host API', () => {
     assert.equal(told[0]?.is_error, true);
     assert.equal(told[0]?.payload.reason, 'patch_too_large');
     assert.match(told[0]?.payload.message ?? '', /4\.8 MiB of diff\) are larger than the 1 KiB that can be published/);
+  });
+
+  it('the tool-relay credentials (mcp_…, amr.…) cannot upload a patch: 401 and nothing stored; the host credential can', async () => {
+    const ownerId = (await t.db('agent_jobs').where({ job_id: jobId }).first<{ owner_id: string }>('owner_id')).owner_id;
+    const residency = await insertResidency(t.db, { ownerId: Number(ownerId), model: 'test-model', hostId: 'host-relay' });
+    await t.db('agent_sandbox_members').insert({ job_id: residency.jobId, group_id: residency.groupId, uid: 1001 });
+    const client = new HostApiClient({ apiUrl: api.url, hostId: 'host-relay', credential: residency.hostCredential });
+    const tools = await client.toolCredentials(residency.attemptId);
+    for (const credential of [tools.mcp_token, tools.residency_credential]) {
+      const res = await post('host-relay', residency.attemptId, credential, captured('replacement\n'));
+      assert.equal(res.status, 401, credential.slice(0, 4));
+    }
+    assert.equal(await t.db('agent_turn_patches').where({ turn_id: residency.turnId }).first(), undefined);
+    assert.equal((await client.uploadPatch(residency.attemptId, captured('the host\'s\n'))).stored, true);
   });
 
   it('a failed capture is stored with its reason and nothing to publish', async () => {
