@@ -26,6 +26,7 @@ import * as agentServerAllocations from './20261126040000_agent_server_allocatio
 import * as agentHostSettingsRetired from './20261127010000_agent_host_settings_retired';
 import * as agentSourceControlAccounts from './20261128040000_agent_source_control_accounts';
 import * as agentMcp from './20261128050000_agent_mcp';
+import * as agentTurnPatches from './20261128063000_agent_turn_patches';
 
 export interface Migration {
   name: string;
@@ -59,4 +60,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261128010000_agent_execution_profiles', ...agentExecutionProfiles },
   { name: '20261128040000_agent_source_control_accounts', ...agentSourceControlAccounts },
   { name: '20261128050000_agent_mcp', ...agentMcp },
+  { name: '20261128063000_agent_turn_patches', ...agentTurnPatches },
 ];

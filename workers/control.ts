@@ -1,6 +1,7 @@
 /**
  * The control worker: polls task queue `control` (every workflow, and activities that touch
- * PostgreSQL, object storage or the gateway), reconciles queued turns with their chat workflows,
+ * PostgreSQL, object storage or the gateway), reconciles queued turns with their chat workflows
+ * and pending publications with their publish workflows (docs/publisher.md),
  * and creates or updates the Schedules of the deletion sweep (docs/chat-deletion.md) and the idle
  * stop (docs/sandboxes.md "Idle stop") at startup. Entry of `npm run worker:control`.
  */
@@ -19,6 +20,10 @@ import { ChatDelivery } from '../agent/jobs/chat-delivery';
 import { ensureDeletionSweepSchedule } from '../agent/deletion/sweep-schedule';
 import { ensureIdleStopSchedule } from '../agent/sandboxes/idle-stop-schedule';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
+import { SourceControlApp } from '../agent/jobs/source-control-app';
+import { PublishDelivery, reconcilePendingPublications } from '../agent/source/publish-delivery';
+// The composition root may build the forge adapters (docs/architecture.md: the one exception).
+import { forgeFor, forgesFromSettings } from '../activities/forge/forges';
 
 const RECONCILE_EVERY_MS = 30_000;
 
@@ -39,6 +44,10 @@ async function main(): Promise<void> {
   const grants = new GatewayGrantClient({ gatewayUrl: () => settings.AGENT_GATEWAY_URL, dispatchToken: env.GATEWAY_GRANT_DISPATCH_TOKEN });
   // Sandbox archives (spec 3.4): the configured store (the embedded fs store by default).
   const objectStore = await openObjectStore(settings);
+  // The publisher's forges (docs/publisher.md): without one, completed turns' patches wait unpublished.
+  const sourceControl = new SourceControlApp(settings, log);
+  const forges = forgesFromSettings(settings, () => sourceControl.current());
+  const publisherForge = forges.length > 0 ? { forgeFor: (repo: string) => forgeFor(forges, repo)?.forge } : {};
   const connection = await connectWorker(settings);
   const { client, connection: clientConnection } = createTemporalClient(settings);
   const worker = await Worker.create({
@@ -46,7 +55,7 @@ async function main(): Promise<void> {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows'),
-    activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client, agentSettings }),
+    activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client, agentSettings, ...publisherForge }),
   });
   const scheduleId = await ensureDeletionSweepSchedule(client, settings).catch((err: unknown) => {
     throw new Error(`the deletion sweep's Schedule ${settings.AGENT_DELETION_SWEEP_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and AGENT_DELETION_SWEEP_SCHEDULE_ID)`, { cause: err });
@@ -57,11 +66,16 @@ async function main(): Promise<void> {
   });
   log.info({ event: 'agent_idle_stop_scheduled', schedule_id: idleStopId }, 'idle sandbox stop scheduled every minute');
   const delivery = new ChatDelivery(client, settings, log);
+  const publications = new PublishDelivery(client, settings, log);
   const reconciler = new Periodic(async () => {
     await reconcileQueuedTurns({ db, delivery, log, minQueuedSeconds: 30 }).catch((err: unknown) => {
       log.warn({ err }, 'queued-turn reconciliation failed; retrying on schedule');
     });
-  }, RECONCILE_EVERY_MS, log, 'queued-turn reconciliation');
+    if (forges.length === 0) return;
+    await reconcilePendingPublications({ db, delivery: publications, log, minAgeSeconds: 30 }).catch((err: unknown) => {
+      log.warn({ err }, 'publication reconciliation failed; retrying on schedule');
+    });
+  }, RECONCILE_EVERY_MS, log, 'queued-turn and publication reconciliation');
   const running = worker.run();
   await reconciler.start();
   shutdown.add({ name: 'reconciler', run: () => Promise.resolve(reconciler.stop()) });

@@ -8,3 +8,4 @@ export { sandboxGroupWorkflow } from './sandbox-group';
 export { hostWorkflow } from './host';
 export { deletionSweepWorkflow } from './deletion-sweep';
 export { idleSandboxStopWorkflow } from './idle-sandbox-stop';
+export { publishWorkflow } from './publish';

@@ -4,7 +4,7 @@
  * JSON client). A 409 means the attempt is no longer current (fenced): the runner must stop
  * working on it.
  */
-import type { ResponseOf } from '../../lib/contracts/endpoint';
+import type { RequestOf, ResponseOf } from '../../lib/contracts/endpoint';
 import * as hostApi from '../../lib/contracts/host-api';
 import { InternalCallError, InternalClient } from '../../lib/http/internal-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
@@ -43,6 +43,7 @@ export interface HostApiOptions {
 export type TurnGrant = ResponseOf<typeof hostApi.attemptGrant>;
 export type ToolCredentials = ResponseOf<typeof hostApi.attemptToolCredentials>;
 export type QuestionState = ResponseOf<typeof hostApi.attemptQuestion>;
+export type PatchReceipt = ResponseOf<typeof hostApi.attemptPatch>;
 
 export class HostApiClient {
   private readonly http: InternalClient;
@@ -94,5 +95,10 @@ export class HostApiClient {
   /** Stops waiting: a pending question becomes `expired`; the final state (an answer that came first wins). */
   expireQuestion(attemptId: string, requestId: string): Promise<QuestionState> {
     return this.fenced(attemptId, this.http.call(hostApi.attemptQuestionExpire, { params: { hostId: this.options.hostId, attemptId, requestId }, body: {} }));
+  }
+
+  /** Uploads what the turn's capture found (docs/publisher.md "Upload"); repeated, it changes nothing. */
+  uploadPatch(attemptId: string, body: RequestOf<typeof hostApi.attemptPatch>): Promise<PatchReceipt> {
+    return this.fenced(attemptId, this.http.call(hostApi.attemptPatch, { params: { hostId: this.options.hostId, attemptId }, body }));
   }
 }

@@ -2,7 +2,8 @@
  * The host activity that executes one admitted turn: reads the attempt's context and grant from
  * the control-plane API (never through Temporal history), fences off anything a lost earlier
  * attempt left running in the member's sandbox, runs the chat's agent driver with events going to
- * the API, heartbeats, and stops promptly on cancellation or at the turn's time limit.
+ * the API, heartbeats, and stops promptly on cancellation or at the turn's time limit. For a chat
+ * with a repository it captures the turn's diff and uploads it (turn-capture.ts).
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
@@ -14,6 +15,7 @@ import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor, usesModelRelay } from './drivers';
 import { explainNoSpace } from './disk-full';
 import { HostQuestionChannel } from './question-channel';
+import { startTurnCapture } from './turn-capture';
 import { ToolRelayRefusedError } from './tool-relay-client';
 import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
@@ -124,6 +126,8 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   const beat = setInterval(() => ctx.heartbeat(), 1000);
   let relay: ModelRelay | undefined;
   try {
+    // A chat with a repository: the workspace as it is now (heartbeats already running) is the start of the turn's diff (docs/publisher.md).
+    const capture = await startTurnCapture({ docker: deps.docker, api: deps.api, log: ctx.log }, context);
     const driver = driverFor(context.driver, deps.settings);
     if (usesModelRelay(context.driver)) {
       relay = await startModelRelay({
@@ -140,6 +144,7 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
       sandbox, events, signal: abort.signal, deadline, ...workspaceLimitsOf(context),
       questions: new HostQuestionChannel({ api: deps.api, attemptId: input.attemptId, events, deadline }),
     });
+    await capture?.finish();
     return { result: outcome.result };
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('turn cancelled');

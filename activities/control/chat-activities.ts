@@ -12,6 +12,8 @@ import { admitTurn, type AdmittedTurn } from '../../agent/jobs/turn-admission';
 import { abandonRunningTurn, finishAttempt, nextActiveTurn, type TurnOutcome, type TurnState } from '../../agent/jobs/turn-transitions';
 import { FailureType } from '../../workflows/definitions/failures';
 import type { TurnLimits } from '../../agent/settings/host-settings';
+import { dropUnfinishedPublication } from '../../agent/source/publications';
+import type { PublishDelivery } from '../../agent/source/publish-delivery';
 import type { Knex } from 'knex';
 
 export type { AdmittedTurn, TurnOutcome, TurnState };
@@ -21,6 +23,8 @@ export interface ChatActivityDeps {
   settings: Pick<Settings, 'AGENT_HOST_STALE_SECONDS' | 'AGENT_HOST_SLOTS'>;
   /** The host settings' turn limits now (read at each admission; docs/agent-admin.md "Host settings"). */
   turnLimits?: () => TurnLimits;
+  /** Starts the publication of a completed turn's patch (docs/publisher.md); without it the reconciler does. */
+  publisher?: PublishDelivery;
 }
 
 export function createChatActivities(deps: ChatActivityDeps) {
@@ -62,12 +66,17 @@ export function createChatActivities(deps: ChatActivityDeps) {
       });
     },
 
-    /** Ends an attempt and its turn with `outcome` (a no-op when already recorded); the end is the sandbox's last activity. */
+    /**
+     * Ends an attempt and its turn with `outcome` (a no-op when already recorded); the end is the
+     * sandbox's last activity. A completed turn's pending patch is then handed to the publisher
+     * (the start is a notification: the reconciler repairs a missed one); any other end drops it.
+     */
     async finishTurn(input: { attemptId: string; outcome: TurnOutcome }): Promise<void> {
       await db.transaction(async (trx) => {
         if ((await finishAttempt(trx, input)) !== 'not_running') {
           await noteSandboxActivity(trx, trx('agent_attempts').select('job_id').where({ attempt_id: input.attemptId }));
         }
+        await dropUnfinishedPublication(trx, input.attemptId);
         // An attempt that restored a cold group but never recorded its container leaves it cold again.
         await trx('agent_sandboxes')
           .where({ state: 'restoring' })
@@ -75,6 +84,7 @@ export function createChatActivities(deps: ChatActivityDeps) {
             .where('a.attempt_id', input.attemptId).select('m.group_id', 'a.generation'))
           .update({ state: 'cold', updated_at: trx.fn.now() });
       });
+      if (input.outcome.kind === 'completed' && deps.publisher) await startPublication(db, deps.publisher, input.attemptId);
     },
 
     /** Fails a turn whose running attempt no workflow is watching any more (its end, too, is the sandbox's last activity). */
@@ -95,6 +105,13 @@ async function noteSandboxActivity(trx: Knex.Transaction, job: string | Knex.Que
   const jobs = typeof job === 'string' ? [job] : job;
   await trx('agent_sandboxes').whereIn('group_id', trx('agent_jobs').select('group_id').whereIn('job_id', jobs).whereNotNull('group_id'))
     .update({ last_activity_at: trx.fn.now() });
+}
+
+/** Starts the publication of the attempt's pending patch, if it left one. */
+async function startPublication(db: Db, publisher: PublishDelivery, attemptId: string): Promise<void> {
+  const pending = await db('agent_turn_patches as p').join('agent_jobs as j', 'j.job_id', 'p.job_id')
+    .where({ 'p.attempt_id': attemptId, 'p.publish_state': 'pending' }).first<{ turn_id: string; job_id: string; owner_id: string } | undefined>('p.turn_id', 'p.job_id', 'j.owner_id');
+  if (pending) await publisher.start({ turnId: pending.turn_id, jobId: pending.job_id, ownerId: Number(pending.owner_id) });
 }
 
 export type ChatActivities = ReturnType<typeof createChatActivities>;

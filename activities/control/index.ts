@@ -18,6 +18,10 @@ import { createTitleActivities, type TitleLimits } from './title-activities';
 import { defaultValues } from '../../agent/settings/admin-settings';
 import { turnLimitsFrom } from '../../agent/settings/host-settings';
 import type { AgentSettings } from '../../agent/settings/settings-sync';
+import { PublishDelivery } from '../../agent/source/publish-delivery';
+import type { Forge } from '../forge/forge';
+import { createPublishActivities, type PrTitleGenerator } from './publish-activities';
+import { createPrTitleGenerator } from './pr-title';
 
 export interface ControlActivityDeps {
   db: Db;
@@ -33,13 +37,23 @@ export interface ControlActivityDeps {
   objectStore?: ObjectStore;
   /** The synced admin and host settings: admission reads the turn limits, the idle stop its timeout, from them (default: the environment's). */
   agentSettings?: AgentSettings;
+  /**
+   * The forge serving a job's repository (docs/publisher.md). With it and `temporal`, a completed
+   * turn's patch is published; without it publications wait (and fail once started).
+   */
+  forgeFor?: (repo: string) => Forge | undefined;
+  /** Pull-request title generation; default: through the gateway with the job's model when title generation is on, else the prompt title. */
+  generatePrTitle?: PrTitleGenerator;
 }
 
 export function createControlActivities(deps: ControlActivityDeps) {
   const log = deps.log ?? createLogger({ name: 'control-activities', level: deps.settings.LOG_LEVEL });
   const hostSettings = () => deps.agentSettings?.current ?? defaultValues(deps.settings);
   return {
-    ...createChatActivities({ db: deps.db, settings: deps.settings, turnLimits: () => turnLimitsFrom(hostSettings()) }),
+    ...createChatActivities({
+      db: deps.db, settings: deps.settings, turnLimits: () => turnLimitsFrom(hostSettings()),
+      ...(deps.temporal && deps.forgeFor ? { publisher: new PublishDelivery(deps.temporal, deps.settings, log) } : {}),
+    }),
     ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
     ...createHostWorkflowActivities({ db: deps.db }),
     ...createDeletionActivities({ db: deps.db, settings: deps.settings, ...(deps.temporal ? { temporal: deps.temporal } : {}) }),
@@ -47,6 +61,16 @@ export function createControlActivities(deps: ControlActivityDeps) {
       db: deps.db, settings: deps.settings, log, idleTimeoutSeconds: () => hostSettings().idle_timeout_seconds, ...(deps.temporal ? { temporal: deps.temporal } : {}),
     }),
     ...createGrantActivities({ db: deps.db, grants: deps.grants, settings: deps.settings }),
+    ...createPublishActivities({
+      db: deps.db, log, forgeFor: deps.forgeFor ?? (() => undefined), ...prTitles(deps, log),
+    }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
   };
+}
+
+/** The pull-request title generator of the control activities (docs/publisher.md "Title"). */
+function prTitles(deps: ControlActivityDeps, log: Logger): { generateTitle?: PrTitleGenerator } {
+  if (deps.generatePrTitle) return { generateTitle: deps.generatePrTitle };
+  if (!deps.settings.AGENT_TITLE_GENERATION_ENABLED) return {};
+  return { generateTitle: createPrTitleGenerator({ grants: deps.grants, gatewayUrl: () => deps.settings.AGENT_GATEWAY_URL, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }) };
 }

@@ -7,29 +7,17 @@
  * `title_source = 'generated'` unless the owner renamed the chat meanwhile. When every call fails
  * it logs `agent_title_generation_failed` (no prompt text, no token) and keeps the initial title.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../lib/db';
-import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import { appendEvents } from '../../agent/events/event-store';
-import { sanitizeGeneratedTitle, titleChatBody } from '../../agent/jobs/generated-titles';
-import { chatWithGrant, revokeQuietly } from '../../agent/prompts/grant-chat';
+import { titleChatBody } from '../../agent/jobs/generated-titles';
+import { revokeQuietly } from '../../agent/prompts/grant-chat';
 import { GrantDispatchError, type GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import type { TitleOutcome } from '../../workflows/definitions/title';
+import { askForTitle, failureCode, TITLE_LIMITS, type TitleLimits } from './title-calls';
 
-export interface TitleLimits {
-  /** Model calls at most (spec 8: five). */
-  calls: number;
-  /** All calls end within this long of the start (spec 8: 120 s, the grant's lifetime). */
-  windowMs: number;
-  /** Deadline of one call (spec 8: 10 s). */
-  callTimeoutMs: number;
-  /** Pause after the n-th failed call: n times this, within the window. */
-  retryDelayMs: number;
-}
-
-export const TITLE_LIMITS: TitleLimits = { calls: 5, windowMs: 120_000, callTimeoutMs: 10_000, retryDelayMs: 500 };
+export { TITLE_LIMITS, type TitleLimits };
 
 export interface TitleActivityDeps {
   db: Db;
@@ -46,15 +34,6 @@ interface TitleJob {
   prompt: string;
 }
 
-/** A failure's code for the log: never its message (it may quote the prompt) nor a token. */
-function failureCode(err: unknown): string {
-  if (err instanceof AppError) return err.code;
-  if (err instanceof GrantDispatchError) return err.timedOut ? 'grant_timeout' : `grant_refused_${err.status ?? 'unreachable'}`;
-  return 'error';
-}
-
-const callTimeout = (ms: number) => (cause?: unknown) => new AppError('gateway_timeout', `The title call did not finish within ${ms} ms`, { cause });
-
 export function createTitleActivities(deps: TitleActivityDeps) {
   const { db, grants, log } = deps;
   const limits: TitleLimits = { ...TITLE_LIMITS, ...deps.limits };
@@ -68,28 +47,8 @@ export function createTitleActivities(deps: TitleActivityDeps) {
   }
 
   /** Up to `limits.calls` calls within the window; the first usable title, or the last failure's code. */
-  async function askModel(token: string, job: TitleJob, startedAt: number): Promise<{ title?: string; calls: number; reason: string }> {
-    let reason = 'no_call';
-    let calls = 0;
-    while (calls < limits.calls) {
-      const remaining = startedAt + limits.windowMs - Date.now();
-      if (remaining <= 0) return { calls, reason: `window_elapsed_after_${reason}` };
-      const ms = Math.min(limits.callTimeoutMs, remaining);
-      calls += 1;
-      try {
-        const content = await chatWithGrant({
-          gatewayUrl: deps.settings.AGENT_GATEWAY_URL, token, body: titleChatBody(job.model, job.prompt),
-          signal: AbortSignal.timeout(ms), what: 'the title call', timeout: callTimeout(ms),
-        });
-        const title = sanitizeGeneratedTitle(content);
-        if (title !== undefined) return { title, calls, reason: 'ok' };
-        reason = 'unusable_output';
-      } catch (err) {
-        reason = failureCode(err);
-      }
-      if (calls < limits.calls) await sleep(Math.max(0, Math.min(limits.retryDelayMs * calls, startedAt + limits.windowMs - Date.now())));
-    }
-    return { calls, reason };
+  function askModel(token: string, job: TitleJob, startedAt: number): Promise<{ title?: string; calls: number; reason: string }> {
+    return askForTitle({ gatewayUrl: deps.settings.AGENT_GATEWAY_URL, token, body: titleChatBody(job.model, job.prompt), limits, startedAt });
   }
 
   /** Stores the title unless the owner renamed the chat meanwhile; emits `title_changed`. */

@@ -89,6 +89,14 @@ const VISIBLE: Readonly<Record<string, VisibleTable>> = {
   },
   // Hidden: secret_hash, secret_prefix.
   agent_mcp_connectors: { key: ['connector_id'], columns: { connector_id: T, owner_id: I, name: T, created_at: TS, updated_at: TS, revoked_at: TS } },
+  // The publisher (docs/publisher.md). Hidden: patch (owners' code), capture_error and publish_error (may quote it).
+  agent_turn_patches: {
+    key: ['turn_id'],
+    columns: {
+      turn_id: T, attempt_id: T, job_id: T, turn_seq: I, capture_state: T, start_tree: T, end_tree: T, bytes: I, publish_state: T, branch: T,
+      commit_sha: T, pr_number: I, pr_url: T, pr_draft: B, created_at: TS, published_at: TS,
+    },
+  },
   agent_owner_variables: { key: ['user_id', 'name'], columns: { user_id: I, name: T, updated_at: TS } },
   agent_sandbox_archives: { key: ['group_id', 'generation'], columns: { group_id: T, generation: I, object_key: T, bytes: I, sha256: T, verified_by: T, created_at: TS } },
   agent_sandbox_members: { key: ['job_id'], columns: { job_id: T, group_id: T, uid: I, created_at: TS } },

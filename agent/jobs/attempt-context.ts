@@ -34,6 +34,7 @@ interface Row {
   generation: number | null;
   container_name: string | null;
   uid: number | null;
+  repo: string | null;
   /** Recorded at admission (host settings); null for attempts admitted before them. */
   limits: TurnLimits | null;
 }
@@ -41,9 +42,10 @@ interface Row {
 /**
  * The context of `attemptId` for `hostId`; 409 when the attempt is not current on that host. The
  * limits are the attempt's own (recorded at admission); `turnTimeLimitSeconds` is only the
- * fallback for an attempt admitted before host settings.
+ * fallback for an attempt admitted before host settings. With `patchMaxBytes`, a chat with a
+ * repository is told to capture its turn's diff up to that size.
  */
-export async function attemptContext(db: Db, input: { hostId: string; attemptId: string; turnTimeLimitSeconds: number }): Promise<AttemptContext> {
+export async function attemptContext(db: Db, input: { hostId: string; attemptId: string; turnTimeLimitSeconds: number; patchMaxBytes?: number }): Promise<AttemptContext> {
   const row = await db('agent_attempts as a')
     .join('agent_turns as t', 't.turn_id', 'a.turn_id')
     .join('agent_jobs as j', 'j.job_id', 'a.job_id')
@@ -51,7 +53,7 @@ export async function attemptContext(db: Db, input: { hostId: string; attemptId:
     .leftJoin('agent_sandbox_members as m', 'm.job_id', 'j.job_id')
     .where('a.attempt_id', input.attemptId)
     .first<Row | undefined>('a.attempt_id', 'a.state', 'a.host_id', 'a.job_id', 't.seq', 't.prompt', 'j.model', 'j.driver', 'j.env', 'j.owner_id',
-      'j.group_id', 's.generation', 's.container_name', 'm.uid', 'a.limits');
+      'j.group_id', 's.generation', 's.container_name', 'm.uid', 'a.limits', 'j.repo');
   if (!row || row.host_id !== input.hostId || row.state !== 'running') throw new AppError('conflict', 'Attempt is not current');
   if (!row.group_id || row.generation === null || !row.container_name || row.uid === null) throw new AppError('conflict', 'Attempt has no sandbox');
   const owned = await db('agent_owner_variables').where({ user_id: row.owner_id }).select<Array<{ name: string; value: string }>>('name', 'value');
@@ -62,6 +64,8 @@ export async function attemptContext(db: Db, input: { hostId: string; attemptId:
     attempt_id: row.attempt_id, job_id: row.job_id, turn_seq: row.seq, prompt: row.prompt, model: row.model, driver: row.driver,
     group_id: row.group_id, generation: row.generation, container_name: row.container_name, uid: row.uid, env,
     turn_time_limit_seconds: row.limits?.turnTimeLimitSeconds ?? input.turnTimeLimitSeconds,
+    // A chat with a repository has its turns' diffs captured for the publisher (docs/publisher.md); a temporary workspace has none.
+    ...(row.repo !== null && input.patchMaxBytes !== undefined ? { capture: { max_bytes: input.patchMaxBytes } } : {}),
     ...(row.limits ? {
       workspace_limits: {
         command_timeout_seconds: row.limits.commandTimeoutSeconds,

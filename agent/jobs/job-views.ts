@@ -8,6 +8,7 @@ import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import type { JobRow } from './job-store';
 import { waitMessage } from './wait-reasons';
+import { pullRequestOf } from '../source/publications';
 
 export type ConversationState = 'queued' | 'running' | 'idle' | 'failed';
 
@@ -75,6 +76,8 @@ export async function jobView(db: Db, job: JobRow) {
     execution_profile: job.execution_profile,
     temporary: job.repo === null,
     conversation_state: conversationState(turns),
+    /** The chat's draft pull request once a turn was published (docs/publisher.md), else null. */
+    pull_request: await pullRequestOf(db, job.job_id),
     created_at: job.created_at.toISOString(),
     updated_at: job.updated_at.toISOString(),
     turns: turns.map(turnView),

@@ -14,8 +14,10 @@ export const MAX_GRANT_TTL_SECONDS = 3600;
 export const PROMPT_REWRITE_OPERATION_PREFIX = 'prompt-rewrite-';
 /** The operation id of a chat's `title` grant is this followed by its job id (`title-<job_id>`). */
 export const TITLE_OPERATION_PREFIX = 'title-';
+/** The operation id of the `title` grant for a chat's pull-request title (docs/publisher.md "Title"): `pr-title-<job_id>`. */
+export const PR_TITLE_OPERATION_PREFIX = 'pr-title-';
 
-/** What a grant is for: a turn's residency, one prompt rewrite, or one chat's generated title. */
+/** What a grant is for: a turn's residency, one prompt rewrite, or one chat's generated title (of the chat, or of its pull request). */
 export const GRANT_KINDS = ['turn', 'prompt_rewrite', 'title'] as const;
 export type GrantKind = (typeof GRANT_KINDS)[number];
 
@@ -47,8 +49,8 @@ export const grantIssue = defineEndpoint({
       }
     } else if (b.kind === 'title') {
       if (b.job_id === undefined) ctx.addIssue({ code: 'custom', path: ['job_id'], message: `is required for kind 'title'` });
-      else if (b.operation_id !== `${TITLE_OPERATION_PREFIX}${b.job_id}`) {
-        ctx.addIssue({ code: 'custom', path: ['operation_id'], message: `must be '${TITLE_OPERATION_PREFIX}<job_id>' for kind 'title'` });
+      else if (b.operation_id !== `${TITLE_OPERATION_PREFIX}${b.job_id}` && b.operation_id !== `${PR_TITLE_OPERATION_PREFIX}${b.job_id}`) {
+        ctx.addIssue({ code: 'custom', path: ['operation_id'], message: `must be '${TITLE_OPERATION_PREFIX}<job_id>' or '${PR_TITLE_OPERATION_PREFIX}<job_id>' for kind 'title'` });
       }
     } else if (!b.operation_id?.startsWith(PROMPT_REWRITE_OPERATION_PREFIX)) {
       ctx.addIssue({ code: 'custom', path: ['operation_id'], message: `must start with '${PROMPT_REWRITE_OPERATION_PREFIX}' for kind 'prompt_rewrite'` });

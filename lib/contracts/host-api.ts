@@ -75,6 +75,11 @@ export const attemptContext = defineEndpoint({
     /** Platform base + the owner's variables + the task's own overrides. */
     env: z.record(z.string(), z.string()),
     turn_time_limit_seconds: z.number(),
+    /**
+     * Present for a chat with a repository: the host captures the turn's diff and uploads it
+     * ({@link attemptPatch}), reading at most `max_bytes` of it (docs/publisher.md "Capture").
+     */
+    capture: z.object({ max_bytes: z.number().int().positive() }).optional(),
     /** The workspace limits the turn was admitted with (host settings); absent from an older API: the runner's built-in ones. */
     workspace_limits: z.object({
       command_timeout_seconds: z.number().int().positive(),
@@ -248,6 +253,35 @@ export const attemptQuestionExpire = defineEndpoint({
   response: questionState(),
 });
 
+/** A git object id as a sandbox must report it (SHA-1 or SHA-256, lower-case hex). */
+export const TREE_ID_PATTERN = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const treeId = z.string().regex(TREE_ID_PATTERN, 'a git object id (40 or 64 lower-case hex digits)');
+
+/** Request body limit of a patch upload holding `maxBytes` of patch (base64 and envelope). */
+export function patchBodyLimit(maxBytes: number): number {
+  return Math.ceil(maxBytes / 3) * 4 + 64 * 1024;
+}
+
+/**
+ * `POST /v1/agent/hosts/:hostId/attempts/:attemptId/patch`: what the host captured of the turn
+ * (docs/publisher.md "Upload"). Accepted only while the attempt is the turn's running attempt on
+ * this host (409 otherwise); one row per turn, so a repeated upload changes nothing (`stored: false`).
+ */
+export const attemptPatch = defineEndpoint({
+  name: 'attempt patch',
+  method: 'POST',
+  route: '/v1/agent/hosts/:hostId/attempts/:attemptId/patch',
+  request: z.discriminatedUnion('status', [
+    z.object({
+      status: z.literal('captured'), start_tree: treeId, end_tree: treeId,
+      bytes: z.number().int().min(0), patch_base64: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64'),
+    }).strict(),
+    z.object({ status: z.literal('too_large'), start_tree: treeId, end_tree: treeId, bytes: z.number().int().min(0) }).strict(),
+    z.object({ status: z.literal('failed'), error: z.string().min(1).max(1000) }).strict(),
+  ]),
+  response: z.object({ turn_id: z.string(), stored: z.boolean(), publish_state: z.string() }),
+});
+
 /** Docker's container states, as a host reports them. */
 export const CONTAINER_STATES = ['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead'] as const;
 export type ContainerState = (typeof CONTAINER_STATES)[number];
@@ -305,4 +339,4 @@ export const hostInventory = defineEndpoint({
 });
 
 /** Every endpoint of the host runner's API. */
-export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptCloneCredential, attemptToolCredentials, attemptEvents, attemptQuestion, attemptQuestionExpire, hostInventory] as const;
+export const hostApiEndpoints = [hostHeartbeat, attemptContext, attemptGrant, attemptCloneCredential, attemptToolCredentials, attemptEvents, attemptQuestion, attemptQuestionExpire, attemptPatch, hostInventory] as const;

@@ -13,7 +13,7 @@ import { ApiEventSink } from '../../activities/agent/api-event-sink';
 import { HostApiClient } from '../../activities/agent/host-api-client';
 import type { Endpoint } from '../../lib/contracts/endpoint';
 import { grantDispatchEndpoints, grantIssue, grantRenew, modelCheck } from '../../lib/contracts/grant-dispatch';
-import { attemptEvents, attemptQuestionExpire, hostApiEndpoints, hostHeartbeat, hostInventory } from '../../lib/contracts/host-api';
+import { attemptEvents, attemptPatch, attemptQuestionExpire, hostApiEndpoints, hostHeartbeat, hostInventory } from '../../lib/contracts/host-api';
 import type { RouteEntry } from '../../lib/http/route-access';
 import { createHeartbeat } from '../../workers/host-heartbeat';
 import { createInventoryReporter } from '../../workers/host-inventory';
@@ -111,12 +111,13 @@ describe('internal HTTP contracts: one schema on both sides (PostgreSQL + API + 
       await sink.emit('question', { request_id: 'rq-contract', cli: 'codex', questions: [{ id: 'q', header: 'Q', question: 'Which?', multi_select: false, options: [] }] });
       assert.equal((await client.questionState(attemptId, 'rq-contract')).state, 'pending');
       assert.equal((await client.expireQuestion(attemptId, 'rq-contract')).state, 'expired');
+      assert.equal((await client.uploadPatch(attemptId, { status: 'failed', error: 'contract test' })).stored, true);
       // This host id labels no container: the report is empty, and its answer orders nothing.
       const inventory = await createInventoryReporter({ apiUrl: api.url, hostId, credential, docker: docker(), log: captureLogs('host').log, diskEveryMs: 0, sandboxDiskDir: TEST_DISK_ROOT }).reportOnce();
       assert.deepEqual(inventory, { ok: true, reported: 0, answer: { remove: [], observed: 0, orphans: 0, marked_dead: 0 }, removals: {} });
 
       for (const e of hostApiEndpoints) assert.equal(spies.of(e).response.calls.length, e === attemptEvents ? 2 : 1, `the client parsed the ${e.name} answer with the contract's schema`);
-      for (const e of [hostHeartbeat, attemptQuestionExpire, hostInventory]) assert.equal(spies.of(e).request.calls.length, 1, `the API validated the ${e.name} body with the contract's schema`);
+      for (const e of [hostHeartbeat, attemptQuestionExpire, attemptPatch, hostInventory]) assert.equal(spies.of(e).request.calls.length, 1, `the API validated the ${e.name} body with the contract's schema`);
       assert.equal(spies.of(attemptEvents).request.calls.length, 2, 'the API validated both event batches with the contract');
       assert.deepEqual(spies.of(attemptEvents).request.calls[0], { events: [{ seq: 0, event_type: 'message', payload: { text: 'hi' }, is_error: false }] });
     } finally {

@@ -8,7 +8,7 @@
 import type { SandboxRuntimes } from '../../activities/docker/container-runtime';
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createControlActivities } from '../../activities/control';
+import { createControlActivities, type ControlActivityDeps } from '../../activities/control';
 import { createHostActivities } from '../../activities/host-activities';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { HostApiClient } from '../../activities/agent/host-api-client';
@@ -72,6 +72,8 @@ export interface AgentStackOptions {
   pricing?: { prompt: string; completion: string };
   /** More YAML fields of `agent-model`'s entry, e.g. `supports_tools: true` (written after a comma). */
   modelFields?: string;
+  /** The forge of the control worker's publisher (docs/publisher.md); without it completed turns are not published. */
+  forgeFor?: ControlActivityDeps['forgeFor'];
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -134,7 +136,10 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
         connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: controlQueue,
         workflowBundle: await workflowBundle(),
         // The API's synced settings (same database): admission reads the saved host settings as the control worker does.
-        activities: createControlActivities({ db: t.db, settings, grants, log: controlLogs.log, objectStore, temporal: env.client, agentSettings: api.deps.agentSettings }),
+        activities: createControlActivities({
+          db: t.db, settings, grants, log: controlLogs.log, objectStore, temporal: env.client, agentSettings: api.deps.agentSettings,
+          ...(options.forgeFor ? { forgeFor: options.forgeFor } : {}),
+        }),
       });
       control = { worker, running: worker.run() };
     },

@@ -38,6 +38,7 @@ import {
   activities, addTurn, cancelTurn, check, count, createChat, finishedChat, lastEventHas, turnStates, type RecordedRun,
 } from './history-case-steps';
 import { idleSandboxStop } from './idle-stop-history-case';
+import { publishDraftPullRequest, publishUnsupportedRepo } from './publish-history-case';
 
 export type { RecordedRun };
 
@@ -360,5 +361,5 @@ async function deletionSweep(stack: AgentStack): Promise<RecordedRun[]> {
 /** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
 export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
   chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
-  titleGenerated, workspaceArchives, sandboxGroupLifecycle, sandboxGroupArchive, hostLifecycle, deletionSweep, idleSandboxStop, hostSelfChecks, grants,
+  titleGenerated, workspaceArchives, sandboxGroupLifecycle, sandboxGroupArchive, hostLifecycle, deletionSweep, idleSandboxStop, hostSelfChecks, publishUnsupportedRepo, publishDraftPullRequest, grants,
 ];

@@ -14,6 +14,7 @@ import { startAgentStack } from './agent-stack';
 import { removeContainers } from './docker';
 import { HISTORY_CASES, RECORDING_ENV, type RecordedRun } from './history-cases';
 import { teardownTemporal } from './temporal';
+import { teardownGitea } from './gitea';
 import { HISTORY_DIR, historyFileText, workflowTypeOf } from './workflow-histories';
 
 /** The case named after `--only`, or every case. */
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
   } finally {
     await stack.close();
     await teardownTemporal();
+    await teardownGitea();
     await removeContainers().catch(() => 0);
   }
   const names = runs.map((r) => r.name);

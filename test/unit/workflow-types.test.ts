@@ -18,6 +18,7 @@ import { SANDBOX_GROUP_WORKFLOW_TYPE } from '../../workflows/definitions/sandbox
 import { HOST_WORKFLOW_TYPE } from '../../workflows/definitions/host';
 import { DELETION_SWEEP_WORKFLOW_TYPE } from '../../workflows/definitions/deletion-sweep';
 import { IDLE_SANDBOX_STOP_WORKFLOW_TYPE } from '../../workflows/definitions/idle-sandbox-stop';
+import { PUBLISH_WORKFLOW_TYPE } from '../../workflows/definitions/publish';
 
 type Exported = keyof typeof workflows;
 
@@ -35,6 +36,7 @@ const CONSTANTS: { readonly [Name in Exported]: Name } = {
   hostWorkflow: HOST_WORKFLOW_TYPE,
   deletionSweepWorkflow: DELETION_SWEEP_WORKFLOW_TYPE,
   idleSandboxStopWorkflow: IDLE_SANDBOX_STOP_WORKFLOW_TYPE,
+  publishWorkflow: PUBLISH_WORKFLOW_TYPE,
 };
 /** `WORKFLOW_TYPES` names exactly the exports, both ways. */
 const sameNames: [Exported] extends [WorkflowType] ? ([WorkflowType] extends [Exported] ? true : false) : false = true;
