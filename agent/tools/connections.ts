@@ -163,6 +163,8 @@ export async function updateConnection(db: Db, ownerId: number, connectionId: st
     const row = await findOwnedConnection(trx, ownerId, connectionId);
     const columns = updateColumns(row, input, options);
     if (input.name !== undefined) await refuseTakenNames(trx, ownerId, [input.name], row.connection_id);
+    // Another server: its OAuth grant is dropped (updateColumns) and so are authorizations still under way.
+    if (input.url !== undefined) await trx('agent_mcp_oauth_states').where({ connection_id: row.connection_id }).delete();
     if (input.connector_id !== undefined) {
       if (!options.bindConnector) throw new AppError('invalid_request', 'Connectors cannot be bound here', { param: 'connector_id' });
       Object.assign(columns, await options.bindConnector(trx, row, input.connector_id));

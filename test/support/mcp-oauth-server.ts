@@ -32,6 +32,8 @@ class TestOAuthProvider implements OAuthServerProvider {
   accessTtlSeconds = 3600;
   /** Awaited before a refresh is answered (tests hold the relay inside its wait). */
   beforeRefresh: () => Promise<void> = () => Promise.resolve();
+  /** Refuse every refresh (`invalid_grant`), as a server that revoked the grant does. */
+  refuseRefresh = false;
   readonly counts = { registrations: 0, codeExchanges: 0, refreshes: 0, refusedTokens: 0 };
   /** Every access and refresh token issued (tests look for them where they must not be). */
   readonly issued: string[] = [];
@@ -83,7 +85,7 @@ class TestOAuthProvider implements OAuthServerProvider {
 
   async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string): Promise<OAuthTokens> {
     await this.beforeRefresh();
-    if (this.refresh.get(refreshToken) !== client.client_id) throw new InvalidGrantError('bad refresh token');
+    if (this.refuseRefresh || this.refresh.get(refreshToken) !== client.client_id) throw new InvalidGrantError('bad refresh token');
     this.refresh.delete(refreshToken);
     for (const [value, info] of this.access) if (info.clientId === client.client_id) this.access.delete(value);
     this.counts.refreshes += 1;

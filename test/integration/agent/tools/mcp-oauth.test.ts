@@ -27,6 +27,8 @@ describe('OAuth for remote MCP connections (PostgreSQL, a real OAuth-protected M
   let server: OAuthMcpServer;
   let connectionId: string;
   let hosts = 0;
+  /** Every state and code the authorization server sent back (looked for in the logs). */
+  const states: string[] = [];
 
   const request = async (method: string, path: string, token: string, body?: unknown) => {
     const res = await fetch(`${api.url}${path}`, {
@@ -46,6 +48,7 @@ describe('OAuth for remote MCP connections (PostgreSQL, a real OAuth-protected M
     const redirected = await fetch(authorization, { redirect: 'manual' });
     assert.equal(redirected.status, 302);
     const back = new URL(redirected.headers.get('location')!);
+    states.push(back.searchParams.get('state')!, back.searchParams.get('code')!);
     assert.equal(`${back.origin}${back.pathname}`, REDIRECT);
     return { authorization, code: back.searchParams.get('code')!, state: back.searchParams.get('state')! };
   };
@@ -169,6 +172,34 @@ describe('OAuth for remote MCP connections (PostgreSQL, a real OAuth-protected M
     assert.equal(server.provider.counts.refreshes, 1, 'the refreshed token is used as is');
   });
 
+  it('refreshes once for two calls that find the token expiring together (the refresh token is single-use)', async () => {
+    const c = await chat();
+    server.provider.accessTtlSeconds = 30;
+    await authorize();
+    server.provider.accessTtlSeconds = 3600;
+    const refreshes = server.provider.counts.refreshes;
+    const answers = await Promise.all([whoami(c.mcp), whoami(c.mcp)]);
+    assert.deepEqual(answers.map((a): unknown[] => [a.status, a.body.is_error]), [[200, false], [200, false]], answers.map((a) => a.text).join('\n'));
+    assert.equal(server.provider.counts.refreshes, refreshes + 1, 'one refresh served both calls');
+  });
+
+  it('answers a tool_result error naming the owner\'s authorization when the refresh is refused, without calling the tool', async () => {
+    const c = await chat();
+    server.provider.accessTtlSeconds = 30;
+    await authorize();
+    server.provider.accessTtlSeconds = 3600;
+    const calls = server.toolCalls();
+    server.provider.refuseRefresh = true;
+    try {
+      const refused = await whoami(c.mcp);
+      assert.deepEqual([refused.status, refused.body.is_error], [200, true], refused.text);
+      assert.match(refused.body.output as string, /refused to refresh its OAuth token .*: the owner must authorize the connection/);
+    } finally {
+      server.provider.refuseRefresh = false;
+    }
+    assert.equal(server.toolCalls(), calls, 'the tool was not called');
+  });
+
   const waits: Array<[string, (r: Residency) => Promise<unknown>]> = [
     ['its attempt ended', (r) => t.db('agent_attempts').where({ attempt_id: r.attemptId }).update({ state: 'abandoned' })],
     ['its sandbox was recreated (new generation)', (r) => t.db('agent_sandboxes').where({ group_id: r.groupId }).update({ generation: 9 })],
@@ -210,8 +241,27 @@ describe('OAuth for remote MCP connections (PostgreSQL, a real OAuth-protected M
     assert.equal(Number(results?.count), 2, 'both refusals are recorded');
   });
 
+  it('never writes a token, code or state to the API\'s logs', () => {
+    const logged = JSON.stringify(api.logs.lines);
+    assert.ok(api.logs.lines.length > 0, 'the API logged its requests');
+    const leaked = [...server.provider.issued, ...states].filter((value) => logged.includes(value));
+    assert.deepEqual(leaked, []);
+  });
+
   it('is 404 to start on another owner\'s connection or an unknown one', async () => {
     assert.equal((await request('POST', oauthPath(connectionId, 'start'), stranger.apiKey, {})).status, 404);
     assert.equal((await request('POST', oauthPath('mcpc_aaaaaaaaaaaaaaaaaaaa', 'start'), owner.apiKey, {})).status, 404);
+  });
+
+  it('drops the grant and the authorizations under way when the URL changes', async () => {
+    await authorize();
+    const pending = await consent();
+    const patched = await request('PATCH', `/v1/agent/mcp/connections/${connectionId}`, owner.apiKey, { url: server.url });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal((patched.body.oauth as { authorized: boolean }).authorized, false);
+    assert.equal(await grantOf(), null);
+    const late = await request('POST', oauthPath(connectionId, 'callback'), owner.apiKey, { code: pending.code, state: pending.state });
+    assert.equal(late.status, 400, late.text);
+    assert.match(messageOf(late.body), /state is unknown/);
   });
 });
