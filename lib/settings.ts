@@ -400,6 +400,8 @@ export const settingsShape = {
   AGENT_MCP_SESSION_IDLE_SECONDS: z.coerce.number().positive().max(3600).default(60),
   /** How long a relay call of a tool that needs the owner's approval waits for it, seconds (bounded by the call's deadline). Default 120. */
   AGENT_MCP_APPROVAL_WAIT_SECONDS: z.coerce.number().min(0).max(3600).default(120),
+  /** The owner's web page an MCP server's OAuth authorization returns to (`?code=…&state=…`; it posts both to `…/oauth/callback`); unset: OAuth for MCP connections is 503 (docs/mcp.md "OAuth"). */
+  AGENT_MCP_OAUTH_REDIRECT_URL: z.string().url().max(2048).optional(),
   /** Largest diff of one turn that is captured and published as a commit, KiB (docs/publisher.md "Capture"); a larger one is recorded as too large and told to the owner. Default 8192. */
   AGENT_PATCH_MAX_KIB: z.coerce.number().int().positive().max(1024 * 1024).default(8192),
   /** Largest workspace archive download before compression, MiB (spec 8: 1024). */

@@ -27,6 +27,7 @@ import * as agentHostSettingsRetired from './20261127010000_agent_host_settings_
 import * as agentSourceControlAccounts from './20261128040000_agent_source_control_accounts';
 import * as agentMcp from './20261128050000_agent_mcp';
 import * as agentTurnPatches from './20261128063000_agent_turn_patches';
+import * as agentMcpOauth from './20261128070000_agent_mcp_oauth';
 
 export interface Migration {
   name: string;
@@ -61,4 +62,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261128040000_agent_source_control_accounts', ...agentSourceControlAccounts },
   { name: '20261128050000_agent_mcp', ...agentMcp },
   { name: '20261128063000_agent_turn_patches', ...agentTurnPatches },
+  { name: '20261128070000_agent_mcp_oauth', ...agentMcpOauth },
 ];

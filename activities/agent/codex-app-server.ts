@@ -16,7 +16,7 @@ import { QUESTION_LIMITS } from '../../lib/contracts/host-api';
 import { cleanText } from '../../lib/text';
 import { MAX_EVENT_TEXT_CHARS, NOTICE_EXCERPT_CHARS, type CliLine, type SplitLine } from './cli-lines';
 import { boundedValue, isRecord, str, tailWithMarker } from './driver-text';
-import { generic, notice, retry, type NativeRun } from './native-lines';
+import { TOOL_RELAY_SERVER, generic, notice, retry, type NativeRun } from './native-lines';
 import { StdinSession, type StdinSessionOptions } from './stdin-session';
 import type { NativeQuestion, QuestionReply } from './types';
 
@@ -72,6 +72,7 @@ function codexAppItem(item: Json, completed: boolean, run: NativeRun): CliLine[]
     case 'webSearch': {
       if (!completed) return [];
       run.produced = true;
+      if (item.type === 'mcpToolCall' && item.server === TOOL_RELAY_SERVER) return []; // the relay recorded it (native-lines.ts)
       const name = item.type === 'fileChange' ? 'apply_patch' : item.type === 'webSearch' ? 'web_search' : `${str(item.server) ?? 'mcp'}.${str(item.tool) ?? 'tool'}`;
       const input = item.type === 'fileChange' ? { changes: item.changes ?? [] } : item.type === 'webSearch' ? { query: item.query ?? '' } : (item.arguments ?? {});
       const isError = failed(item.status) || (item.error !== undefined && item.error !== null);

@@ -17,7 +17,7 @@ import { execCliLines, redactPayload } from './cli-exec';
 import { redactSecret, tailWithMarker } from './driver-text';
 import { ClaudeStreamJson } from './claude-control';
 import { CodexAppServer } from './codex-app-server';
-import { newNativeRun, type NativeRun } from './native-lines';
+import { TOOL_RELAY_SERVER, newNativeRun, type NativeRun } from './native-lines';
 import type { NativeProtocol } from './stdin-session';
 import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type StdinWriter } from './types';
 import { TOOL_RELAY_MCP_PATH } from './model-relay';
@@ -75,7 +75,7 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         'wire_api = "responses"',
         'env_key = "AGENT_RELAY_KEY"',
         // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
-        ...(input.toolRelay ? ['[mcp_servers.tools]', `url = "http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}"`] : []),
+        ...(input.toolRelay ? [`[mcp_servers.${TOOL_RELAY_SERVER}]`, `url = "http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}"`] : []),
         '',
       ].join('\n');
       return {
@@ -96,7 +96,7 @@ const SPECS: Record<NativeKind, NativeSpec> = {
           'claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio',
           '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : []),
           // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
-          ...(input.toolRelay ? ['--mcp-config', JSON.stringify({ mcpServers: { tools: { type: 'http', url: `http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}` } } }), '--strict-mcp-config'] : []),
+          ...(input.toolRelay ? ['--mcp-config', JSON.stringify({ mcpServers: { [TOOL_RELAY_SERVER]: { type: 'http', url: `http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}` } } }), '--strict-mcp-config'] : []),
         ],
         env: {
           CLAUDE_CONFIG_DIR: `${input.sessionDir}/claude`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: PLACEHOLDER_KEY,

@@ -9,9 +9,20 @@
 import { NOTICE_EXCERPT_CHARS, normalizeCliLine, type CliLine, type SplitLine, type ToolNames } from './cli-lines';
 import { isRecord, str } from './driver-text';
 
+/**
+ * The name under which the CLIs are given the tool relay's MCP endpoint (native-driver.ts). A call of
+ * one of its tools is recorded once, by the relay itself (`via: "mcp_relay"`, fenced to the attempt,
+ * with the output the server really gave); the CLI's own report of it is dropped (docs/mcp.md "Drivers").
+ */
+export const TOOL_RELAY_SERVER = 'tools';
+/** Claude Code's prefix of the relay's tools (`mcp__<server>__<tool>`). */
+const CLAUDE_RELAY_PREFIX = `mcp__${TOOL_RELAY_SERVER}__`;
+
 /** What a native run told us besides its events. */
 export interface NativeRun {
   toolNames: ToolNames;
+  /** Ids of the CLI's calls of relay tools: their results are dropped too (the relay recorded them). */
+  relayCalls: Set<string>;
   /** The CLI's session (thread) id, to resume the next turn. */
   sessionId?: string;
   /** The last assistant text (Codex's final answer is its last agent message). */
@@ -25,7 +36,7 @@ export interface NativeRun {
 }
 
 export function newNativeRun(): NativeRun {
-  return { toolNames: new Map(), produced: false };
+  return { toolNames: new Map(), relayCalls: new Set(), produced: false };
 }
 
 type Json = Record<string, unknown>;
@@ -90,14 +101,15 @@ export function claudeLine(split: SplitLine, run: NativeRun): CliLine[] {
           out.push(generic({ type: 'assistant', text: block.text }, run));
         } else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
           run.produced = true;
-          out.push(generic({ type: 'tool_use', id: block.id, name: block.name, input: block.input ?? {} }, run));
+          if (block.name.startsWith(CLAUDE_RELAY_PREFIX)) run.relayCalls.add(block.id);
+          else out.push(generic({ type: 'tool_use', id: block.id, name: block.name, input: block.input ?? {} }, run));
         }
       }
       return out;
     }
     case 'user':
       return content
-        .filter((block) => block.type === 'tool_result' && typeof block.tool_use_id === 'string')
+        .filter((block) => block.type === 'tool_result' && typeof block.tool_use_id === 'string' && !run.relayCalls.has(block.tool_use_id))
         .map((block) => generic({ type: 'tool_result', tool_use_id: block.tool_use_id, output: toolResultText(block.content), is_error: block.is_error === true }, run));
     case 'result':
       if (obj.is_error === true || (obj.subtype !== undefined && obj.subtype !== 'success')) {

@@ -11,7 +11,8 @@
  * runtime `site_settings` values). Whole tables left out: `email_outbox` (messages carry
  * verification links), `email_verifications` and `refresh_sessions` (token hashes only),
  * `disabled_provider_env_keys` and `provider_env_key_min_roles` (keyed by key fingerprints),
- * `knex_migrations_lock`, `agent_mcp_credentials` (the tool relay's credential digests).
+ * `knex_migrations_lock`, `agent_mcp_credentials` (the tool relay's credential digests),
+ * `agent_mcp_oauth_states` (OAuth state digests and sealed PKCE verifiers).
  */
 
 /** How a column is compared, searched and rendered. */
@@ -73,12 +74,12 @@ const VISIBLE: Readonly<Record<string, VisibleTable>> = {
     },
   },
   // Hidden: value (write-only to its owner).
-  // MCP tools (docs/mcp.md). Hidden: credentials_sealed and endpoint_url (a URL's query may carry an owner's key).
+  // MCP tools (docs/mcp.md). Hidden: credentials_sealed and oauth_sealed (sealed secrets), endpoint_url (a URL's query may carry an owner's key).
   agent_mcp_connections: {
     key: ['connection_id'],
     columns: {
       connection_id: T, owner_id: I, name: T, transport: T, location: T, source: T, template: T, auth_profile: T, approval_policy: T, connector_id: T,
-      discovered_at: TS, discovery_error: T, created_at: TS, updated_at: TS,
+      discovered_at: TS, discovery_error: T, oauth_authorized_at: TS, oauth_expires_at: TS, created_at: TS, updated_at: TS,
     },
   },
   agent_mcp_bindings: { key: ['job_id', 'connection_id'], columns: { job_id: T, connection_id: T, created_at: TS } },

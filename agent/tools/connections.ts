@@ -36,6 +36,9 @@ export interface ConnectionRow {
   capabilities: CapabilitySnapshot | null;
   discovered_at: Date | null;
   discovery_error: string | null;
+  oauth_sealed: string | null;
+  oauth_expires_at: Date | null;
+  oauth_authorized_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -47,6 +50,7 @@ export function connectionView(row: ConnectionRow): Record<string, unknown> {
     endpoint_url: row.endpoint_url, launch: row.launch, template: row.template, auth_profile: row.auth_profile,
     credentials: { configured: row.credentials_sealed !== null, headers: row.credential_names.headers, env: row.credential_names.env },
     approval_policy: row.approval_policy, connector_id: row.connector_id,
+    oauth: { authorized: row.oauth_sealed !== null, authorized_at: row.oauth_authorized_at?.toISOString() ?? null, expires_at: row.oauth_expires_at?.toISOString() ?? null },
     capabilities: row.capabilities, discovered_at: row.discovered_at?.toISOString() ?? null, discovery_error: row.discovery_error,
     created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString(),
   };
@@ -62,7 +66,8 @@ export interface ConnectionStoreOptions {
 /** The sealer's purpose: MCP credentials get their own key derived from `AGENT_SETTINGS_ENCRYPTION_KEY` (they never open as admin settings). */
 const SEAL_PURPOSE = 'agent-mcp-connections-v1';
 
-function sealerOr503(key: string | undefined): SecretSealer {
+/** The MCP credentials' sealer, or 503 without `AGENT_SETTINGS_ENCRYPTION_KEY`. */
+export function sealerOr503(key: string | undefined): SecretSealer {
   if (!key) throw new AppError('service_unavailable', 'MCP credentials cannot be stored: AGENT_SETTINGS_ENCRYPTION_KEY is not configured on the control-plane API');
   return new SecretSealer(key, SEAL_PURPOSE);
 }
@@ -138,7 +143,7 @@ function updateColumns(row: ConnectionRow, input: UpdateConnectionInput, options
   if (input.approval_policy !== undefined) out.approval_policy = input.approval_policy;
   if (row.transport === 'stdio' && (input.url !== undefined || input.auth !== undefined)) throw new AppError('invalid_request', 'A stdio connection has no url or auth', { param: input.url !== undefined ? 'url' : 'auth' });
   if (row.transport !== 'stdio' && input.env !== undefined) throw new AppError('invalid_request', 'Only a stdio connection takes env', { param: 'env' });
-  if (input.url !== undefined) Object.assign(out, { endpoint_url: checkRemoteUrl(input.url, options.allowPrivate), capabilities: null, discovered_at: null });
+  if (input.url !== undefined) Object.assign(out, { endpoint_url: checkRemoteUrl(input.url, options.allowPrivate), capabilities: null, discovered_at: null, oauth_sealed: null, oauth_expires_at: null, oauth_authorized_at: null });
   if (input.auth !== undefined) {
     const auth = headersOfAuth(input.auth);
     Object.assign(out, { auth_profile: auth.profile, ...sealedColumns(row.connection_id, { headers: auth.headers, env: {} }, options.sealingKey) });
@@ -158,6 +163,8 @@ export async function updateConnection(db: Db, ownerId: number, connectionId: st
     const row = await findOwnedConnection(trx, ownerId, connectionId);
     const columns = updateColumns(row, input, options);
     if (input.name !== undefined) await refuseTakenNames(trx, ownerId, [input.name], row.connection_id);
+    // Another server: its OAuth grant is dropped (updateColumns) and so are authorizations still under way.
+    if (input.url !== undefined) await trx('agent_mcp_oauth_states').where({ connection_id: row.connection_id }).delete();
     if (input.connector_id !== undefined) {
       if (!options.bindConnector) throw new AppError('invalid_request', 'Connectors cannot be bound here', { param: 'connector_id' });
       Object.assign(columns, await options.bindConnector(trx, row, input.connector_id));

@@ -6,7 +6,10 @@
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { cleanText } from '../../lib/text';
+import { createHash } from 'node:crypto';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { openSecrets, type ConnectionRow } from './connections';
+import { needsAuthorization, oauthAccessToken, type OAuthOptions } from './mcp-oauth';
 import type { McpSessionPool, McpTarget } from './mcp-sessions';
 
 /** Why a server could not be used, as shown to its owner: the error's message, cleaned and cut (never a credential: the relay's own messages hold none). */
@@ -29,15 +32,39 @@ export function targetOf(row: ConnectionRow, scope: string, sealingKey: string |
   };
 }
 
+/**
+ * The session target with the connection's OAuth access token (refreshed first when it expires):
+ * `waited` says a refresh was waited for, after which the relay re-checks its credential. The
+ * token's digest is part of the session key, so a new token opens a new session.
+ */
+export async function resolveTarget(db: Db, row: ConnectionRow, scope: string, options: OAuthOptions): Promise<{ target: McpTarget; waited: boolean }> {
+  const target = targetOf(row, scope, options.sealingKey);
+  const access = await oauthAccessToken(db, row, options);
+  if (!access) return { target, waited: false };
+  const digest = createHash('sha256').update(access.token).digest('hex').slice(0, 16);
+  target.key = `${target.key}:${digest}`;
+  target.secrets = { ...target.secrets, headers: { ...target.secrets.headers, authorization: `Bearer ${access.token}` } };
+  return { target, waited: access.waited };
+}
+
+/** The server refused the relay (HTTP 401): the connection needs (new) OAuth authorization by its owner. */
+export function asAuthorizationError(row: ConnectionRow, err: unknown): unknown {
+  if (err instanceof StreamableHTTPError && err.code === 401) {
+    return needsAuthorization(row, row.oauth_sealed === null ? 'needs OAuth authorization' : 'refused its OAuth token');
+  }
+  return err;
+}
+
 /** Discovers the connection's tools and stores the snapshot; 502 (with the reason stored) when the server fails. */
 export async function discoverConnection(db: Db, row: ConnectionRow, options: { pool: McpSessionPool; timeoutMs: number; sealingKey: string | undefined }): Promise<ConnectionRow> {
-  const target = targetOf(row, 'discovery', options.sealingKey);
+  const { target } = await resolveTarget(db, row, 'discovery', { sealingKey: options.sealingKey, fetchFn: options.pool.oauthFetch(options.timeoutMs) });
   try {
     const snapshot = await options.pool.discover(target, options.timeoutMs);
     const [updated] = await db('agent_mcp_connections').where({ connection_id: row.connection_id })
       .update({ capabilities: JSON.stringify(snapshot), discovered_at: db.fn.now(), discovery_error: null }).returning<ConnectionRow[]>('*');
     return updated!;
-  } catch (err) {
+  } catch (caught) {
+    const err = asAuthorizationError(row, caught);
     const reason = failureText(err);
     await db('agent_mcp_connections').where({ connection_id: row.connection_id }).update({ discovery_error: reason });
     throw new AppError('upstream_error', `The MCP server of '${row.name}' could not be discovered: ${reason}`, { expose: true, cause: err });

@@ -135,6 +135,12 @@ export class McpSessionPool {
     });
   }
 
+  /** A fetch for OAuth requests (discovery, registration, token exchange and refresh) bound like the sessions' and cut after `timeoutMs`. */
+  oauthFetch(timeoutMs: number): typeof fetch {
+    const bounded = boundedFetch({ maxBytes: this.limits.maxAnswerBytes, allowPrivate: this.limits.allowPrivate });
+    return (input, init) => bounded(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  }
+
   /** Closes every session (process shutdown, tests). */
   closeAll(): void {
     for (const [key, session] of [...this.sessions.entries()]) this.close(key, session);

@@ -4,8 +4,8 @@
  * current leased attempt (relay-credentials.ts). A call is recorded as a `tool_use` event, waits for
  * the owner's approval when its connection needs one, runs within its deadline through the chat's own
  * session (mcp-sessions.ts), and is recorded as a `tool_result` event; both events are appended
- * fenced to the attempt (it must still be running), and after every wait (approval, the upstream
- * call) the credential is re-checked against the same attempt and residency generation before
+ * fenced to the attempt (it must still be running), and after every wait (approval, an OAuth token
+ * refresh, the upstream call) the credential is re-checked against the same attempt and residency generation before
  * anything is answered. An unknown tool is 404; a tool of a connector-bound connection is a
  * `tool_result` error.
  */
@@ -15,7 +15,7 @@ import { AppError } from '../../lib/errors';
 import { cleanText } from '../../lib/text';
 import { appendEvents } from '../events/event-store';
 import type { AgentEventType } from '../events/event-types';
-import { targetOf } from './discovery';
+import { asAuthorizationError, resolveTarget } from './discovery';
 import type { McpSessionPool } from './mcp-sessions';
 import { chatCatalog, findCatalogTool, type CatalogTool } from './relay-catalog';
 import { recheckRelayCredential, type RelayPrincipal } from './relay-credentials';
@@ -82,17 +82,22 @@ async function awaitApproval(deps: RelayDeps, principal: RelayPrincipal, tool: C
   }
 }
 
-async function runCall(deps: RelayDeps, principal: RelayPrincipal, tool: CatalogTool, input: RelayCallInput, deadline: number): Promise<{ output: string; isError: boolean }> {
+async function runCall(deps: RelayDeps, token: string, principal: RelayPrincipal, tool: CatalogTool, input: RelayCallInput, deadline: number): Promise<{ output: string; isError: boolean }> {
   if (tool.connection.approval_policy === 'required') {
     const decision = await awaitApproval(deps, principal, tool, deadline);
     if (decision === 'denied') return { output: `The owner denied the tool ${tool.name} for this chat.`, isError: true };
     if (decision === 'unanswered') return { output: `The tool ${tool.name} needs the owner's approval, which did not come in time.`, isError: true };
   }
   try {
-    const target = targetOf(tool.connection, principal.jobId, deps.sealingKey);
-    const result = await deps.pool.callTool(target, tool.tool, input.arguments, { timeoutMs: Math.max(1, deadline - Date.now()) });
+    const left = () => Math.max(1, deadline - Date.now());
+    const { target, waited } = await resolveTarget(deps.db, tool.connection, principal.jobId, { sealingKey: deps.sealingKey, fetchFn: deps.pool.oauthFetch(left()) });
+    // Spec 5.4: after waiting for OAuth (a token refresh), the attempt and residency generation are re-checked before the server is called.
+    if (waited) await recheckRelayCredential(deps.db, token, principal, deps.staleSeconds);
+    const result = await deps.pool.callTool(target, tool.tool, input.arguments, { timeoutMs: left() });
     return resultOutput(result);
-  } catch (err) {
+  } catch (caught) {
+    const err = asAuthorizationError(tool.connection, caught);
+    if (err instanceof AppError && err.code === 'unauthorized') throw err;
     if (err instanceof AppError) return { output: err.message, isError: true };
     return { output: failureOutput(err, deps.callTimeoutSeconds), isError: true };
   }
@@ -110,7 +115,7 @@ export async function relayCall(deps: RelayDeps, token: string, principal: Relay
   const base = { tool_use_id: input.toolUseId ?? `mcp_${callId}`, tool_name: input.tool };
   await appendFenced(deps.db, principal, callId, 'tool_use', { ...base, input: inputForEvent(input.arguments), via: 'mcp_relay' });
   const deadline = Date.now() + deps.callTimeoutSeconds * 1000;
-  const outcome = found.tool ? await runCall(deps, principal, found.tool, input, deadline) : { output: found.refusal ?? '', isError: true };
+  const outcome = found.tool ? await runCall(deps, token, principal, found.tool, input, deadline) : { output: found.refusal ?? '', isError: true };
   const current = await recheckRelayCredential(deps.db, token, principal, deps.staleSeconds);
   await appendFenced(deps.db, current, callId, 'tool_result', { ...base, output: outcome.output, is_error: outcome.isError }, outcome.isError);
   return { ...base, output: outcome.output, is_error: outcome.isError };

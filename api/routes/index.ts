@@ -29,6 +29,7 @@ import { nativeQuestionsRouter } from './native-questions';
 import { workspaceArchiveRouter } from './workspace-archive';
 import { sourceControlRouter } from './source-control';
 import { mcpConnectionsRouter } from './mcp-connections';
+import { mcpOAuthRouter } from './mcp-oauth';
 import { mcpChatRouter } from './mcp-chat';
 import { mcpConnectorsRouter } from './mcp-connectors';
 import { mcpRelayRouter } from './mcp-relay';
@@ -63,6 +64,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     workspaceArchiveRouter(deps),
     sourceControlRouter(deps),
     mcpConnectionsRouter(deps),
+    mcpOAuthRouter(deps),
     mcpChatRouter(deps),
     mcpConnectorsRouter(deps),
     mcpRelayRouter(deps),

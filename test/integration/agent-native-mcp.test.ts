@@ -3,7 +3,8 @@
  * chat upstream, `mcp-server-everything` over streamable HTTP on the host): each CLI's own MCP client
  * is configured with the tool relay's MCP endpoint through the model relay (the sandbox has no
  * network); the model calls an MCP tool, the relay calls the server with the attempt's residency
- * credential and records the call, and the tool's answer reaches the model.
+ * credential and records the call (once: the CLI's own report of it is dropped), and the tool's
+ * answer reaches the model.
  */
 import assert from 'node:assert/strict';
 import { startAgentStack, ownerCall, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
@@ -88,6 +89,10 @@ describe('native CLIs use the tool relay through the model relay (Codex CLI, Cla
       const result = relayed.find((e) => e.event_type === 'tool_result' && e.payload.output === `Echo: from ${driver}`);
       assert.ok(use && result, `the relay recorded the call (got ${JSON.stringify(relayed)}; offered ${JSON.stringify(stack.upstream.chatRequests().slice(before).map(offered))})`);
       assert.equal(result.payload.is_error, false);
+      const toolEvents = await stack.t.db('agent_events').where({ job_id: jobId, turn_seq: 2 }).whereIn('event_type', ['tool_use', 'tool_result']).orderBy('event_id')
+        .select<Array<{ event_type: string; payload: Json }>>('event_type', 'payload');
+      assert.deepEqual(toolEvents.map((e) => [e.event_type, e.payload.tool_name, e.payload.via ?? null]), [['tool_use', 'evhttp__echo', 'mcp_relay'], ['tool_result', 'evhttp__echo', null]],
+        'the call is in the event log once: the relay\'s record, not also the CLI\'s own');
       assert.ok(relayHits() > hitsBefore, 'the CLI spoke to the relay\'s MCP endpoint');
       const answered = stack.upstream.chatRequests().slice(before).map((r) => r.rawBody);
       assert.ok(answered.some((body) => body.includes(`Echo: from ${driver}`)), 'the tool\'s answer went back to the model');

@@ -142,6 +142,17 @@ describe('Codex app-server protocol', () => {
     assert.equal(h.run.lastText, undefined);
   });
 
+  it('a call of the tool relay\'s MCP server is not reported (the relay records it once); another server\'s call is', () => {
+    const run = newNativeRun();
+    const item = (it: Json) => codexAppNotification('item/completed', { item: it, threadId: THREAD_ID, turnId: 't' }, run);
+    const call = { type: 'mcpToolCall', id: 'call_9', tool: 'evhttp__echo', arguments: { message: 'hi' }, status: 'completed', result: { content: [{ type: 'text', text: 'Echo: hi' }] }, error: null };
+    const relayed = item({ ...call, server: 'tools' }).filter((l) => l.kind === 'event');
+    assert.deepEqual(relayed, []);
+    assert.equal(run.produced, true, 'the call still counts as model output');
+    const other = item({ ...call, id: 'call_10', server: 'docs' }).flatMap((l) => (l.kind === 'event' ? [`${l.type}:${String(l.payload.tool_name)}`] : []));
+    assert.deepEqual(other, ['tool_use:docs.evhttp__echo', 'tool_result:docs.evhttp__echo']);
+  });
+
   it('a decline and a missing answer reach the model as text; no channel answers at once', async () => {
     const declined = harness({ questions: channel(() => Promise.resolve({ kind: 'declined', message: 'not now' })) });
     declined.feed([askLine(7, [{ id: 'db', header: 'DB', question: 'Which?', isOther: true, isSecret: false, options: null }, { id: 'lang', header: 'Lang', question: 'Which?', options: [] }])]);

@@ -32,6 +32,16 @@ describe('native CLI streams', () => {
     assert.equal(events[3]!.payload.output, 'File created');
   });
 
+  it('Claude Code: a call of the tool relay\'s MCP tools is not reported (the relay records it once); other tools are', () => {
+    const { events, run } = lines(claudeLine, [
+      { type: 'assistant', message: { content: [{ type: 'tool_use', id: 'toolu_m', name: 'mcp__tools__evhttp__echo', input: { message: 'hi' } }, { type: 'tool_use', id: 'toolu_w', name: 'Write', input: {} }] } },
+      { type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_m', content: 'Echo: hi' }, { type: 'tool_result', tool_use_id: 'toolu_w', content: 'ok' }] } },
+      { type: 'assistant', message: { content: [{ type: 'tool_use', id: 'toolu_o', name: 'mcp__other__x', input: {} }] } },
+    ]);
+    assert.deepEqual(events.map((e) => `${e.type}:${String(e.payload.tool_name)}`), ['tool_use:Write', 'tool_result:Write', 'tool_use:mcp__other__x']);
+    assert.equal(run.produced, true);
+  });
+
   it('Claude Code: an error result is the failure, not an answer', () => {
     const { run } = lines(claudeLine, [{ type: 'result', subtype: 'error_during_execution', is_error: true, errors: ['API Error: 404 model not found'] }]);
     assert.equal(run.result, undefined);
