@@ -75,7 +75,9 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         'wire_api = "responses"',
         'env_key = "AGENT_RELAY_KEY"',
         // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
-        ...(input.toolRelay ? [`[mcp_servers.${TOOL_RELAY_SERVER}]`, `url = "http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}"`] : []),
+        // `required`: Codex waits for it before the turn's first model request (else the first
+        // request may go out without the MCP tools) and fails the turn when it cannot start.
+        ...(input.toolRelay ? [`[mcp_servers.${TOOL_RELAY_SERVER}]`, `url = "http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}"`, 'required = true', 'startup_timeout_sec = 30'] : []),
         '',
       ].join('\n');
       return {
