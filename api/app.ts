@@ -17,7 +17,8 @@ import { apiRouters } from './routes';
 import type { EventNotifier } from '../agent/events/event-notifier';
 import type { AgentSettings } from '../agent/settings/settings-sync';
 import type { RepoCredentials } from '../agent/source/repo-credentials';
-import { McpSessionPool } from '../agent/tools/mcp-sessions';
+import type { McpSessionPool } from '../agent/tools/mcp-sessions';
+import type { SourceControlApp } from '../agent/jobs/source-control-app';
 
 export interface ApiDeps {
   log: Logger;
@@ -41,16 +42,10 @@ export interface ApiDeps {
   repoCredentials?: RepoCredentials;
   /** The tool relay's sessions with MCP servers (docs/mcp.md); created on first use when absent. */
   mcpSessions?: McpSessionPool;
+  /** The deployment's source-control app, loaded once per process; created on first use when absent. */
+  sourceControlApp?: SourceControlApp;
 }
 
-/** The process's MCP session pool, created from the settings on first use. */
-export function mcpSessionsOf(deps: ApiDeps): McpSessionPool {
-  deps.mcpSessions ??= new McpSessionPool({
-    maxAnswerBytes: deps.settings.AGENT_MCP_MAX_ANSWER_BYTES, allowPrivate: deps.settings.AGENT_MCP_ALLOW_PRIVATE_NETWORK,
-    idleMs: deps.settings.AGENT_MCP_SESSION_IDLE_SECONDS * 1000,
-  });
-  return deps.mcpSessions;
-}
 
 /** The control-plane API's Koa app with its route table (every route and what it requires). */
 export type ApiApp = Koa<RequestState> & { routes: readonly RouteEntry[] };

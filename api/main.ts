@@ -16,7 +16,7 @@ import { SourceControlApp } from '../agent/jobs/source-control-app';
 // The composition root may build the forge adapters (docs/architecture.md: the one exception).
 import { forgesFromSettings, repoCredentialsOf } from '../activities/forge/forges';
 import { createEventNotifier } from '../agent/events/event-notifier';
-import { McpSessionPool } from '../agent/tools/mcp-sessions';
+import { mcpSessionPool } from './process-services';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 
 async function main(): Promise<void> {
@@ -38,11 +38,9 @@ async function main(): Promise<void> {
   const sourceControl = new SourceControlApp(settings, log);
   const forges = forgesFromSettings(settings, () => sourceControl.current());
   const repoCredentials = repoCredentialsOf(forges, { repoTokens: sourceControl.current().state !== 'not_configured' });
-  const mcpSessions = new McpSessionPool({
-    maxAnswerBytes: settings.AGENT_MCP_MAX_ANSWER_BYTES, allowPrivate: settings.AGENT_MCP_ALLOW_PRIVATE_NETWORK, idleMs: settings.AGENT_MCP_SESSION_IDLE_SECONDS * 1000,
-  });
+  const mcpSessions = mcpSessionPool(settings);
   const app = createApiApp({
-    mcpSessions, log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore, repoCredentials,
+    mcpSessions, log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore, repoCredentials, sourceControlApp: sourceControl,
     ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });

@@ -7,6 +7,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
+import { sourceControlAppOf } from '../process-services';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { ChatDelivery } from '../../agent/jobs/chat-delivery';
 import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '../../agent/jobs/job-commands';
@@ -16,7 +17,6 @@ import { jobView, listJobs, listQuerySchema } from '../../agent/jobs/job-views';
 import { parseAllowlist } from '../../agent/jobs/entitlement';
 import { assertRepoEntitledFor } from '../../agent/source/repo-entitlement';
 import { sourceControlFromSettings } from '../../agent/source/source-control';
-import { SourceControlApp } from '../../agent/jobs/source-control-app';
 import { chooseExecutionProfile } from '../../agent/sandboxes/execution-profile';
 
 const BODY_LIMIT = 256 * 1024;
@@ -25,7 +25,7 @@ const seqParam = z.coerce.number().int().min(1).max(2_147_483_647);
 export function jobsRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>({ prefix: '/v1/agent' });
   const delivery = new ChatDelivery(deps.temporal, deps.settings, deps.log);
-  const sourceControl = new SourceControlApp(deps.settings, deps.log);
+  const sourceControl = sourceControlAppOf(deps);
   const owner = requireOwner({ db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN });
   const sc = sourceControlFromSettings(deps.settings);
 
