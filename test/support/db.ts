@@ -83,6 +83,23 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * Drops a test database. `with (force)` cannot end a backend of a role the test user may not
+ * signal (an autovacuum worker that just started on it: SQLSTATE 42501), so that refusal is
+ * retried for a few seconds.
+ */
+async function dropWithRetry(name: string): Promise<void> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await adminStatement(`drop database if exists ${name} with (force)`);
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42501' || attempt >= 25) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
 /** Runs one statement on the server's admin connection. */
 async function adminStatement(sql: string): Promise<void> {
   const admin = createDb({ url: ADMIN_URL, poolMax: 1, applicationName: 'test-admin' });
@@ -106,7 +123,7 @@ async function createTestDatabase(template: string | undefined, poolMax = 5): Pr
     db,
     drop: async () => {
       await db.destroy();
-      await adminStatement(`drop database if exists ${name} with (force)`);
+      await dropWithRetry(name);
     },
   };
 }
