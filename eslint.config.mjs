@@ -75,6 +75,7 @@ export default tseslint.config(
     'gateway/**/*.ts': { forbid: ['agent', 'api', 'activities', 'workflows', 'workers', 'ops', 'migrations', 'bench', 'test'], why: 'the gateway depends on lib/ only (shared identity: lib/identity; contracts: lib/contracts)' },
     'agent/**/*.ts': { forbid: ['gateway', 'api', 'activities', 'workers', 'ops', 'bench', 'test'], workflowNames: true, why: 'the agent domain depends on lib/ and workflow definitions only' },
     'api/**/*.ts': { forbid: ['gateway', 'activities', 'workers', 'ops', 'bench', 'test'], workflowNames: true, why: 'api/ is HTTP over the agent domain: import agent/, lib/ and workflow definitions' },
+    'console/**/*.{ts,tsx}': { forbid: ['lib', 'gateway', 'agent', 'api', 'activities', 'workflows', 'workers', 'ops', 'migrations', 'bench', 'test'], why: 'the browser console talks to the server over HTTP only: it imports nothing from the server folders' },
     'activities/**/*.ts': { forbid: ['gateway', 'api', 'workers', 'ops', 'bench', 'test'], workflowNames: true, why: 'activities are adapters over the agent domain: import agent/, lib/ and workflow definitions' },
   }),
   {

@@ -11,6 +11,7 @@ import { beginRequest } from '../lib/http/request-context';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import type { AccessTokens } from '../lib/identity/access-tokens';
 import { adminRouters } from './admin';
+import { consoleRouter } from './console/serve';
 import { grantDispatchRouter } from './agent-grants/dispatch-router';
 import { describeRequest } from './auth/request-origin';
 import { authRouter } from './identity/auth-router';
@@ -77,6 +78,6 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     concurrency: deps.concurrency,
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
-  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps)]);
+  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
   return Object.assign(app, { routes });
 }

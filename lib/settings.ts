@@ -30,6 +30,12 @@ export const settingsShape = {
   GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** Port of the inference gateway. Default 8080. */
   GATEWAY_PORT: port(8080),
+  /**
+   * Directory of the built browser console (`npm run build` writes `dist/console`), served by the
+   * gateway under `/console/` (docs/console.md). Relative paths resolve against the working
+   * directory. A missing directory makes `/console/` answer 503 saying how to build it.
+   */
+  CONSOLE_DIR: z.string().min(1).default('dist/console'),
   /** Canonical path of the models registry file (spec 2.4); beats `MODELS_CONFIG` and the manifest. */
   MODELS_CONFIG_PATH: optionalString(),
   /** Older name of `MODELS_CONFIG_PATH`; used only when the canonical name is unset. */
@@ -106,7 +112,7 @@ export const settingsShape = {
    * `-` or `.` (not `v1`, `admin`, `auth` or `health`). Default `anthropic`.
    */
   MESSAGES_PREFIX: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/, 'one path segment: letters, digits, _ . - (no slash)')
-    .refine((v) => !['v1', 'admin', 'auth', 'health'].includes(v), 'must not be a path the gateway already serves (v1, admin, auth, health)').default('anthropic'),
+    .refine((v) => !['v1', 'admin', 'auth', 'health', 'console'].includes(v), 'must not be a path the gateway already serves (v1, admin, auth, health, console)').default('anthropic'),
   /** Largest accepted request body on the inference surfaces, in MiB (413 above). Default 32. */
   GATEWAY_MAX_BODY_MIB: z.coerce.number().positive().max(1024).default(32),
   /** Seconds to open a TCP/TLS connection to an upstream before trying the next route. Default 10. */

@@ -196,6 +196,14 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.status = 204;
   });
 
+  // The caller's own account (the consoles read it to know whom they show and what it may do).
+  router.get('/me', account, async (ctx) => {
+    const user = await findUserById(db(deps), accountIdOf(ctx.state));
+    if (!user) throw new AppError('unauthorized', 'The account of this access token is not active');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { id: Number(user.id), email: user.email, role: user.role, permissions: user.permissions };
+  });
+
   router.post('/api-keys', account, async (ctx) => {
     const userId = accountIdOf(ctx.state);
     const body = validateBody(keyBody, await readJsonBody(ctx.req, BODY_LIMIT));

@@ -104,6 +104,21 @@ describe('identity: accounts, sessions and API keys (PostgreSQL)', function () {
     assert.equal((await fetch(`${gw.url}/auth/refresh`, { method: 'POST', headers: { cookie: fresh.cookie } })).status, 401);
   });
 
+  it('GET /auth/me answers the access token\'s own account, fresh from the database; an API key is refused', async () => {
+    const session = await logIn(gw.url, 'alice@example.com', PASSWORD);
+    const me = await fetch(`${gw.url}/auth/me`, { headers: { authorization: `Bearer ${session.accessToken}` } });
+    assert.equal(me.status, 200);
+    const account = (await me.json()) as { id: number; email: string; role: string; permissions: string[] };
+    assert.equal(account.email, 'alice@example.com');
+    assert.deepEqual(account.permissions, []);
+    await t.db('users').where({ id: account.id }).update({ permissions: ['agent.use'] });
+    const again = (await (await fetch(`${gw.url}/auth/me`, { headers: { authorization: `Bearer ${session.accessToken}` } })).json()) as { permissions: string[] };
+    assert.deepEqual(again.permissions, ['agent.use'], 'a permission change shows at once');
+    assert.ok(!JSON.stringify(account).includes('password'), 'no password hash');
+    assert.equal((await fetch(`${gw.url}/auth/me`)).status, 401);
+    assert.equal((await fetch(`${gw.url}/auth/me`, { headers: { authorization: 'Bearer gk_not-an-access-token' } })).status, 401);
+  });
+
   it('issues API keys shown once and stored hashed; a key serves only the models its role may see', async () => {
     const session = await logIn(gw.url, 'alice@example.com', PASSWORD);
     const created = await postJson(`${gw.url}/auth/api-keys`, { name: 'laptop', expires_at: null }, { authorization: `Bearer ${session.accessToken}` });
