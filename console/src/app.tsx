@@ -9,13 +9,15 @@ import { useEffect, useState } from 'preact/hooks';
 import { canUseAgent, isAdmin, isAgentAdmin, logOut, reloadAccount, setStorageNamespace, useSession, type Account } from './client';
 import { adminArea } from './admin/menu';
 import { LoginForm, SessionExpiredDialog } from './login';
+import { operatorArea } from './operator/menu';
 import { ownerArea } from './owner/menu';
 import type { ConsoleArea, ConsolePage, PageAccess } from './pages';
 import { matchPath, navigate, useLocation } from './router';
 import { loadSiteConfig, SiteConfigError, type SiteView } from './site-config';
 import { Link, Page, time } from './ui/parts';
 
-const AREAS: readonly ConsoleArea[] = [ownerArea, adminArea];
+/** The areas, most specific prefix first (`/admin/agent` before `/admin`). */
+const AREAS: readonly ConsoleArea[] = [ownerArea, operatorArea, adminArea];
 
 /** Whether `account` may open pages of `access`. */
 export function allowed(account: Account | undefined, access: PageAccess): boolean {
@@ -62,6 +64,8 @@ function usePages(area: ConsoleArea | undefined): readonly ConsolePage[] | undef
   return area && loaded?.area === area ? loaded.pages : undefined;
 }
 
+const AREA_ROOTS = new Set(['/admin', '/admin/agent']);
+
 function Menu(props: { account: Account; path: string }): JSX.Element {
   return (
     <nav aria-label="Console">
@@ -73,7 +77,7 @@ function Menu(props: { account: Account; path: string }): JSX.Element {
             <h2>{area.heading}</h2>
             <ul>
               {items.map((m) => (
-                <li key={m.path}><Link to={m.path} class={props.path === m.path || (m.path !== '/admin' && props.path.startsWith(`${m.path}/`)) ? 'current' : undefined}>{m.label}</Link></li>
+                <li key={m.path}><Link to={m.path} class={props.path === m.path || (!AREA_ROOTS.has(m.path) && props.path.startsWith(`${m.path}/`)) ? 'current' : undefined}>{m.label}</Link></li>
               ))}
             </ul>
           </div>
