@@ -36,12 +36,16 @@ const FILE_TASK = /\b(?:create|write|make)\s+(?:a\s+file\s+(?:named\s+|called\s+
 const ASK_ME = /\bask\s+me\b/i;
 const REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g;
 
-/** The text of a message's content (a string, or text parts), reminders that CLIs add removed. */
-function textOf(content: unknown): string {
-  const raw = typeof content === 'string'
+/** The raw text of a message's content (a string, or text parts). */
+function rawTextOf(content: unknown): string {
+  return typeof content === 'string'
     ? content
     : Array.isArray(content) ? content.map((p) => (typeof (p as Json)?.text === 'string' ? (p as Json).text as string : '')).join('\n') : '';
-  return raw.replace(REMINDER, '').trim();
+}
+
+/** The text of a message's content, reminders that CLIs add removed. */
+function textOf(content: unknown): string {
+  return rawTextOf(content).replace(REMINDER, '').trim();
 }
 
 /** Names of the function tools a request offered (chat `tools[].function.name`, or `tools[].name`). */
@@ -60,8 +64,8 @@ interface Conversation {
   steps: number;
   /** The last tool result since the prompt (text). */
   lastResult: string | undefined;
-  /** The system prompt's text (Claude Code names its working directory there). */
-  system: string;
+  /** The system and user messages' whole text, reminders included (Claude Code names its working directory there). */
+  context: string;
 }
 
 /**
@@ -83,7 +87,7 @@ function readConversation(messages: readonly Json[]): Conversation {
     prompt: promptAt >= 0 ? textOf(messages[promptAt]!.content) : '',
     steps: after.filter((m) => m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 0).length,
     lastResult: results.length ? textOf(results[results.length - 1]!.content) : undefined,
-    system: messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => textOf(m.content)).join('\n'),
+    context: messages.filter((m) => m.role !== 'assistant' && m.role !== 'tool').map((m) => rawTextOf(m.content)).join('\n'),
   };
 }
 
@@ -126,7 +130,8 @@ function plan(tools: readonly string[], conversation: Conversation): Array<{ nam
     return [{ name: 'write_file', args: { path: task.path, content: task.content } }, { name: 'bash', args: { command: show } }];
   }
   if (tools.includes('Bash')) {
-    const cwd = /Working directory: (\/\S+)/.exec(conversation.system)?.[1];
+    // "Primary working directory: /workspace" in Claude Code's environment section.
+    const cwd = /[Ww]orking directory: (\/[^\s`'"]+)/.exec(conversation.context)?.[1];
     const write = tools.includes('Write') && cwd
       ? { name: 'Write', args: { file_path: `${cwd.replace(/\/$/, '')}/${task.path}`, content: task.content } }
       : { name: 'Bash', args: { command: writeByShell, description: `Write ${task.path}` } };

@@ -90,7 +90,7 @@ describe('demo model: the script', () => {
   });
 
   it('Claude Code: Write at the working directory its system prompt names, then Bash; without one, Bash writes', () => {
-    const withCwd = converse('Write notes/a.md containing "two words"', CLAUDE, 'Working directory: /workspace\nmore');
+    const withCwd = converse('Write notes/a.md containing "two words"', CLAUDE, '<env>\nPrimary working directory: /workspace\nIs a git repository: false');
     assert.deepEqual(withCwd.calls.map((c) => c.name), ['Write', 'Bash']);
     assert.deepEqual(withCwd.calls[0]!.args, { file_path: '/workspace/notes/a.md', content: 'two words\n' });
     const noCwd = converse('Create x.txt saying it\'s here', CLAUDE);
