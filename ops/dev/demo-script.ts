@@ -6,6 +6,9 @@
  *   it with a shell command, then a short text answer quoting the last tool result;
  * - a prompt containing "ask me" with a native question tool offered (Codex `request_user_input`,
  *   Claude Code `AskUserQuestion`): ask one question, then answer quoting the owner's answer;
+ * - the control plane's own calls, told by their system prompt: a chat title ("Demo: " and the
+ *   prompt's first words), and the prompt rewrite's strict JSON (two clarification questions, or
+ *   the draft with the answers appended), so those features work against the demo too;
  * - anything else: a short text saying it is the scripted demo and how to configure a real model.
  * Tool sets recognised: the built-in driver (`write_file`, `bash`), Claude Code (`Write`, `Bash`)
  * and Codex's shell tools (`exec_command`, `shell_command`, `shell`).
@@ -162,10 +165,39 @@ function finalText(conversation: Conversation, tools: readonly string[], planned
   return `${DEMO_LABEL}: I give scripted answers only.${said}${hint} To talk to a real model, configure one: see ${DEMO_DOCS}.`;
 }
 
+/**
+ * The control plane's own model calls (agent/jobs/generated-titles.ts, agent/prompts/rewrite-model.ts),
+ * told by their system prompt: a title, clarification questions, or the rewritten prompt.
+ */
+function controlPlaneReply(messages: readonly Json[], tools: readonly string[]): string | undefined {
+  if (tools.length > 0 || messages[0]?.role !== 'system') return undefined;
+  const system = textOf(messages[0].content);
+  const user = textOf(messages.find((m) => m.role === 'user')?.content);
+  if (/reply with the title only/i.test(system)) return `Demo: ${clip(user.split(/\s+/).slice(0, 6).join(' '), 50)}`;
+  if (!/\{"(questions|prompt)": \[?"\.\.\."/.test(system)) return undefined;
+  let draft: { draft_prompt?: unknown; answers?: unknown } = {};
+  try {
+    draft = JSON.parse(user) as typeof draft;
+  } catch {
+    // Not the rewrite's JSON: the draft is the text itself.
+    draft = { draft_prompt: user };
+  }
+  if (system.includes('{"questions"')) return JSON.stringify({ questions: ['Which file should the agent create?', 'What should the file say?'] });
+  const answerText = (a: unknown) => {
+    const { question, answer } = (a ?? {}) as Json;
+    return typeof question === 'string' && typeof answer === 'string' ? `${question} ${answer}` : JSON.stringify(a);
+  };
+  const answers = Array.isArray(draft.answers) ? draft.answers.map((a) => clip(answerText(a), 500)) : [];
+  const prompt = `${clip(typeof draft.draft_prompt === 'string' ? draft.draft_prompt : '', 8000)}${answers.length ? `\n\nClarifications: ${answers.join('; ')}` : ''}`;
+  return JSON.stringify({ prompt: prompt.trim() || 'Create hello.txt saying hi' });
+}
+
 /** The demo's reply to a chat-completions request body (already checked to have a `messages` array). */
 export function demoReply(body: Json): DemoReply {
   const messages = (body.messages as unknown[]).filter((m): m is Json => typeof m === 'object' && m !== null && !Array.isArray(m));
   const tools = offeredTools(body);
+  const internal = controlPlaneReply(messages, tools);
+  if (internal !== undefined) return { kind: 'text', text: internal };
   const conversation = readConversation(messages);
   const steps = plan(tools, conversation);
   if (conversation.steps < steps.length && conversation.steps < MAX_STEPS && body.tool_choice !== 'none') {

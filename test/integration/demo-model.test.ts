@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { DEMO_MODELS_FILE } from '../../ops/dev/demo-model';
+import { DEMO_MODELS_FILE, startDemoModelIfWanted } from '../../ops/dev/demo-model';
+import { loadSettings } from '../../lib/settings';
 import { DEMO_LABEL } from '../../ops/dev/demo-script';
 import { MAX_BODY_BYTES, hashVector, startDemoUpstream, type DemoUpstream } from '../../ops/dev/demo-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -138,5 +139,22 @@ describe('demo model: the demo upstream behind the gateway, with the official cl
     assert.equal(big.status, 413);
     const ok = await post('/chat/completions', '{"messages":[{"role":"user","content":"x"}]}');
     assert.equal(ok.status, 200);
+  });
+
+  it("start's decision: a configured credential or registry starts nothing; nothing configured starts the demo it points the stack at", async () => {
+    for (const env of [{ AGGREGATOR_API_KEY: 'sk-real' }, { MODELS_CONFIG_PATH: '/srv/models.yaml' }]) {
+      assert.equal(await startDemoModelIfWanted(env, loadSettings(env)), undefined, JSON.stringify(env));
+    }
+    const started = await startDemoModelIfWanted({}, loadSettings({}));
+    assert.ok(started, 'the demo starts with nothing configured');
+    try {
+      assert.equal(started.env.MODELS_CONFIG_PATH, DEMO_MODELS_FILE);
+      assert.match(started.env.DEMO_MODEL_URL!, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      assert.match(started.banner, /NOT an LLM/);
+      const health = (await (await fetch(started.env.DEMO_MODEL_URL!.replace(/\/v1$/, '/health'))).json()) as { demo: boolean };
+      assert.equal(health.demo, true);
+    } finally {
+      await started.close();
+    }
   });
 });

@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs';
 import { BUNDLED_MODELS_FILE, demoModelDecision, registryVariables, startDecision } from '../../ops/dev/demo-model';
 import { DEMO_LABEL, demoReply, fileTaskOf, type DemoReply } from '../../ops/dev/demo-script';
 import { loadSettings } from '../../lib/settings';
+import { titleChatBody } from '../../agent/jobs/generated-titles';
+import { rewriteChatBody } from '../../agent/prompts/rewrite-model';
 
 type Json = Record<string, unknown>;
 
@@ -148,5 +150,19 @@ describe('demo model: the script', () => {
     assert.deepEqual(fileTaskOf('please write a file called "src/x.py"'), { path: 'src/x.py', content: 'hi\n' });
     assert.equal(fileTaskOf('Create ../etc.txt saying x'), undefined);
     assert.equal(fileTaskOf('Create a plan'), undefined);
+  });
+});
+
+describe("demo model: the control plane's own calls", () => {
+  it('a chat title: "Demo: " and the first words of the prompt, short enough for a title', () => {
+    const title = text(demoReply(titleChatBody('demo', 'Create hello.txt saying hi and then more words here')));
+    assert.equal(title, 'Demo: Create hello.txt saying hi and then');
+  });
+
+  it('the prompt rewrite: two clarification questions, then the draft with the answers, as the strict JSON it parses', () => {
+    const asked = JSON.parse(text(demoReply(rewriteChatBody({ prompt: 'Make a file', model: 'demo', clarify: true })))) as { questions: string[] };
+    assert.equal(asked.questions.length, 2);
+    const rewritten = JSON.parse(text(demoReply(rewriteChatBody({ prompt: 'Make a file', model: 'demo', answers: [{ question: 'Which file?', answer: 'hello.txt' }] })))) as { prompt: string };
+    assert.equal(rewritten.prompt, 'Make a file\n\nClarifications: Which file? hello.txt');
   });
 });
