@@ -3,7 +3,8 @@
  * server on loopback) behind the bundled config/demo-models.yaml, called with the official
  * clients: `openai` for chat (plain, streamed, a tool-call round trip) and embeddings (the
  * client's default base64 and floats), `@anthropic-ai/sdk` on the messages surface (plain and
- * streamed, through the gateway's translation); `/v1/models` marks both models `demo: true`;
+ * streamed, through the gateway's translation); `/v1/models` and the admin routing view mark both
+ * models `demo: true`;
  * odd bodies sent straight to the demo upstream get a 4xx JSON error and it keeps serving.
  */
 import assert from 'node:assert/strict';
@@ -14,24 +15,35 @@ import { DEMO_MODELS_FILE, startDemoModelIfWanted } from '../../ops/dev/demo-mod
 import { loadSettings } from '../../lib/settings';
 import { DEMO_LABEL } from '../../ops/dev/demo-script';
 import { MAX_BODY_BYTES, hashVector, startDemoUpstream, type DemoUpstream } from '../../ops/dev/demo-upstream';
+import { admin, ADMIN_TOKEN } from '../support/admin';
+import { freshDatabase, type TestDatabase } from '../support/db';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 describe('demo model: the demo upstream behind the gateway, with the official clients', function () {
   this.timeout(30_000);
   let demo: DemoUpstream;
+  let t: TestDatabase;
   let gw: TestGateway;
   let openai: OpenAI;
   let anthropic: Anthropic;
 
   before(async () => {
     demo = await startDemoUpstream(0);
-    gw = await startTestGateway({ modelsYaml: readFileSync(DEMO_MODELS_FILE, 'utf8'), env: { DEMO_MODEL_URL: demo.url } });
+    t = await freshDatabase();
+    gw = await startTestGateway({ db: t.db, modelsYaml: readFileSync(DEMO_MODELS_FILE, 'utf8'), env: { DEMO_MODEL_URL: demo.url, ADMIN_TOKEN } });
     openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     anthropic = new Anthropic({ baseURL: gw.url, apiKey: 'unused', maxRetries: 0 });
   });
   after(async () => {
     await gw?.close();
     await demo?.close();
+    await t?.drop();
+  });
+
+  it('the admin routing view marks the demo models too', async () => {
+    const res = await admin<{ models: Array<Record<string, unknown>> }>(gw, 'GET', '/admin/routing');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.models.map((m) => [m.id, m.demo]), [['demo', true], ['demo-embedding', true]]);
   });
 
   it('/v1/models lists demo and demo-embedding with demo: true and the labelled name', async () => {
