@@ -146,6 +146,16 @@ describe('demo model: the demo upstream behind the gateway, with the official cl
       assert.equal(res.status, status, `${path} ${body}`);
       assert.equal(typeof ((await res.json()) as { error: { message: string } }).error.message, 'string');
     }
+    // Odd but well-formed bodies: answered (never a 500).
+    for (const body of [
+      '{"messages":[{"role":"user","content":{"a":1}}],"tools":[null,1,"x",{"function":null}]}',
+      '{"messages":[[],null,{"role":"assistant","tool_calls":"x"},{"role":"tool"}],"stream":true}',
+      '{"messages":[{"role":"user","content":[null,{"text":5},{"type":"text","text":"Create a.txt saying hi"}]}],"tools":[{"type":"function","function":{"name":"bash"}},{"type":"function","function":{"name":"write_file"}}]}',
+    ]) {
+      const res = await post('/chat/completions', body);
+      assert.equal(res.status, 200, body);
+      await res.text();
+    }
     assert.equal((await fetch(`${demo.url}/chat/completions`)).status, 405);
     const big = await post('/chat/completions', `{"messages":[{"role":"user","content":"${'x'.repeat(MAX_BODY_BYTES)}"}]}`);
     assert.equal(big.status, 413);
