@@ -36,6 +36,8 @@ export const settingsShape = {
    * directory. A missing directory makes `/console/` answer 503 saying how to build it.
    */
   CONSOLE_DIR: z.string().min(1).default('dist/console'),
+  /** `npm start` only: loopback port of the scripted demo upstream, when it starts (docs/demo-model.md). Default 0: any free port. */
+  DEMO_MODEL_PORT: port(0),
   /** Canonical path of the models registry file (spec 2.4); beats `MODELS_CONFIG` and the manifest. */
   MODELS_CONFIG_PATH: optionalString(),
   /** Older name of `MODELS_CONFIG_PATH`; used only when the canonical name is unset. */
