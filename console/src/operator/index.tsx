@@ -14,5 +14,5 @@ export const operatorPages: readonly ConsolePage[] = [
   { path: '/admin/agent/runs', title: 'Run activity', access: 'agent.admin', component: RunsPage },
   { path: '/admin/agent/runs/:jobId', title: 'Run activity', access: 'agent.admin', component: RunsPage },
   { path: '/admin/agent/audit', title: 'Audit log', access: 'agent.admin', component: AuditLogPage },
-  { path: '/admin/agent/settings', title: 'Agent settings', access: 'agent.admin', component: SettingsPage },
+  { path: '/admin/agent/settings', title: 'Settings', access: 'agent.admin', component: SettingsPage },
 ];

@@ -38,7 +38,7 @@ function SettingsSection(props: { title: string; path: string; note: string }): 
 
 function SettingsPage(): JSX.Element {
   return (
-    <Page title="Agent settings">
+    <Page title="Settings">
       <SettingsSection
         title="Agent settings" path="/admin/agent/settings"
         note="Saved values replace their environment defaults in every process within 5 seconds. Only the settings you change are sent."
