@@ -48,14 +48,14 @@ function StateCell(props: { entry: SandboxEntry }): JSX.Element {
 function Members(props: { entry: SandboxEntry }): JSX.Element {
   if (!props.entry.members.length) return <span class="muted">none</span>;
   return (
-    <ul class="plain">
+    <div>
       {props.entry.members.map((m) => (
-        <li key={m.job_id}>
+        <div key={m.job_id}>
           <Link to={`/admin/agent/runs/${encodeURIComponent(m.job_id)}`}><code>{m.job_id}</code></Link>{' '}
           <small class="muted">owner {m.owner_id}</small> <TemporalLink workflowId={chatWorkflowId(m.job_id)} />
-        </li>
+        </div>
       ))}
-    </ul>
+    </div>
   );
 }
 

@@ -25,14 +25,15 @@ function isCredential(view: SettingView): view is CredentialSetting {
   return (view as CredentialSetting).credential === true;
 }
 
-type Kind = 'boolean' | 'number' | 'list' | 'text';
+/** How a key is edited; `open` (no value and no default to learn the type from) sends a number when the text is one. */
+type Kind = 'boolean' | 'number' | 'list' | 'text' | 'open';
 
 function kindOf(view: PlainSetting): Kind {
   const sample = view.value ?? view.default;
   if (typeof sample === 'boolean') return 'boolean';
   if (typeof sample === 'number') return 'number';
   if (Array.isArray(sample)) return 'list';
-  return 'text';
+  return sample === null || sample === undefined ? 'open' : 'text';
 }
 
 /** The text an input shows for a plain value (lists one entry per line). */
@@ -52,6 +53,7 @@ export function valueOf(kind: Kind, text: string): { value: unknown } | { error:
     return trimmed !== '' && Number.isFinite(n) ? { value: n } : { error: 'Enter a number.' };
   }
   if (kind === 'list') return { value: trimmed === '' ? [] : trimmed.split('\n').map((l) => l.trim()).filter(Boolean) };
+  if (kind === 'open' && trimmed !== '' && Number.isFinite(Number(trimmed))) return { value: Number(trimmed) };
   return { value: trimmed === '' ? null : trimmed };
 }
 
@@ -140,7 +142,8 @@ export function SettingsForm(props: { path: string; body: SettingsBody; onSaved:
           </Field>
         );
       })}
-      <SubmitRow label="Save changes" busy={form.busy} errors={form.errors} done={form.done} />
+      {/* The success line is the page's (the form is rebuilt from the saved state after a save). */}
+      <SubmitRow label="Save changes" busy={form.busy} errors={form.errors} />
     </form>
   );
 }

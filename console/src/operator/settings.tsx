@@ -27,8 +27,9 @@ function SettingsSection(props: { title: string; path: string; note: string }): 
         <SettingsForm
           key={`${body.revision ?? 'none'}`} path={props.path} body={body}
           onSaved={(m) => {
-            setMessage(m);
-            void settings.reload();
+            // The line shows once the form is rebuilt from the saved state (what the server now holds).
+            setMessage(undefined);
+            void settings.reload().then(() => setMessage(m));
           }}
         />
       ) : null}

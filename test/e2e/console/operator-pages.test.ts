@@ -5,7 +5,8 @@
  * its state become `stopped` without a reload; a second stop is refused and the API's 409 reason
  * shows beside the button; a slot change out of range is refused before anything is sent and a
  * valid one is saved; a saved secret never reaches the settings page's HTML, an empty replacement
- * keeps it; a run's activity opens an event's content (audited) and the audit log shows the read.
+ * keeps it; a run's activity opens an event's content (audited) and the audit log shows the read; a batch
+ * action hides the selected group and its row button restores it.
  * Screenshots of each page are saved as test artifacts.
  */
 import assert from 'node:assert/strict';
@@ -142,5 +143,19 @@ describe('console: agent operator pages (Chromium, Temporal, Docker, PostgreSQL)
     await page.locator('code', { hasText: 'agent.run.event_content.read' }).waitFor();
     assert.equal(await page.locator('tbody tr').count(), 1, 'only the content category is listed');
     await screenshot(page, 'operator-audit-log');
+  });
+
+  it('a batch action hides the selected stopped sandbox (one result per group); its row button restores it', async () => {
+    await page.goto('/console/admin/agent/sandboxes');
+    await stateBadge(group.groupId, 'stopped').waitFor();
+    await page.getByLabel(`Select ${group.groupId}`).check();
+    await page.getByLabel('Batch action on 1 selected').selectOption('remove_from_inventory');
+    await page.getByRole('button', { name: 'Apply to selected' }).click();
+    await page.getByRole('status', { name: 'Batch results' }).filter({ hasText: `${group.groupId}: stopped (200)` }).waitFor();
+    await stateBadge(group.groupId, 'hidden \\(stopped\\)').waitFor();
+    await rowOf(group.groupId).getByRole('button', { name: 'Restore to inventory' }).click();
+    await rowOf(group.groupId).getByRole('button', { name: 'Remove from inventory' }).waitFor();
+    const row = await stack.t.db('agent_sandboxes').where({ group_id: group.groupId }).first<{ hidden_at: Date | null }>('hidden_at');
+    assert.equal(row?.hidden_at, null);
   });
 });
