@@ -5,7 +5,7 @@
  * its state become `stopped` without a reload; a second stop is refused and the API's 409 reason
  * shows beside the button; a slot change out of range is refused before anything is sent and a
  * valid one is saved; a saved secret never reaches the settings page's HTML, an empty replacement
- * keeps it; a run's activity opens an event's content (audited) and the audit log shows the read; a batch
+ * keeps it, a bad value is refused before sending and the server's 400 shows on its field; a run's activity opens an event's content (audited) and the audit log shows the read; a batch
  * action hides the selected group and its row button restores it.
  * Screenshots of each page are saved as test artifacts.
  */
@@ -102,7 +102,7 @@ describe('console: agent operator pages (Chromium, Temporal, Docker, PostgreSQL)
     }
   });
 
-  it('secrets never appear in the settings page; an empty replacement keeps the saved one, a new one replaces it', async () => {
+  it('settings: secrets never appear in the page, an empty replacement keeps the saved one, a new one replaces it; bad values are refused on their field', async () => {
     const put = await fetch(`${stack.api.url}/admin/agent/settings`, {
       method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ settings: { database_tool_password: SECRET } }),
@@ -114,7 +114,16 @@ describe('console: agent operator pages (Chromium, Temporal, Docker, PostgreSQL)
     assert.ok(!(await page.content()).includes(SECRET), 'the saved secret is not in the page');
     assert.equal(await agentForm.getByLabel('database_tool_password', { exact: true }).inputValue(), '');
 
-    await agentForm.getByLabel('workspace_download_max_mib', { exact: true }).fill('64');
+    const size = agentForm.getByLabel('workspace_download_max_mib', { exact: true });
+    await size.fill('lots');
+    await agentForm.getByRole('button', { name: 'Save changes' }).click();
+    await agentForm.getByText('Enter a number.').waitFor();
+    await size.fill('0');
+    await agentForm.getByRole('button', { name: 'Save changes' }).click();
+    const refusal = agentForm.locator('#f-settings\\.workspace_download_max_mib-error');
+    await refusal.waitFor();
+    assert.match(await refusal.innerText(), /^Invalid field 'settings\.workspace_download_max_mib'/, 'the server\'s 400 lands on its field');
+    await size.fill('64');
     await agentForm.getByRole('button', { name: 'Save changes' }).click();
     await agentForm.getByRole('status').filter({ hasText: 'Saved: workspace_download_max_mib.' }).waitFor();
     const kept = (await (await fetch(`${stack.api.url}/admin/agent/settings`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { settings: Record<string, { configured?: boolean; value?: unknown }> };
