@@ -6,14 +6,17 @@
  * shows beside the button; a slot change out of range is refused before anything is sent and a
  * valid one is saved; a saved secret never reaches the settings page's HTML, an empty replacement
  * keeps it, a bad value is refused before sending and the server's 400 shows on its field; a run's activity opens an event's content (audited) and the audit log shows the read; a batch
- * action hides the selected group and its row button restores it.
+ * action hides the selected group and its row button restores it; removing an allocated host is
+ * refused with the server's reason beside the button, a free host is removed.
  * Screenshots of each page are saved as test artifacts.
  */
 import assert from 'node:assert/strict';
 import type { Page, Request } from 'playwright-core';
+import { enrollHost } from '../../../agent/hosts/host-registry';
 import { ADMIN_TOKEN } from '../../support/admin';
 import { AGENT_MODEL, ownerCall, reviewedGroup, startAgentStack, type AgentStack, type ReviewedGroup } from '../../support/agent-stack';
 import { screenshot } from '../../support/browser';
+import { endHostWorkflows, uniqueHostId } from '../../support/host-workflows';
 import { startOperatorConsole, type OperatorConsole } from '../../support/operator-console';
 import { waitFor } from '../../support/wait';
 
@@ -39,7 +42,9 @@ describe('console: agent operator pages (Chromium, Temporal, Docker, PostgreSQL)
     await waitFor(async () => (await stack.t.db('agent_turns').where({ job_id: jobId }).pluck('state') as string[]).join() === 'completed', 'the first turn completed', 120_000);
     group = await reviewedGroup(stack, jobId);
   });
+  const extraHosts: string[] = [];
   after(async () => {
+    if (stack) await endHostWorkflows(stack.env.client, extraHosts);
     await ui?.close();
     await stack?.close();
   });
@@ -166,5 +171,26 @@ describe('console: agent operator pages (Chromium, Temporal, Docker, PostgreSQL)
     await rowOf(group.groupId).getByRole('button', { name: 'Remove from inventory' }).waitFor();
     const row = await stack.t.db('agent_sandboxes').where({ group_id: group.groupId }).first<{ hidden_at: Date | null }>('hidden_at');
     assert.equal(row?.hidden_at, null);
+  });
+
+  it('host removal: an allocated host is refused with the server\'s reason beside the button; a free host is removed', async () => {
+    const [allocated, free] = [uniqueHostId('op-alloc'), uniqueHostId('op-free')];
+    extraHosts.push(allocated, free);
+    for (const id of extraHosts) await enrollHost(stack.t.db, id);
+    const allocation = await fetch(`${stack.api.url}/admin/agent/servers`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ host_id: allocated }),
+    });
+    assert.equal(allocation.status, 201, await allocation.clone().text());
+    await page.goto('/console/admin/agent/hosts');
+    const hostRow = (id: string) => page.locator('tr', { has: page.getByLabel(`Slots of ${id}`) });
+    await hostRow(allocated).getByRole('button', { name: 'Remove host' }).click();
+    const refusal = hostRow(allocated).getByRole('alert');
+    await refusal.waitFor();
+    assert.match(await refusal.innerText(), new RegExp(`^Host ${allocated} is allocated \\(server allocation \\d+, active\\); release it with DELETE /admin/agent/servers/\\d+ \\(409\\)$`));
+
+    await hostRow(free).getByRole('button', { name: 'Remove host' }).click();
+    await hostRow(free).waitFor({ state: 'detached' });
+    const row = await stack.t.db('agent_hosts').where({ host_id: free }).first<{ removed_at: Date | null } | undefined>('removed_at');
+    assert.ok(!row || row.removed_at !== null, 'the free host is removed');
   });
 });
