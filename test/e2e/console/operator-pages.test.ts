@@ -1,13 +1,16 @@
 /**
  * The agent operator pages in headless Chromium against the real stack (PostgreSQL, the Temporal
  * dev server with a control worker, the API, a host runner on the real Docker engine, a gateway
- * serving the built console): an administrator stops an idle sandbox from the inventory and sees
- * its state become `stopped` without a reload; a second stop is refused and the API's 409 reason
- * shows beside the button; a slot change out of range is refused before anything is sent and a
- * valid one is saved; a saved secret never reaches the settings page's HTML, an empty replacement
- * keeps it, a bad value is refused before sending and the server's 400 shows on its field; a run's activity opens an event's content (audited) and the audit log shows the read; a batch
- * action hides the selected group and its row button restores it; removing an allocated host is
- * refused with the server's reason beside the button, a free host is removed.
+ * serving the built console):
+ * - an administrator stops an idle sandbox from the inventory and sees it become `stopped` without
+ *   a reload; a second stop is refused and the API's 409 reason shows beside the button;
+ * - a slot change out of range is refused before anything is sent; a valid one is saved;
+ * - a saved secret never reaches the settings page's HTML, an empty replacement keeps it; a bad
+ *   value is refused before sending and the server's 400 shows on its field;
+ * - a run's activity opens an event's content (audited) and the audit log shows the read;
+ * - a batch action hides the selected group and its row button restores it;
+ * - removing an allocated host is refused with the server's reason beside the button; a free host
+ *   is removed.
  * Screenshots of each page are saved as test artifacts.
  */
 import assert from 'node:assert/strict';
