@@ -89,10 +89,7 @@ function HostActions(props: { host: HostView; onDone: () => void }): JSX.Element
     <ActionButton
       label="Remove host" danger onDone={props.onDone}
       confirm={`Remove host ${props.host.host_id}? A host that still holds sandboxes or turns drains first and is removed once nothing holds it.`}
-      run={async () => {
-        const answer = await api<{ removed: boolean; held?: unknown }>(path, { method: 'DELETE' });
-        return answer;
-      }}
+      run={() => api(path, { method: 'DELETE' })}
       done="Removal accepted (removed, or draining until nothing holds it)."
     />
   );
