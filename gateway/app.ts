@@ -25,6 +25,7 @@ import type { DatabaseState } from './store/database-state';
 import type { SiteSettings } from './store/site-settings';
 import { modelsRouter } from './surfaces/models';
 import { routingStatusRouter } from './surfaces/routing-status';
+import { siteConfigRouter } from './surfaces/site-config';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
 export interface GatewayDeps extends GatewayContextDeps {
@@ -77,6 +78,6 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     concurrency: deps.concurrency,
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
-  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps)]);
+  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps)]);
   return Object.assign(app, { routes });
 }
