@@ -1,10 +1,10 @@
 /**
  * What `npm start` builds before it runs the processes, and how it skips what has not changed
  * (docs/dev-stack.md "Rebuilding only what changed"). {@link BUILD_STEPS} is the list: each step
- * builds its own outputs and says whether it did. The server step fingerprints its inputs (the
- * content of every file `tsconfig.build.json` compiles, both tsconfig files and the lockfile) and
- * skips `tsc` entirely when the fingerprint matches the one stored beside its outputs and every
- * output exists; otherwise it runs `tsc --incremental` (its build info under `dist/`, so deleting
+ * builds its own outputs and says whether it did. The server step fingerprints its inputs (every
+ * file tsc reads under the directories `tsconfig.build.json` compiles, both tsconfig files and the
+ * lockfile) and skips `tsc` entirely when the fingerprint matches the one stored beside its
+ * outputs and every output exists; otherwise it runs `tsc --incremental` (its build info under `dist/`, so deleting
  * `dist/` resets everything). `npm run build` stays a plain full `tsc`: it never depends on a stamp.
  */
 import { spawnSync } from 'node:child_process';
@@ -40,9 +40,12 @@ function listFiles(dir: string): string[] {
   return out;
 }
 
+/** Files tsc reads (sources, declarations, imported JSON); shell scripts and the like are not inputs. */
+const COMPILER_INPUT = /\.([cm]?[jt]sx?|json)$/;
+
 /** The server's inputs, relative to `root`, sorted. */
 export function serverInputs(root: string): string[] {
-  const files = SERVER_SOURCE_DIRS.flatMap((dir) => listFiles(join(root, dir)).map((f) => relative(root, f)));
+  const files = SERVER_SOURCE_DIRS.flatMap((dir) => listFiles(join(root, dir)).filter((f) => COMPILER_INPUT.test(f)).map((f) => relative(root, f)));
   return [...files, ...SERVER_CONFIG_FILES.filter((f) => existsSync(join(root, f)))].sort();
 }
 

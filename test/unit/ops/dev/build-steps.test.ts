@@ -23,6 +23,7 @@ function tree(): string {
   write(root, 'tsconfig.build.json', '{}');
   write(root, 'package-lock.json', '{}');
   write(root, 'test/ignored.ts', 'not an input');
+  write(root, 'ops/dev/bootstrap.sh', 'not read by tsc');
   write(root, 'dist/lib/a.js', '');
   write(root, 'dist/gateway/b.js', '');
   return root;
