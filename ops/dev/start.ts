@@ -75,6 +75,12 @@ function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN' |
   return readFileSync(path, 'utf8').trim();
 }
 
+/** The `/health` URL of a server listening on `host:port` (a wildcard address is reached on loopback). */
+function healthUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}/health`;
+}
+
 async function main(): Promise<void> {
   // OBJECT_STORE_BACKEND=s3 without an endpoint: the dev versitygw, and settings pointing at it.
   const devS3 = process.env.OBJECT_STORE_BACKEND === 's3' && !process.env.S3_ENDPOINT ? await ensureDevVersitygw() : {};
@@ -110,8 +116,8 @@ async function main(): Promise<void> {
   };
   // Started in phases: the workers call the API and the gateway, so they start once both answer /health.
   const servers: ProcessSpec[] = [
-    { name: 'gateway', script: 'dist/gateway/main.js', ready: { health: `http://127.0.0.1:${settings.GATEWAY_PORT}/health` } },
-    { name: 'api', script: 'dist/api/main.js', ready: { health: `http://127.0.0.1:${settings.API_PORT}/health` } },
+    { name: 'gateway', script: 'dist/gateway/main.js', ready: { health: healthUrl(settings.GATEWAY_HOST, settings.GATEWAY_PORT) } },
+    { name: 'api', script: 'dist/api/main.js', ready: { health: healthUrl(settings.API_HOST, settings.API_PORT) } },
   ];
   const workers: ProcessSpec[] = [
     { name: 'control', script: 'dist/workers/control.js', ready: { logMessage: 'control worker polling' } },
