@@ -213,6 +213,12 @@ export const settingsShape = {
   TEMPORAL_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(5),
   /** Task queue of the control worker (all workflows, Postgres/object-store activities). Default `control`. */
   TEMPORAL_CONTROL_TASK_QUEUE: z.string().default('control'),
+  /**
+   * A prebuilt workflow bundle the control worker loads instead of bundling `workflows/` at start.
+   * `npm start` sets it to `dist/workflow-bundle.js`, which it rebuilds whenever the compiled
+   * workflows change (ops/dev/workflow-bundle-step.ts). Unset (default): bundle at start.
+   */
+  TEMPORAL_WORKFLOW_BUNDLE_PATH: optionalString(),
 
   // ---- execution host (host runner) ----
   /** Identity of this execution host; its task queue is `host:<id>`. Default: the machine's hostname. */

@@ -8,9 +8,12 @@
  * `dist/` resets everything). `npm run build` stays a plain full `tsc`: it never depends on a stamp.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { fingerprint } from './fingerprint';
+import { workflowBundleBuild } from './workflow-bundle-step';
+
+export { fingerprint };
 
 /** What a step did. */
 export type BuildOutcome = 'built' | 'unchanged';
@@ -49,14 +52,6 @@ export function serverInputs(root: string): string[] {
   return [...files, ...SERVER_CONFIG_FILES.filter((f) => existsSync(join(root, f)))].sort();
 }
 
-/** A fingerprint of `files` (paths and contents): any added, removed, renamed or edited file changes it. */
-export function fingerprint(root: string, files: readonly string[]): string {
-  const hash = createHash('sha256');
-  for (const file of files) {
-    hash.update(file).update('\0').update(readFileSync(join(root, file))).update('\0');
-  }
-  return hash.digest('hex');
-}
 
 /** The `dist/` file each compiled source produces (declarations produce nothing). */
 function outputOf(file: string): string | undefined {
@@ -102,10 +97,11 @@ export const serverBuild: BuildStep = {
 };
 
 /**
- * The steps `npm start` runs in order. The console's asset build joins here as a second step
+ * The steps `npm start` runs in order: the server, then the control worker's workflow bundle (from
+ * the server's `dist/workflows`). The console's asset build joins here as a further step
  * (`tsx ops/build/console.ts --if-changed`, which decides itself whether anything changed).
  */
-export const BUILD_STEPS: readonly BuildStep[] = [serverBuild];
+export const BUILD_STEPS: readonly BuildStep[] = [serverBuild, workflowBundleBuild];
 
 /** Runs `steps` in order; returns each step's outcome and duration. */
 export async function runBuildSteps(root: string, steps: readonly BuildStep[] = BUILD_STEPS): Promise<Array<{ name: string; outcome: BuildOutcome; ms: number }>> {

@@ -22,6 +22,7 @@ import { loadSettings } from '../../lib/settings';
 import { runBuildSteps } from './build-steps';
 import { startLine } from './log-format';
 import { ProcessGroup, type ProcessSpec } from './process-group';
+import { WORKFLOW_BUNDLE } from './workflow-bundle-step';
 import { assertPortsFree } from './ports';
 import { ensureDevVersitygw } from './versitygw';
 import { DEV_DATABASE_URL } from './postgres';
@@ -120,7 +121,10 @@ async function main(): Promise<void> {
     { name: 'api', script: 'dist/api/main.js', ready: { health: healthUrl(settings.API_HOST, settings.API_PORT) } },
   ];
   const workers: ProcessSpec[] = [
-    { name: 'control', script: 'dist/workers/control.js', ready: { logMessage: 'control worker polling' } },
+    {
+      name: 'control', script: 'dist/workers/control.js', env: { TEMPORAL_WORKFLOW_BUNDLE_PATH: join(ROOT, WORKFLOW_BUNDLE) },
+      ready: { logMessage: 'control worker polling' },
+    },
     {
       name: 'host', script: 'dist/workers/host.js', env: { AGENT_HOST_ID: host.hostId, AGENT_HOST_CREDENTIAL: host.credential },
       ready: { logMessage: 'host runner polling' },

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fingerprint, missingOutputs, runBuildSteps, serverBuildNeeded, serverInputs, type BuildStep } from '../../../../ops/dev/build-steps';
+import { BUILD_STEPS, fingerprint, missingOutputs, runBuildSteps, serverBuildNeeded, serverInputs, type BuildStep } from '../../../../ops/dev/build-steps';
+import { WORKFLOW_BUNDLE, workflowBundleInputs, workflowBundleNeeded } from '../../../../ops/dev/workflow-bundle-step';
 
 function write(root: string, file: string, text: string): void {
   mkdirSync(dirname(join(root, file)), { recursive: true });
@@ -70,6 +71,29 @@ describe('npm start build steps', () => {
     stamp(root);
     write(root, 'test/ignored.ts', 'changed again');
     assert.equal(serverBuildNeeded(root).needed, false, 'tests are not server inputs');
+  });
+
+  it('rebundles the workflows when a compiled workflow or the lockfile changed, or the bundle is gone', () => {
+    const root = tree();
+    write(root, 'dist/workflows/index.js', 'exports.a = 1;');
+    write(root, 'dist/workflows/definitions/x.js', 'exports.x = 1;');
+    assert.deepEqual(workflowBundleInputs(root), ['dist/workflows/definitions/x.js', 'dist/workflows/index.js', 'package-lock.json']);
+    assert.equal(workflowBundleNeeded(root).needed, true, 'never bundled');
+    const bundled = (): void => {
+      write(root, WORKFLOW_BUNDLE, '/* bundle */');
+      write(root, 'dist/.build-stamps/workflow-bundle.sha256', `${fingerprint(root, workflowBundleInputs(root))}\n`);
+    };
+    bundled();
+    assert.equal(workflowBundleNeeded(root).needed, false);
+    write(root, 'dist/workflows/definitions/x.js', 'exports.x = 2;');
+    assert.equal(workflowBundleNeeded(root).needed, true, 'a changed workflow');
+    bundled();
+    write(root, 'package-lock.json', '{"sdk":"next"}');
+    assert.equal(workflowBundleNeeded(root).needed, true, 'another SDK version');
+    bundled();
+    rmSync(join(root, WORKFLOW_BUNDLE));
+    assert.equal(workflowBundleNeeded(root).needed, true, 'no bundle');
+    assert.deepEqual(BUILD_STEPS.map((s) => s.name), ['server (tsc)', 'workflow bundle'], 'bundled after the server is compiled');
   });
 
   it('runs the steps in order and reports each outcome', async () => {
