@@ -4,8 +4,8 @@
  * builds its own outputs and says whether it did. The server step fingerprints its inputs (every
  * file tsc reads under the directories `tsconfig.build.json` compiles, both tsconfig files and the
  * lockfile) and skips `tsc` entirely when the fingerprint matches the one stored beside its
- * outputs and every output exists; otherwise it runs `tsc --incremental` (its build info under `dist/`, so deleting
- * `dist/` resets everything). `npm run build` stays a plain full `tsc`: it never depends on a stamp.
+ * outputs and every output exists; otherwise it runs `tsc --incremental` (its build info under
+ * `dist/`, so deleting `dist/` resets everything). `npm run build` stays a plain full `tsc`: it never depends on a stamp.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
