@@ -48,7 +48,8 @@ export function routeBody(v: RouteInput, options: { weight: boolean }): Record<s
 export function RouteInputs(props: { scope: string; prefix: string; input: ReturnType<typeof useRouteInput>; errors: FieldErrors; weight: boolean; keyHint?: string }): JSX.Element {
   const { value, set } = props.input;
   const field = (name: keyof RouteInput, label: string, control: (p: ReturnType<typeof inputProps>) => JSX.Element, hint?: string): JSX.Element => {
-    const error = props.errors[`${props.prefix}${name}`];
+    // Zod names nested fields (`route.base_url`); the route builder names them bare (`kind`).
+    const error = props.errors[`${props.prefix}${name}`] ?? props.errors[name];
     const p = inputProps(`${props.scope}-${name}`, error);
     return <Field label={label} name={`${props.scope}-${name}`} error={error} hint={hint}>{control(p)}</Field>;
   };

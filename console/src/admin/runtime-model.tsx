@@ -10,7 +10,8 @@ import { Field, SubmitRow, useSubmit, type FieldErrors } from '../ui/form';
 import { inputProps, ROLES, type ProbeResult, ProbeNote } from './common';
 import { RouteInputs, routeBody, useRouteInput, validateRoute } from './route-fields';
 
-const FIELDS = ['id', 'name', 'required_role', 'route', 'route.base_url', 'route.provider', 'route.kind', 'route.api_key', 'route.provider_model_id', 'route.weight', 'router'];
+const FIELDS = ['id', 'name', 'required_role', 'route', 'route.base_url', 'route.provider', 'route.kind', 'route.api_key', 'route.provider_model_id', 'route.weight', 'router',
+  'base_url', 'provider', 'kind', 'api_key', 'provider_model_id', 'weight'];
 
 /** The form. */
 export function RuntimeModelForm(props: { onCreated: () => void }): JSX.Element {

@@ -108,6 +108,47 @@ describe('admin console: pages', function () {
     }
   });
 
+  it('creates a runtime model after a verification that saves nothing; the server refusing a route field shows it on that field', async () => {
+    const { page, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/routing');
+    try {
+      const form = page.getByRole('form', { name: 'Create a runtime model' });
+      await form.getByLabel('Model id').fill('rt-model');
+      await form.getByLabel('Base URL').fill(stack.b.url);
+      await form.getByLabel('Upstream model name').fill('rt');
+      await form.getByLabel('Adapter kind').fill('no_such_kind');
+      await form.getByRole('button', { name: 'Create model' }).click();
+      await page.locator('#f-rm-kind-error').filter({ hasText: "unknown adapter kind 'no_such_kind'" }).waitFor();
+
+      await form.getByLabel('Adapter kind').fill('');
+      await form.getByRole('button', { name: 'Verify' }).click();
+      await form.getByRole('status').filter({ hasText: 'Verification succeeded (not saved)' }).waitFor();
+      const before = await admin<{ models: Array<{ id: string }> }>(stack.gw, 'GET', '/admin/routing');
+      assert.ok(!before.body.models.some((m) => m.id === 'rt-model'), 'a verification saves nothing');
+
+      await form.getByRole('button', { name: 'Create model' }).click();
+      await form.getByRole('status').filter({ hasText: 'Model created.' }).waitFor();
+      const row = page.getByRole('table', { name: 'Models and their routes' }).getByRole('row').filter({ hasText: 'rt-model' });
+      await row.getByText('runtime').first().waitFor();
+      const after = await admin<{ models: Array<{ id: string; source: string }> }>(stack.gw, 'GET', '/admin/routing');
+      assert.equal(after.body.models.find((m) => m.id === 'rt-model')?.source, 'runtime');
+    } finally {
+      await close();
+    }
+  });
+
+  it('shows the server reason when it refuses an action (permanent deletion turned off)', async () => {
+    const { page, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/users');
+    page.on('dialog', (d) => void d.accept());
+    try {
+      const row = page.getByRole('table', { name: 'Users' }).getByRole('row').filter({ hasText: USER_EMAIL });
+      await row.getByRole('button', { name: 'Delete permanently' }).click();
+      await row.getByRole('alert').filter({ hasText: 'Permanent deletion is turned off (PERMANENT_DELETION_ENABLED=false) (403)' }).waitFor();
+      assert.ok(await stack.t.db('users').where({ email: USER_EMAIL }).first(), 'the user is still there');
+    } finally {
+      await close();
+    }
+  });
+
   it('an ended session brings the sign-in dialog over the page, keeps the form and sends the call after signing in', async () => {
     const { page, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/keys');
     try {
