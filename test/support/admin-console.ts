@@ -29,6 +29,8 @@ export interface AdminConsoleStack {
   a: FakeUpstream;
   b: FakeUpstream;
   browser: Browser;
+  /** The console build the gateway serves (`CONSOLE_DIR`), for a second gateway. */
+  consoleDir: string;
   adminSession: Session;
   adminId: number;
   userSession: Session;
@@ -61,7 +63,7 @@ export async function startAdminConsoleStack(): Promise<AdminConsoleStack> {
   const userKey = await createKey(gw.url, userSession);
   const browser = await launchBrowser();
   return {
-    gw, t, a, b, browser, adminSession, adminId: me.id, userSession, userKey,
+    gw, t, a, b, browser, consoleDir: join(dir, 'console'), adminSession, adminId: me.id, userSession, userKey,
     close: async () => {
       await browser.close();
       await closeAll(gw, a, b);
@@ -82,9 +84,9 @@ export async function stubSiteConfig(page: Page): Promise<void> {
   }));
 }
 
-/** A fresh browser page signed in as `email`, at `/console/<path>`; `errors` collects page errors. */
-export async function openConsole(stack: AdminConsoleStack, email: string, path = ''): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
-  const { context, page, errors } = await newPage(stack.browser, stack.gw.url);
+/** A fresh browser page signed in as `email`, at `/console/<path>` of `baseUrl` (the stack's gateway by default); `errors` collects page errors. */
+export async function openConsole(stack: AdminConsoleStack, email: string, path = '', baseUrl = stack.gw.url): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
+  const { context, page, errors } = await newPage(stack.browser, baseUrl);
   await stubSiteConfig(page);
   await page.goto('/console/');
   await signIn(page, email, PASSWORD);

@@ -4,11 +4,16 @@
  * added is never shown back (page, API, logs); a bad value is refused in the browser before
  * sending, and the server's 400 lands next to the field it names; an ended session brings the
  * sign-in dialog over the page with the form kept and the call sent again after signing in; a
- * non-admin account sees no admin page and the admin API refuses it anyway.
+ * non-admin account sees no admin page and the admin API refuses it anyway; refused actions
+ * (permanent deletion off, re-opening sign-up an active manifest closes) show the server's reason.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { screenshot } from '../../support/browser';
 import { admin } from '../../support/admin';
+import { startTestGateway } from '../../support/gateway';
 import { ADMIN_EMAIL, openConsole, PASSWORD, startAdminConsoleStack, USER_EMAIL, type AdminConsoleStack } from '../../support/admin-console';
 
 const PAGES: Array<[path: string, heading: string, shot: string]> = [
@@ -146,6 +151,30 @@ describe('admin console: pages', function () {
       assert.ok(await stack.t.db('users').where({ email: USER_EMAIL }).first(), 'the user is still there');
     } finally {
       await close();
+    }
+  });
+
+  it('shows the refusal to re-open sign-up that the active distribution manifest closes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'manifest-'));
+    writeFileSync(join(dir, 'manifest.yaml'), 'schema_version: 1\nfeatures:\n  public_signup: false\n');
+    const closed = await startTestGateway({
+      db: stack.t.db,
+      env: {
+        CONSOLE_DIR: stack.consoleDir, USER_AUTH_ENABLED: 'true', COOKIE_SECURE: 'false', AUTH_FAILURE_BLOCK_EXEMPT_IPS: '127.0.0.1',
+        DISTRIBUTION_CONFIG_PATH: join(dir, 'manifest.yaml'), DISTRIBUTION_CONFIG_MODE: 'active', SIGNUP_ENABLED: 'false',
+      },
+    });
+    const { page, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/settings', closed.url);
+    try {
+      const row = page.getByRole('table', { name: /^Switches/ }).getByRole('row').filter({ hasText: 'signup_enabled' }).filter({ hasText: 'Public sign-up' });
+      await row.getByRole('button', { name: 'Turn on' }).click();
+      await row.getByRole('alert').filter({ hasText: 'the active distribution manifest disables public sign-up' }).waitFor();
+      assert.match(await row.getByRole('alert').innerText(), /\(400\)/);
+      await screenshot(page, 'admin-settings-refused');
+    } finally {
+      await close();
+      await closed.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
