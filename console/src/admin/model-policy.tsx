@@ -5,7 +5,7 @@
  * not, the server's reason.
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../client';
 import { Field, SubmitRow, useSubmit } from '../ui/form';
 import { ActionButton, Badge, ErrorNote } from '../ui/parts';
@@ -50,6 +50,13 @@ interface OffloadView {
 export function OffloadPanel(props: { model: ModelView }): JSX.Element {
   const listing = useResource<{ offload_routes: OffloadView[] }>('/admin/routing/offload-routes');
   const current = listing.data?.offload_routes.find((o) => o.model_id === props.model.id);
+  // Whether a policy is in force depends on the routes' weights: re-read it when they change.
+  const weights = JSON.stringify(props.model.routes.map((r) => [r.route_id, r.effective_weight]));
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) first.current = false;
+    else void listing.reload();
+  }, [weights]);
   const [routeId, setRouteId] = useState('');
   const [wait, setWait] = useState('');
   const [queue, setQueue] = useState('');
