@@ -5,7 +5,7 @@
  * the server answers prefix and fingerprint only, and the input is emptied once saved.
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api } from '../client';
 import { Field, SubmitRow, useSubmit } from '../ui/form';
 import { ActionButton, Badge, ErrorNote, Freshness, Page, Table } from '../ui/parts';
@@ -17,6 +17,7 @@ interface EnvKey { provider: string; prefix: string; fingerprint: string; disabl
 
 function MinRole(props: { label: string; value: string | null; set: (role: string | null) => Promise<unknown>; onDone: () => void }): JSX.Element {
   const [role, setRole] = useState(props.value ?? '');
+  useEffect(() => setRole(props.value ?? ''), [props.value]);
   return (
     <span class="row">
       <select aria-label={props.label} value={role} onChange={(e) => setRole(e.currentTarget.value)}>

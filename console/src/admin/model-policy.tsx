@@ -15,6 +15,7 @@ import { inputProps, numberOf, seg, type ModelView } from './common';
 /** The strategy switch. */
 export function StrategyForm(props: { model: ModelView; onChanged: () => void }): JSX.Element {
   const [choice, setChoice] = useState(props.model.router === 'routewise' ? 'routewise' : 'fixed');
+  useEffect(() => setChoice(props.model.router === 'routewise' ? 'routewise' : 'fixed'), [props.model.router]);
   const form = useSubmit(['router']);
   const send = (router: string | null): Promise<boolean> => form.submit(() => ({}), async () => {
     await api(`/admin/routing/provider-route-strategies/${seg(props.model.id)}`, { method: 'PATCH', body: { router } });

@@ -5,7 +5,7 @@
  * it turned off, its refusal is shown as the reason.
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api } from '../client';
 import { ActionButton, Badge, ErrorNote, Freshness, Page, Table, When } from '../ui/parts';
 import { useResource } from '../ui/resource';
@@ -18,6 +18,12 @@ const PERMISSIONS = ['agent.use', 'agent.admin'] as const;
 function Access(props: { user: User; onChanged: () => void }): JSX.Element {
   const [role, setRole] = useState(props.user.role);
   const [perms, setPerms] = useState<string[]>(props.user.permissions);
+  // Follow the server's values when they change (a reload after saving, another administrator).
+  const serverPerms = props.user.permissions.join(',');
+  useEffect(() => {
+    setRole(props.user.role);
+    setPerms(props.user.permissions);
+  }, [props.user.role, serverPerms]);
   const toggle = (p: string): void => setPerms((now) => (now.includes(p) ? now.filter((x) => x !== p) : [...now, p]));
   return (
     <div class="row">
@@ -60,7 +66,7 @@ export function UsersPage(): JSX.Element {
           { label: 'E-mail', cell: (u) => <>{u.email} {u.email_verified ? null : <Badge tone="muted">unverified</Badge>}</> },
           { label: 'Created', cell: (u) => <When at={u.created_at} /> },
           { label: 'State', cell: (u) => u.suspended ? <Badge tone="bad">suspended</Badge> : <Badge tone="ok">active</Badge> },
-          { label: 'Role and permissions', cell: (u) => <Access key={`${u.id}-${u.role}-${u.permissions.join()}`} user={u} onChanged={reload} /> },
+          { label: 'Role and permissions', cell: (u) => <Access key={u.id} user={u} onChanged={reload} /> },
           { label: 'Actions', cell: (u) => <>
             <ActionButton label={u.suspended ? 'Unsuspend' : 'Suspend'} danger={!u.suspended} confirm={u.suspended ? undefined : `Suspend ${u.email}? Their sessions end.`} done="Saved." run={() => api(`/admin/users/${u.id}`, { method: 'PATCH', body: { suspended: !u.suspended } })} onDone={reload} />
             <ActionButton label="Delete permanently" danger confirm={`Permanently delete ${u.email} and their request log?`} done="Deleted." run={() => api(`/admin/users/${u.id}/hard-delete`, { method: 'POST' })} onDone={reload} />

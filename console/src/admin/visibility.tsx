@@ -5,7 +5,7 @@
  * below the effective role does not see the model (404).
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api } from '../client';
 import { ActionButton, ErrorNote, Freshness, Page, Table } from '../ui/parts';
 import { useResource } from '../ui/resource';
@@ -15,6 +15,7 @@ interface Visibility { model_id: string; baseline: string | null; override: stri
 
 function Override(props: { v: Visibility; onChanged: () => void }): JSX.Element {
   const [role, setRole] = useState(props.v.override ?? '');
+  useEffect(() => setRole(props.v.override ?? ''), [props.v.override]);
   const path = `/admin/models/${seg(props.v.model_id)}/visibility`;
   return (
     <span class="row">
@@ -45,7 +46,7 @@ export function VisibilityPage(): JSX.Element {
           { label: 'From the files', cell: (v) => v.baseline ?? <span class="muted">anyone</span> },
           { label: 'Override', cell: (v) => v.override ?? <span class="muted">none</span> },
           { label: 'Effective', cell: (v) => <strong>{v.effective ?? 'anyone'}</strong> },
-          { label: 'Change', cell: (v) => <Override key={`${v.model_id}-${v.override ?? ''}`} v={v} onChanged={() => void list.reload()} /> },
+          { label: 'Change', cell: (v) => <Override key={v.model_id} v={v} onChanged={() => void list.reload()} /> },
         ]}
       />
     </Page>

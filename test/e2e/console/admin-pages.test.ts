@@ -178,6 +178,40 @@ describe('admin console: pages', function () {
     }
   });
 
+  it('finds a user and changes their permissions, and takes a provider out of rotation with a reason', async () => {
+    const { page, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/users');
+    const permissions = async (): Promise<string[]> => (await admin<{ data: Array<{ permissions: string[] }> }>(stack.gw, 'GET', `/admin/users?email=${USER_EMAIL}`)).body.data[0]!.permissions;
+    try {
+      await page.getByRole('searchbox', { name: 'E-mail contains' }).fill('user@');
+      await page.getByRole('button', { name: 'Search' }).click();
+      const table = page.getByRole('table', { name: 'Users whose e-mail contains “user@”' });
+      await table.getByText(USER_EMAIL).waitFor();
+      assert.equal(await table.getByText(ADMIN_EMAIL).count(), 0);
+      const row = table.getByRole('row').filter({ hasText: USER_EMAIL });
+      await row.getByRole('checkbox', { name: 'agent.use' }).check();
+      await row.getByRole('button', { name: 'Save access' }).click();
+      await row.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+      assert.deepEqual(await permissions(), ['agent.use']);
+      await row.getByRole('checkbox', { name: 'agent.use' }).uncheck();
+      await row.getByRole('button', { name: 'Save access' }).click();
+      await row.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+      assert.deepEqual(await permissions(), []);
+
+      await page.goto('/console/admin/providers');
+      const provider = page.getByRole('table', { name: 'Providers and rotation' }).getByRole('row').filter({ hasText: 'route-b' });
+      await provider.getByRole('textbox', { name: 'Reason to take route-b out of rotation' }).fill('maintenance window');
+      await provider.getByRole('button', { name: 'Take out of rotation' }).click();
+      await provider.getByText('out of rotation maintenance window').waitFor();
+      const routable = await admin<{ providers: Array<{ provider: string; disabled: boolean; reason: string | null }> }>(stack.gw, 'GET', '/admin/providers/routable');
+      assert.deepEqual(routable.body.providers.find((p) => p.provider === 'route-b'), { ...routable.body.providers.find((p) => p.provider === 'route-b'), disabled: true, reason: 'maintenance window' });
+      await screenshot(page, 'admin-providers-rotation');
+      await provider.getByRole('button', { name: 'Put back in rotation' }).click();
+      await provider.getByText('in rotation', { exact: true }).waitFor();
+    } finally {
+      await close();
+    }
+  });
+
   it('an ended session brings the sign-in dialog over the page, keeps the form and sends the call after signing in', async () => {
     const { page, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/keys');
     try {
