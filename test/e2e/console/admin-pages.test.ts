@@ -203,7 +203,8 @@ describe('admin console: pages', function () {
       await provider.getByRole('button', { name: 'Take out of rotation' }).click();
       await provider.getByText('out of rotation maintenance window').waitFor();
       const routable = await admin<{ providers: Array<{ provider: string; disabled: boolean; reason: string | null }> }>(stack.gw, 'GET', '/admin/providers/routable');
-      assert.deepEqual(routable.body.providers.find((p) => p.provider === 'route-b'), { ...routable.body.providers.find((p) => p.provider === 'route-b'), disabled: true, reason: 'maintenance window' });
+      const b = routable.body.providers.find((p) => p.provider === 'route-b');
+      assert.deepEqual([b?.disabled, b?.reason], [true, 'maintenance window']);
       await screenshot(page, 'admin-providers-rotation');
       await provider.getByRole('button', { name: 'Put back in rotation' }).click();
       await provider.getByText('in rotation', { exact: true }).waitFor();
