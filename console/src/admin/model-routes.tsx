@@ -56,6 +56,7 @@ export function RouteForm(props: { modelId: string; mode: Mode; onSaved: () => v
   const label = props.mode.kind === 'add' ? 'Add a runtime route' : props.mode.kind === 'patch' ? `Change runtime route ${props.mode.route.route_id}` : `Retarget ${props.mode.route.route_id}`;
   return (
     <form onSubmit={onSubmit} noValidate aria-label={label}>
+      {props.mode.kind === 'retarget' ? <p class="hint">A retarget replaces the previous one: give every field that should differ from the file (an empty key keeps the saved key).</p> : null}
       <RouteInputs scope={scope} prefix="" input={route} errors={form.errors} weight={withWeight} keyHint={props.mode.kind === 'add' ? undefined : 'Write-only; leave empty to keep the saved key.'} />
       {form.errors.route || form.errors.route_id || form.errors.body ? <p class="error" role="alert">{form.errors.route ?? form.errors.route_id ?? form.errors.body}</p> : null}
       <ProbeNote result={probe} />

@@ -43,7 +43,7 @@ export function ModelPage(props: PageProps): JSX.Element {
               </p>
               {r.keys.length ? <p>Keys: {r.keys.map((k) => <KeyView key={k.fingerprint} {...k} />)}</p> : <p class="muted">No key.</p>}
               {r.exclusion_reasons.length ? <p class="warn">Excluded: {r.exclusion_reasons.join('; ')}</p> : null}
-              <WeightEditor modelId={model.id} endpointId={r.endpoint_id} onChanged={reload} />
+              <WeightEditor modelId={model.id} endpointId={r.endpoint_id} version={`${r.weight_override}/${r.effective_weight}/${r.exclusion_reasons.join(';')}`} onChanged={reload} />
               <RouteActions modelId={model.id} route={r} onChanged={reload} />
             </section>
           ))}

@@ -4,7 +4,7 @@
  * (`PUT`, weight ≥ 0; 0 takes the endpoint out of traffic at once) and removing it (`DELETE`).
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../client';
 import { Field, SubmitRow, useSubmit, type FieldErrors } from '../ui/form';
 import { ActionButton, Badge, ErrorNote } from '../ui/parts';
@@ -23,10 +23,16 @@ export interface WeightView {
   reasons: string[];
 }
 
-/** The weight panel of one endpoint of a model; `onChanged` reloads the page's listing. */
-export function WeightEditor(props: { modelId: string; endpointId: string; onChanged: () => void }): JSX.Element {
+/** The weight panel of one endpoint of a model; `onChanged` reloads the page's listing, `version` follows it. */
+export function WeightEditor(props: { modelId: string; endpointId: string; version: string; onChanged: () => void }): JSX.Element {
   const path = `/admin/routing/weights/${seg(props.modelId)}/${seg(props.endpointId)}`;
   const view = useResource<WeightView>(path);
+  // `version` (the listing's override/effective/reasons of this route) changes when anyone changes the weight: read it again.
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) first.current = false;
+    else void view.reload();
+  }, [props.version]);
   const [text, setText] = useState('');
   const form = useSubmit(['weight']);
   const scope = `weight-${props.endpointId}`;
