@@ -69,6 +69,8 @@ export function RouteForm(props: { modelId: string; mode: Mode; onSaved: () => v
 /** The change actions of one route (by its source). */
 export function RouteActions(props: { modelId: string; route: RouteView; onChanged: () => void }): JSX.Element {
   const [open, setOpen] = useState(false);
+  // The "remove retarget" button goes away with the override, so its outcome is said here.
+  const [note, setNote] = useState('');
   const r = props.route;
   const m = seg(props.modelId);
   return (
@@ -79,8 +81,9 @@ export function RouteActions(props: { modelId: string; route: RouteView; onChang
           <ActionButton label="Delete route" danger confirm={`Delete runtime route ${r.route_id}?`} done="Route deleted." run={() => api(`/admin/routing/provider-route-candidates/${m}/${seg(r.route_id)}`, { method: 'DELETE' })} onDone={props.onChanged} />
         ) : null}
         {r.source === 'override' ? (
-          <ActionButton label="Remove retarget" done="The file definition applies again." run={() => api(`/admin/routing/provider-routes/${m}/${seg(r.route_id)}`, { method: 'DELETE' })} onDone={props.onChanged} />
+          <ActionButton label="Remove retarget" done="Retarget removed." run={() => api(`/admin/routing/provider-routes/${m}/${seg(r.route_id)}`, { method: 'DELETE' })} onDone={() => { setNote('Retarget removed: the file definition applies again.'); props.onChanged(); }} />
         ) : null}
+        {note && r.source === 'yaml' ? <span class="ok" role="status">{note}</span> : null}
       </div>
       {open ? <RouteForm modelId={props.modelId} mode={r.source === 'runtime' ? { kind: 'patch', route: r } : { kind: 'retarget', route: r }} onSaved={props.onChanged} /> : null}
     </div>

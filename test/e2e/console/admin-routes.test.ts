@@ -58,7 +58,7 @@ describe('admin console: routes and keys', function () {
 
       await page.reload();
       await region.getByRole('button', { name: 'Remove retarget' }).click();
-      await region.getByRole('status').filter({ hasText: 'The file definition applies again.' }).waitFor();
+      await region.getByRole('status').filter({ hasText: 'the file definition applies again' }).waitFor();
       assert.equal((await routeOf('m#1')).source, 'yaml');
       assert.notEqual((await routeOf('m#1')).base_url, c.url);
       assert.deepEqual(errors, []);
