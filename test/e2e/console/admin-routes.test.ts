@@ -1,17 +1,19 @@
 /**
  * Route and key changes through the admin console against a real gateway: a file route retargeted
  * at another upstream after a verification (tagged `override`, then traffic reaches the new
- * upstream) and returned to its file definition; a file key taken out of rotation and put back.
+ * upstream) and returned to its file definition; a file key taken out of rotation and put back;
+ * the recent-requests filters and clearing the request log's error rows.
  */
 import assert from 'node:assert/strict';
 import { admin } from '../../support/admin';
 import { screenshot } from '../../support/browser';
 import { ADMIN_EMAIL, openConsole, sendChats, startAdminConsoleStack, type AdminConsoleStack } from '../../support/admin-console';
+import { eventually } from '../../support/accounts';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream';
 
 interface Route { route_id: string; source: string; base_url: string }
 
-describe('admin console: routes and keys', function () {
+describe('admin console: routes, keys and the request log', function () {
   this.timeout(120_000);
   let stack: AdminConsoleStack;
   let c: FakeUpstream;
@@ -86,6 +88,46 @@ describe('admin console: routes and keys', function () {
       await row.getByRole('status').filter({ hasText: 'Minimum role saved.' }).waitFor();
       const keys = await admin<{ env_keys: Array<{ provider: string; min_role: string | null }> }>(stack.gw, 'GET', '/admin/provider-keys');
       assert.equal(keys.body.env_keys.find((k) => k.provider === 'route-a')?.min_role, 'pro');
+    } finally {
+      await close();
+    }
+  });
+
+  it('the recent-requests page shows a filter the server refuses on its field, and clears the error rows only', async () => {
+    const { gw, a, b, t, userKey } = stack;
+    await sendChats(gw, userKey, 2);
+    a.setDefault({ kind: 'status', status: 400, message: 'bad request upstream' });
+    b.setDefault({ kind: 'status', status: 400, message: 'bad request upstream' });
+    const failed = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${userKey}` },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'fail' }] }),
+    });
+    assert.equal(failed.status, 400);
+    a.setDefault(undefined);
+    b.setDefault(undefined);
+    const count = async (errors: boolean): Promise<number> => Number((await t.db('api_logs').where('status', errors ? '>=' : '<', 400).count<Array<{ count: string }>>('* as count'))[0]!.count);
+    await eventually(async () => (await count(true)) > 0 && (await count(false)) > 0, 'the request log holds the error and the successes');
+    const errorRows = await count(true);
+    const okRows = await count(false);
+
+    const { page, errors, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/requests');
+    page.on('dialog', (d) => void d.accept());
+    try {
+      const filters = page.getByRole('form', { name: 'Filters' });
+      await filters.getByLabel('Session id').fill('s'.repeat(300));
+      await filters.getByRole('button', { name: 'Apply filters' }).click();
+      await page.locator('#f-filter-session_id-error').filter({ hasText: "Invalid query parameter 'session_id'" }).waitFor();
+      await filters.getByLabel('Session id').fill('');
+      await filters.getByRole('button', { name: 'Apply filters' }).click();
+      await page.getByRole('status').filter({ hasText: /requests in 1 day\(s\); 0 offloaded/ }).waitFor();
+      await screenshot(page, 'admin-requests-filtered');
+
+      const clear = page.getByRole('form', { name: 'Clear recent errors' });
+      await clear.getByRole('button', { name: 'Clear errors' }).click();
+      await clear.getByRole('status').filter({ hasText: `${errorRows} error rows deleted.` }).waitFor();
+      assert.equal(await count(true), 0);
+      assert.equal(await count(false), okRows, 'successful rows are kept');
+      assert.deepEqual(errors, []);
     } finally {
       await close();
     }
