@@ -2,7 +2,8 @@
  * Route and key changes through the admin console against a real gateway: a file route retargeted
  * at another upstream after a verification (tagged `override`, then traffic reaches the new
  * upstream) and returned to its file definition; a file key taken out of rotation and put back;
- * the recent-requests filters and clearing the request log's error rows.
+ * the recent-requests filters and clearing the request log's error rows; the strategy switch and
+ * a visibility override.
  */
 import assert from 'node:assert/strict';
 import { admin } from '../../support/admin';
@@ -127,6 +128,42 @@ describe('admin console: routes, keys and the request log', function () {
       await clear.getByRole('status').filter({ hasText: `${errorRows} error rows deleted.` }).waitFor();
       assert.equal(await count(true), 0);
       assert.equal(await count(false), okRows, 'successful rows are kept');
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
+  it('switches the strategy and back to the file one, and a visibility override hides the model from a free account', async () => {
+    const { gw, userKey } = stack;
+    const router = async (): Promise<string> => (await admin<{ models: Array<{ id: string; router: string }> }>(gw, 'GET', '/admin/routing')).body.models.find((m) => m.id === 'm')!.router;
+    const { page, errors, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/routing/m');
+    try {
+      const strategy = page.getByRole('form', { name: 'Strategy' });
+      await strategy.getByLabel('Strategy').selectOption('routewise');
+      await strategy.getByRole('button', { name: 'Set strategy' }).click();
+      await strategy.getByRole('status').filter({ hasText: 'Strategy set to routewise.' }).waitFor();
+      await strategy.getByText('Current strategy: routewise').waitFor();
+      assert.equal(await router(), 'routewise');
+      await strategy.getByRole('button', { name: "Use the file's strategy" }).click();
+      await strategy.getByText('Current strategy: fixed').waitFor();
+      assert.equal(await router(), 'fixed');
+
+      await page.goto('/console/admin/visibility');
+      const row = page.getByRole('table', { name: 'Who may see each model' }).getByRole('row').filter({ hasText: /^m/ });
+      await row.getByRole('combobox', { name: 'Required role override of m' }).selectOption('pro');
+      await row.getByRole('button', { name: 'Save' }).click();
+      await row.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+      await row.getByRole('strong').filter({ hasText: 'pro' }).waitFor();
+      const hidden = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${userKey}` },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      assert.equal(hidden.status, 404, 'a free account may not see m');
+      await row.getByRole('combobox', { name: 'Required role override of m' }).selectOption('');
+      await row.getByRole('button', { name: 'Save' }).click();
+      await row.getByRole('strong').filter({ hasText: 'anyone' }).waitFor();
+      await sendChats(gw, userKey, 1);
       assert.deepEqual(errors, []);
     } finally {
       await close();
