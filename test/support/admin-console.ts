@@ -54,6 +54,8 @@ export async function startAdminConsoleStack(): Promise<AdminConsoleStack> {
     env: {
       CONSOLE_DIR: join(dir, 'console'), ADMIN_TOKEN, USER_AUTH_ENABLED: 'true', COOKIE_SECURE: 'false',
       ADMIN_EMAILS: ADMIN_EMAIL, AUTH_FAILURE_BLOCK_EXEMPT_IPS: '127.0.0.1',
+      // Tests speak for other sources with X-Forwarded-For (the browser, without it, is 127.0.0.1: exempt).
+      TRUST_PROXY_HEADERS: '1', TRUSTED_PROXIES: '127.0.0.1/32', AUTH_FAILURE_BLOCK_THRESHOLD: '3',
     },
   });
   const adminSession = await signUpAndLogIn(gw.url, t.db, ADMIN_EMAIL, PASSWORD);

@@ -3,7 +3,7 @@
  * at another upstream after a verification (tagged `override`, then traffic reaches the new
  * upstream) and returned to its file definition; a file key taken out of rotation and put back;
  * the recent-requests filters and clearing the request log's error rows; the strategy switch and
- * a visibility override.
+ * a visibility override; the sign-in blocklist.
  */
 import assert from 'node:assert/strict';
 import { admin } from '../../support/admin';
@@ -165,6 +165,27 @@ describe('admin console: routes, keys and the request log', function () {
       await row.getByRole('strong').filter({ hasText: 'anyone' }).waitFor();
       await sendChats(gw, userKey, 1);
       assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
+  it('lists a blocked source and lifts the block', async () => {
+    const { gw, userKey } = stack;
+    const chat = (authorization: string) => fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'x-forwarded-for': '8.8.8.8', authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    for (let i = 0; i < 3; i += 1) assert.equal((await chat('Bearer gk_wrong')).status, 401);
+    assert.equal((await chat(`Bearer ${userKey}`)).status, 429, 'the source is blocked');
+    const { page, close } = await openConsole(stack, ADMIN_EMAIL, 'admin/auth-blocks');
+    try {
+      const row = page.getByRole('table', { name: 'Blocked sources' }).getByRole('row').filter({ hasText: '8.8.8.8' });
+      await row.getByRole('cell', { name: '3', exact: true }).waitFor();
+      await screenshot(page, 'admin-auth-blocks-listed');
+      await row.getByRole('button', { name: 'Lift block' }).click();
+      await page.getByText('No source is blocked.').waitFor();
+      assert.equal((await chat(`Bearer ${userKey}`)).status, 200, 'the block is lifted');
     } finally {
       await close();
     }
