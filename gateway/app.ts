@@ -12,7 +12,7 @@ import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import type { AccessTokens } from '../lib/identity/access-tokens';
 import { adminRouters } from './admin';
 import { grantDispatchRouter } from './agent-grants/dispatch-router';
-import { describeRequest } from './auth/request-origin';
+import { describeRequest } from '../lib/client-address/request-origin';
 import { authRouter } from './identity/auth-router';
 import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';

@@ -13,7 +13,7 @@ import { beginRequest } from '../lib/http/request-context';
 import type { RouteEntry } from '../lib/http/route-access';
 import { createGatewayApp, type GatewayDeps } from './app';
 import type { Caller } from './auth/caller';
-import { describeRequest } from './auth/request-origin';
+import { describeRequest } from '../lib/client-address/request-origin';
 import { ensureGrantCached, isGrantToken } from './agent-grants/grant-cache';
 import { bearerToken } from '../lib/http/json-body';
 import { chatHandler } from './surfaces/chat';

@@ -5,9 +5,9 @@
  * start of the request (the socket's address is gone once it closes).
  */
 import type { IncomingMessage } from 'node:http';
-import type { Logger } from '../../lib/logger';
-import { cleanText } from '../../lib/text';
-import type { Settings } from '../../lib/settings';
+import type { Logger } from '../logger';
+import { cleanText } from '../text';
+import type { Settings } from '../settings';
 import {
   CLIENT_IP_UNRESOLVED_EVENT, clientIpLogFields, createClientAddressResolver, splitNetworkList,
   type ClientAddressResolver, type ClientIpInfo,
