@@ -11,10 +11,13 @@ import { EXECUTION_PROFILES, SANDBOX_BACKENDS } from './execution-profiles';
 export const AGENT_DRIVERS = ['builtin', 'cli', 'codex', 'claude-code'] as const;
 export type AgentDriverKind = (typeof AGENT_DRIVERS)[number];
 
-import { flag, optionalString, port } from './settings-fields';
+import { flag, optionalString, optionalUrl, port } from './settings-fields';
 import { refineToolSettings, toolSettingsShape } from './settings-tools';
 
 export type { McpStdioTemplates } from './settings-tools';
+
+/** `AGENT_API_URL`'s default: the API on this machine's default port. */
+export const DEFAULT_AGENT_API_URL = 'http://127.0.0.1:8081';
 
 export const settingsShape = {
   // ---- process and logging ----
@@ -30,6 +33,12 @@ export const settingsShape = {
   GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** Port of the inference gateway. Default 8080. */
   GATEWAY_PORT: port(8080),
+  /**
+   * Base URL (`http:` or `https:`) of the control-plane API the gateway forwards `/v1/agent`,
+   * `/v1/agent/*`, `/admin/agent/*` and `/api/admin/agent/pgadmin/*` to, so people and browsers use
+   * one origin (docs/one-origin.md). Unset (default): those paths answer 404 saying where the API is.
+   */
+  GATEWAY_AGENT_API_URL: optionalUrl().refine((v) => v === undefined || /^https?:\/\//i.test(v), 'must be an http:// or https:// URL'),
   /** Canonical path of the models registry file (spec 2.4); beats `MODELS_CONFIG` and the manifest. */
   MODELS_CONFIG_PATH: optionalString(),
   /** Older name of `MODELS_CONFIG_PATH`; used only when the canonical name is unset. */
@@ -213,7 +222,7 @@ export const settingsShape = {
   /** The host's enrollment-issued credential (spec 5.5). A secret. */
   AGENT_HOST_CREDENTIAL: optionalString(),
   /** Base URL of the control-plane API the host runner reports to. Default `http://127.0.0.1:8081`. */
-  AGENT_API_URL: z.string().url().default('http://127.0.0.1:8081'),
+  AGENT_API_URL: z.string().url().default(DEFAULT_AGENT_API_URL),
   /** Execution slots of a host when no admin value is saved (spec 3.5). Default 3. */
   AGENT_HOST_SLOTS: z.coerce.number().int().min(2).max(128).default(3),
   /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s, spec 8). */
