@@ -120,8 +120,10 @@ async function main(): Promise<void> {
     AGENT_API_URL: process.env.AGENT_API_URL ?? `http://127.0.0.1:${settings.API_PORT}`,
   };
   const specs: ProcessSpec[] = [
-    { name: 'gateway', script: 'dist/gateway/main.js' },
-    { name: 'api', script: 'dist/api/main.js' },
+    // One origin (docs/one-origin.md): the gateway forwards the agent API's paths to the API, which
+    // trusts it (loopback) to say who the client is.
+    { name: 'gateway', script: 'dist/gateway/main.js', env: { GATEWAY_AGENT_API_URL: process.env.GATEWAY_AGENT_API_URL ?? `http://127.0.0.1:${settings.API_PORT}` } },
+    { name: 'api', script: 'dist/api/main.js', env: { TRUST_PROXY_HEADERS: '1', TRUSTED_PROXIES: [process.env.TRUSTED_PROXIES, '127.0.0.1'].filter(Boolean).join(',') } },
     { name: 'control', script: 'dist/workers/control.js' },
     { name: 'host', script: 'dist/workers/host.js', env: { AGENT_HOST_ID: host.hostId, AGENT_HOST_CREDENTIAL: host.credential } },
   ];
@@ -164,7 +166,7 @@ async function main(): Promise<void> {
 
   log('stack is up:');
   log(`  gateway      http://127.0.0.1:${settings.GATEWAY_PORT}   (GET /health)`);
-  log(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health)`);
+  log(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health; /v1/agent/* and /admin/agent/* also on the gateway's port)`);
   log('  Temporal UI  http://127.0.0.1:8233');
   if (devS3.S3_ENDPOINT) log(`  S3 (dev)     ${devS3.S3_ENDPOINT}   bucket ${devS3.S3_BUCKET} (versitygw; keys in .data/secrets/versitygw-s3.json)`);
   log(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);
