@@ -121,7 +121,9 @@ export class AgentApiProxy {
     res.once('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const hasBody = method !== 'GET' && method !== 'HEAD';
+    // A body is whatever the request framed as one (any method): never announce one and send none.
+    const length = req.headers['content-length'];
+    const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
     this.pool.request({
       method,
       path: this.basePath + (req.url ?? path),

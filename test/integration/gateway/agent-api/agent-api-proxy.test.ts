@@ -243,6 +243,11 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
     assert.equal(h['x-custom'], 'kept');
     assert.equal(h['x-request-id'], 'client-id-1', 'one request id in both processes');
     assert.equal(seen.bytes, 5);
+    // A body on a GET is forwarded as framed (the API answers it, nothing waits for missing bytes).
+    const withBody = await rawRequest(toStandIn.url, { method: 'GET', path: '/v1/agent/get-with-body', body: '{"a":1}' });
+    assert.equal(withBody.status, 201);
+    assert.equal((JSON.parse(withBody.body) as { bytes: number }).bytes, 7);
+    assert.equal((await rawRequest(toStandIn.url, { method: 'DELETE', path: '/v1/agent/no-body' })).status, 201);
   });
 
   it('lets the API resolve the real client: through a trusting gateway the XFF chain names the client; through another, a claimed address is ignored', async () => {
