@@ -262,6 +262,16 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
     const untrusted = await lineOf('xff-untrusted');
     assert.equal(untrusted.x_forwarded_for, '127.0.0.1');
     assert.notEqual(untrusted.remote_ip, '1.2.3.4');
+
+    // The audit log's actor_ip is the resolved client too (an operator reading an event's content is audited).
+    const [event] = await appendEvents(t.db, jobId, messages(0, 1));
+    const read = (base: string) => fetch(`${base}/admin/agent/runs/${jobId}/events/${event!.event_id}/content`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': '1.2.3.4' },
+    });
+    assert.equal((await read(trusting.url)).status, 200);
+    assert.equal((await read(gw.url)).status, 200);
+    const rows = await t.db('agent_audit_log').where({ action: 'agent.run.event_content.read' }).orderBy('id').select<Array<{ actor_ip: string }>>('actor_ip');
+    assert.deepEqual(rows.map((r) => r.actor_ip.replace(/^::ffff:/, '')), ['1.2.3.4', '127.0.0.1']);
   });
 
   it('answers 503 naming the agent API when it is down (no hang), and 404 saying where it is when not configured', async () => {
