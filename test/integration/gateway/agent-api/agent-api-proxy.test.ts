@@ -129,6 +129,9 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
       ['POST', '/v1/agent/jobs', { authorization: `Bearer ${owner.apiKey}`, 'content-type': 'application/json' }, '{"prompt": 5}'],
       ['GET', '/admin/agent/runner-hosts', { authorization: `Bearer ${owner.apiKey}` }, undefined],
       ['DELETE', '/v1/agent/variables/x', {}, undefined],
+      ['GET', '/v1/agent', {}, undefined],
+      ['GET', '/api/admin/agent/pgadmin/browser/', {}, undefined],
+      ['HEAD', '/admin/agent/sandboxes', {}, undefined],
     ];
     for (const [method, path, headers, body] of cases) {
       const direct = await fetch(`${api.url}${path}`, { method, headers, body });
