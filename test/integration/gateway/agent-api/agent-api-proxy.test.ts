@@ -140,6 +140,13 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
       assert.equal(proxied.status, direct.status, `${method} ${path}`);
       assert.equal(await proxied.text(), await direct.text(), `${method} ${path}`);
     }
+    // A body over the API's limit: the API's 413 comes back, whether or not the API read it all.
+    const huge = Buffer.alloc(4 * 1024 * 1024, 'a');
+    const tooLarge = await rawRequest(gw.url, { method: 'POST', path: '/v1/agent/jobs', authorization: `Bearer ${owner.apiKey}`, body: huge });
+    const tooLargeDirect = await rawRequest(api.url, { method: 'POST', path: '/v1/agent/jobs', authorization: `Bearer ${owner.apiKey}`, body: huge });
+    assert.equal(tooLargeDirect.status, 413, tooLargeDirect.body);
+    assert.equal(tooLarge.status, 413, tooLarge.body);
+    assert.equal(tooLarge.body, tooLargeDirect.body);
     const admin = await fetch(`${gw.url}/admin/agent/runner-hosts`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     assert.equal(admin.status, 200, 'an operator route answers through the gateway');
   });
