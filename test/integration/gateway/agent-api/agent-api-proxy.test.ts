@@ -64,6 +64,17 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** `answer`, or a failure naming `what` when it has not settled within 10 s: a hang is a failure, with its request named. */
+async function within<T>(answer: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within 10 s: ${what}`)), 10_000)));
+  try {
+    return await Promise.race([answer, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const messages = (from: number, count: number): NewEvent[] =>
   Array.from({ length: count }, (_, i) => ({ turnSeq: 0, attemptId: null, seq: from + i, eventType: 'message' as const, payload: { text: `m${from + i}` } }));
 
@@ -322,16 +333,16 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
       '//v1/agent/jobs', '/v1//agent/jobs',
     ];
     for (const path of hostile) {
-      const answer = await rawRequest(toStandIn.url, { method: 'GET', path, authorization: `Bearer ${ADMIN_TOKEN}` });
+      const answer = await within(rawRequest(toStandIn.url, { method: 'GET', path, authorization: `Bearer ${ADMIN_TOKEN}` }), `stand-in ${path}`);
       assert.equal(answer.status, 404, `${path}: ${answer.status} ${answer.body}`);
     }
     assert.deepEqual(standIn.seen.slice(before).map((s) => s.url), [], 'none of them reached the API');
     // Against the real API with an operator credential: still nothing opens.
     for (const path of hostile) {
-      const answer = await rawRequest(gw.url, { method: 'GET', path, authorization: `Bearer ${ADMIN_TOKEN}` });
+      const answer = await within(rawRequest(gw.url, { method: 'GET', path, authorization: `Bearer ${ADMIN_TOKEN}` }), `api ${path}`);
       assert.equal(answer.status, 404, path);
     }
-    const trace = await rawRequest(toStandIn.url, { method: 'TRACE', path: '/v1/agent/jobs' });
+    const trace = await within(rawRequest(toStandIn.url, { method: 'TRACE', path: '/v1/agent/jobs' }), 'TRACE');
     assert.equal(trace.status, 405);
   });
 });
