@@ -131,7 +131,11 @@ export class AgentApiProxy {
       body: hasBody ? req : null,
       signal: abort.signal,
     }).then((answer) => {
-      res.writeHead(answer.statusCode, forwardedResponseHeaders(answer.headers));
+      const headers = forwardedResponseHeaders(answer.headers);
+      // The API answered before the whole request body arrived (a 413): the rest of that body is
+      // never read, so this connection cannot carry another request; the client is told to close it.
+      if (!req.complete) headers.connection = 'close';
+      res.writeHead(answer.statusCode, headers);
       // Headers go out now, not with the first body chunk: an event stream's client sees it open.
       res.flushHeaders();
       pipeline(answer.body, res, (err) => {
@@ -139,6 +143,7 @@ export class AgentApiProxy {
       });
     }, (err: unknown) => {
       if (abort.signal.aborted) return;
+      if (!req.complete) res.setHeader('connection', 'close');
       sendError(this.failure(err), res, state.log);
     });
   }

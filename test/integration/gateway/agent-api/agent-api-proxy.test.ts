@@ -157,6 +157,7 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
     const tooLargeDirect = await rawRequest(api.url, { method: 'POST', path: '/v1/agent/jobs', authorization: `Bearer ${owner.apiKey}`, body: huge });
     assert.equal(tooLargeDirect.status, 413, tooLargeDirect.body);
     assert.equal(tooLarge.status, 413, tooLarge.body);
+    assert.equal(tooLarge.headers.connection, 'close', 'the unread rest of the body ends this connection (the next request gets a new one)');
     assert.equal(tooLarge.body, tooLargeDirect.body);
     const admin = await fetch(`${gw.url}/admin/agent/runner-hosts`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     assert.equal(admin.status, 200, 'an operator route answers through the gateway');
