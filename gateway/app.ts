@@ -13,7 +13,7 @@ import type { AccessTokens } from '../lib/identity/access-tokens';
 import { adminRouters } from './admin';
 import { consoleRouter } from './console/serve';
 import { grantDispatchRouter } from './agent-grants/dispatch-router';
-import { describeRequest } from './auth/request-origin';
+import { describeRequest } from '../lib/client-address/request-origin';
 import { authRouter } from './identity/auth-router';
 import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';

@@ -101,9 +101,11 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     onReady.push(() => requestLog.start());
     onStop.push(() => requestLog.stop());
   }
+  const listener = createGatewayListener(deps);
+  onStop.push(() => listener.close());
   return {
     deps,
-    listener: createGatewayListener(deps),
+    listener,
     start: async () => {
       // Report-only probing of local routing-file entries; independent of the database.
       routingFile.probe.start();

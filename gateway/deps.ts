@@ -6,7 +6,7 @@ import type { Settings } from '../lib/settings';
 import { AuthFailureBlocklist } from './auth/auth-failure-blocklist';
 import { createAuthenticator } from './auth/caller';
 import { AuthGate } from './auth/gate';
-import { clientAddressResolverFrom } from './auth/request-origin';
+import { clientAddressResolverFrom } from '../lib/client-address/request-origin';
 import { UserLimits } from './auth/user-limits';
 import type { GrantCache } from './agent-grants/grant-cache';
 import type { ApiKeyCache } from './identity/api-keys';

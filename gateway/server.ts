@@ -11,10 +11,12 @@ import { AppError } from '../lib/errors';
 import { sendError, toAppError, type ErrorBodyShape } from '../lib/http/error-middleware';
 import { beginRequest } from '../lib/http/request-context';
 import type { RouteEntry } from '../lib/http/route-access';
+import { DEFAULT_AGENT_API_URL } from '../lib/settings';
+import { AgentApiProxy, agentApiNotServed, forwardedRoutes, isAgentApiPath } from './agent-api/agent-api-proxy';
 import { createGatewayApp, type GatewayDeps } from './app';
 import type { Caller } from './auth/caller';
 import type { PresentedCredential } from './auth/gate';
-import { describeRequest } from './auth/request-origin';
+import { describeRequest } from '../lib/client-address/request-origin';
 import { ensureGrantCached, isGrantToken } from './agent-grants/grant-cache';
 import { bearerToken } from '../lib/http/json-body';
 import { chatHandler } from './surfaces/chat';
@@ -108,22 +110,41 @@ export function honoursProbe(caller: Caller, header: string | string[]): boolean
   return header === 'synthetic' && caller.via === 'api_key' && (caller.role === 'internal' || caller.role === 'admin');
 }
 
-/** The gateway's listener with its route table: the inference routes (API key) and the Koa app's. */
-export type GatewayListener = RequestListener & { routes: readonly RouteEntry[] };
+/**
+ * The gateway's listener with its route table: the inference routes (API key), the Koa app's, and
+ * (with `GATEWAY_AGENT_API_URL`) the forwarded agent API paths. `close` closes the agent API pool.
+ */
+export type GatewayListener = RequestListener & { routes: readonly RouteEntry[]; close(): Promise<void> };
 
-/** The request listener to give `http.createServer`. */
+/**
+ * The request listener to give `http.createServer`. An inference path is one map lookup; only on
+ * a miss is the path checked against the agent API's (forwarded, or a 404 saying where the API
+ * is: docs/one-origin.md), and everything else goes to the Koa app.
+ */
 export function createGatewayListener(deps: GatewayDeps): GatewayListener {
   const routes = inferenceRoutes(deps, { messagesPrefix: deps.settings.MESSAGES_PREFIX });
   const app = createGatewayApp(deps);
   const koa = app.callback();
-  const table: RouteEntry[] = [...[...routes.keys()].map((path): RouteEntry => ({ methods: ['POST'], path, access: 'key' })), ...app.routes];
+  const apiUrl = deps.settings.GATEWAY_AGENT_API_URL;
+  const agentApi = apiUrl === undefined ? undefined : new AgentApiProxy(apiUrl, { log: deps.log, clientAddress: deps.clientAddress });
+  const knownApiUrl = deps.settings.AGENT_API_URL === DEFAULT_AGENT_API_URL ? undefined : deps.settings.AGENT_API_URL;
+  const table: RouteEntry[] = [
+    ...[...routes.keys()].map((path): RouteEntry => ({ methods: ['POST'], path, access: 'key' })), ...app.routes, ...(agentApi ? forwardedRoutes() : []),
+  ];
   const listener: RequestListener = (req, res) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
     const handler = routes.get(path);
     if (handler) void runInference(handler, req, res, path, deps);
-    else void koa(req, res);
+    else if (!isAgentApiPath(path)) void koa(req, res);
+    else if (agentApi) agentApi.handle(req, res, path);
+    else notServed(req, res, path, knownApiUrl, deps);
   };
-  return Object.assign(listener, { routes: table });
+  return Object.assign(listener, { routes: table, close: async () => agentApi?.close() });
+}
+
+function notServed(req: IncomingMessage, res: ServerResponse, path: string, knownApiUrl: string | undefined, deps: GatewayDeps): void {
+  const state = beginRequest(req, res, deps.log, path, describeRequest(deps.clientAddress, deps.log, req).fields);
+  sendError(agentApiNotServed(req.method ?? 'GET', path, knownApiUrl), res, state.log);
 }

@@ -16,6 +16,9 @@ import { refineToolSettings, toolSettingsShape } from './settings-tools';
 
 export type { McpStdioTemplates } from './settings-tools';
 
+/** `AGENT_API_URL`'s default: the API on this machine's default port. */
+export const DEFAULT_AGENT_API_URL = 'http://127.0.0.1:8081';
+
 export const settingsShape = {
   // ---- process and logging ----
   /** `production` turns off pretty conveniences; anything else is development. Default `development`. */
@@ -38,6 +41,12 @@ export const settingsShape = {
   CONSOLE_DIR: z.string().min(1).default('dist/console'),
   /** `npm start` only: loopback port of the scripted demo upstream, when it starts (docs/demo-model.md). Default 0: any free port. */
   DEMO_MODEL_PORT: port(0),
+  /**
+   * Base URL (`http:` or `https:`) of the control-plane API the gateway forwards `/v1/agent`,
+   * `/v1/agent/*`, `/admin/agent/*` and `/api/admin/agent/pgadmin/*` to, so people and browsers use
+   * one origin (docs/one-origin.md). Unset (default): those paths answer 404 saying where the API is.
+   */
+  GATEWAY_AGENT_API_URL: optionalUrl().refine((v) => v === undefined || /^https?:\/\//i.test(v), 'must be an http:// or https:// URL'),
   /** Canonical path of the models registry file (spec 2.4); beats `MODELS_CONFIG` and the manifest. */
   MODELS_CONFIG_PATH: optionalString(),
   /** Older name of `MODELS_CONFIG_PATH`; used only when the canonical name is unset. */
@@ -236,7 +245,7 @@ export const settingsShape = {
   /** The host's enrollment-issued credential (spec 5.5). A secret. */
   AGENT_HOST_CREDENTIAL: optionalString(),
   /** Base URL of the control-plane API the host runner reports to. Default `http://127.0.0.1:8081`. */
-  AGENT_API_URL: z.string().url().default('http://127.0.0.1:8081'),
+  AGENT_API_URL: z.string().url().default(DEFAULT_AGENT_API_URL),
   /** Execution slots of a host when no admin value is saved (spec 3.5). Default 3. */
   AGENT_HOST_SLOTS: z.coerce.number().int().min(2).max(128).default(3),
   /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s, spec 8). */

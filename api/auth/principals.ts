@@ -10,6 +10,7 @@ import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
 import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import type { RequestState } from '../../lib/http/request-context';
+import type { ClientIpInfo } from '../../lib/client-address/client-address';
 import type { AccessTokens } from '../../lib/identity/access-tokens';
 import { readAccount, type AccountRecord } from '../../lib/identity/accounts';
 import { isAdminToken } from '../../lib/identity/admin-token';
@@ -33,6 +34,8 @@ export interface AgentState extends RequestState {
   operator?: OperatorPrincipal;
   /** The enrolled host whose credential the request presented (host routes). */
   hostId?: string;
+  /** The caller's address, resolved once when the request started (docs/client-address.md). */
+  client?: ClientIpInfo;
 }
 
 export interface PrincipalDeps {

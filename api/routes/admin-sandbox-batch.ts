@@ -19,6 +19,7 @@ import type { Logger } from '../../lib/logger';
 import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
 import type { SandboxAction, SandboxActionAccepted, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
 import { requireOperator, type AgentState, type OperatorPrincipal } from '../auth/principals';
+import { callerAddress } from '../auth/audit-actor';
 import type { ApiDeps } from '../app';
 import { acceptedAnswer, SANDBOX_ACTIONS, sandboxActionRequest, type SandboxActionBody, type SandboxActionBodySchema } from './admin-sandboxes';
 
@@ -103,7 +104,7 @@ export function adminSandboxBatchRouter(deps: ApiDeps): Router<AgentState> {
     refuseDuplicates(body.items);
     const results = await runSandboxBatch(
       { deliver: (groupId, request) => sendSandboxAction(delivery, groupId, request), log: ctx.state.log },
-      body.action, body.items, { operator: ctx.state.operator, remoteAddress: ctx.req.socket.remoteAddress },
+      body.action, body.items, { operator: ctx.state.operator, remoteAddress: callerAddress(ctx) ?? undefined },
     );
     ctx.body = { action: body.action, results };
   });

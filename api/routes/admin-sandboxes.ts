@@ -17,6 +17,7 @@ import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
 import { PENDING_STATES } from '../../agent/sandboxes/sandbox-actions';
 import type { SandboxAction, SandboxActionAccepted, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
 import { requireOperator, type AgentState, type OperatorPrincipal } from '../auth/principals';
+import { callerAddress } from '../auth/audit-actor';
 import type { ApiDeps } from '../app';
 
 const BODY_LIMIT = 16 * 1024;
@@ -86,7 +87,7 @@ export function adminSandboxesRouter(deps: ApiDeps): Router<AgentState> {
   for (const { path, action, schema } of SANDBOX_ACTIONS) {
     router.post(`/admin/agent/sandboxes/:groupId/${path}`, operator, async (ctx) => {
       const body = validateBody(schema, await readJsonBody(ctx.req, BODY_LIMIT));
-      const request = sandboxActionRequest(action, body, { operator: ctx.state.operator, remoteAddress: ctx.req.socket.remoteAddress });
+      const request = sandboxActionRequest(action, body, { operator: ctx.state.operator, remoteAddress: callerAddress(ctx) ?? undefined });
       const groupId = ctx.params.groupId ?? '';
       const accepted = await sendSandboxAction({ db: deps.db, temporal: deps.temporal, settings: deps.settings }, groupId, request);
       ctx.state.log.info({ event: 'agent_sandbox_action_accepted', group_id: groupId, action, state: accepted.state, operator: ctx.state.operator }, 'sandbox action accepted');

@@ -10,7 +10,7 @@ import { bearerToken } from '../../lib/http/json-body';
 import { accessGuard, type AccessGuard } from '../../lib/http/route-access';
 import { isAdminToken } from '../../lib/identity/admin-token';
 import { accountState, credentialState } from '../../lib/identity/credential-state';
-import type { ClientIpInfo } from '../auth/client-address';
+import type { ClientIpInfo } from '../../lib/client-address/client-address';
 import type { AuthGate } from '../auth/gate';
 import type { AccessTokens } from '../../lib/identity/access-tokens';
 import { readAccount } from '../../lib/identity/accounts';

@@ -11,8 +11,8 @@
  * last `threshold` timestamps per source (memory per source is bounded by the threshold), and
  * at most `maxSources` sources are tracked (the stalest are forgotten first).
  */
-import { CidrSet, newIpWords, parseIpInto } from './cidr';
-import { ipBucket, splitNetworkList, type ClientIpInfo } from './client-address';
+import { CidrSet, newIpWords, parseIpInto } from '../../lib/client-address/cidr';
+import { ipBucket, splitNetworkList, type ClientIpInfo } from '../../lib/client-address/client-address';
 
 export const BLOCKED_MESSAGE = 'Too many authentication failures from this IP. Temporarily blocked.';
 

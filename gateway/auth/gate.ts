@@ -12,7 +12,7 @@ import { bearerToken } from '../../lib/http/json-body';
 import type { Rejection } from '../request-log/entry';
 import { BLOCKED_MESSAGE, blocklistSource, type AuthFailureBlocklist } from './auth-failure-blocklist';
 import { unauthorizedVia, type Authenticator, type Caller, type CredentialHeader } from './caller';
-import type { ClientIpInfo } from './client-address';
+import type { ClientIpInfo } from '../../lib/client-address/client-address';
 
 /** Where a refusal is recorded (the request state). */
 export interface RejectionTarget {

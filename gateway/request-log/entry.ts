@@ -4,7 +4,7 @@
  * does that at flush time.
  */
 import type { Caller } from '../auth/caller';
-import type { ClientIpInfo } from '../auth/client-address';
+import type { ClientIpInfo } from '../../lib/client-address/client-address';
 import type { Pricing } from '../registry/types';
 import type { RoutingAttribution } from '../surfaces/state';
 import type { Usage } from '../surfaces/usage';

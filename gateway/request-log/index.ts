@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
-import type { ClientIpInfo } from '../auth/client-address';
+import type { ClientIpInfo } from '../../lib/client-address/client-address';
 import type { GatewayState } from '../surfaces/state';
 import type { LogEntry, Rejection } from './entry';
 import { Journal } from './journal';

@@ -14,7 +14,7 @@ import type { Logger } from '../../lib/logger';
 import { readJsonBody } from '../../lib/http/json-body';
 import { buildChatBody, type PriorityTier } from '../adapters';
 import { assertGrantAllows, callerOf } from '../auth/caller';
-import { affinityKey } from '../auth/ip-routability';
+import { affinityKey } from '../../lib/client-address/ip-routability';
 import { processCompletion } from '../processors';
 import { noteChatFacts } from '../request-log/chat-facts';
 import type { ChatCompletion } from '../processors/types';

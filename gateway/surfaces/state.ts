@@ -11,7 +11,7 @@ import type { Pricing } from '../registry/types';
 import type { AdminPrincipal } from '../admin/guard';
 import type { AuthGate } from '../auth/gate';
 import type { UserLimits } from '../auth/user-limits';
-import type { ClientAddressResolver, ClientIpInfo } from '../auth/client-address';
+import type { ClientAddressResolver, ClientIpInfo } from '../../lib/client-address/client-address';
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
 import type { ConcurrencyLimiter } from '../routing/concurrency';

@@ -21,9 +21,11 @@ import { describeTextProblem, textProblem } from '../text';
  * gateway API key; `admin` an administrator (gateway admin API); `owner` an account with
  * `agent.use`; `operator` `ADMIN_TOKEN` or an account with `agent.admin`; `host` an enrolled
  * host's credential; `internal` a service-to-service token; `relay` a tool-relay credential (an
- * attempt-fenced `mcp_…` token or an `amr.…` residency credential, docs/mcp.md).
+ * attempt-fenced `mcp_…` token or an `amr.…` residency credential, docs/mcp.md); `forwarded` the
+ * gateway decides nothing and forwards the request to the control-plane API, whose own route
+ * declares and checks its access (docs/one-origin.md).
  */
-export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay';
+export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded';
 
 /** The first middleware of every route: checks the caller, then the path and query text. */
 export interface AccessGuard<StateT = unknown> extends Middleware<StateT> {

@@ -121,8 +121,16 @@ async function main(): Promise<void> {
   };
   // Started in phases: the workers call the API and the gateway, so they start once both answer /health.
   const servers: ProcessSpec[] = [
-    { name: 'gateway', script: 'dist/gateway/main.js', ready: { health: healthUrl(settings.GATEWAY_HOST, settings.GATEWAY_PORT) } },
-    { name: 'api', script: 'dist/api/main.js', ready: { health: healthUrl(settings.API_HOST, settings.API_PORT) } },
+    // One origin (docs/one-origin.md): the gateway forwards the agent API's paths to the API, which
+    // trusts it (loopback) to say who the client is.
+    {
+      name: 'gateway', script: 'dist/gateway/main.js', env: { GATEWAY_AGENT_API_URL: process.env.GATEWAY_AGENT_API_URL ?? `http://127.0.0.1:${settings.API_PORT}` },
+      ready: { health: healthUrl(settings.GATEWAY_HOST, settings.GATEWAY_PORT) },
+    },
+    {
+      name: 'api', script: 'dist/api/main.js', env: { TRUST_PROXY_HEADERS: '1', TRUSTED_PROXIES: [process.env.TRUSTED_PROXIES, '127.0.0.1'].filter(Boolean).join(',') },
+      ready: { health: healthUrl(settings.API_HOST, settings.API_PORT) },
+    },
   ];
   const workers: ProcessSpec[] = [
     {
@@ -153,7 +161,7 @@ async function main(): Promise<void> {
   // Since this process started (the bootstrap before it is not counted).
   group.say(`stack is up in ${process.uptime().toFixed(1)} s:`);
   group.say(`  gateway      http://127.0.0.1:${settings.GATEWAY_PORT}   (GET /health)`);
-  group.say(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health)`);
+  group.say(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health; /v1/agent/* and /admin/agent/* also on the gateway's port)`);
   group.say('  Temporal UI  http://127.0.0.1:8233');
   if (devS3.S3_ENDPOINT) group.say(`  S3 (dev)     ${devS3.S3_ENDPOINT}   bucket ${devS3.S3_BUCKET} (versitygw; keys in .data/secrets/versitygw-s3.json)`);
   group.say(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);

@@ -13,6 +13,7 @@ import { startTestApi, TEST_JWT_SECRET, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { rawRequest, type RawAnswer } from '../support/raw-request';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { isAgentApiPath } from '../../gateway/agent-api/agent-api-proxy';
 
 function send(base: string, method: string, path: string, authorization?: string): Promise<RawAnswer> {
   return rawRequest(base, { method, path, authorization });
@@ -69,14 +70,16 @@ describe('authorization on every route (gateway and control-plane API, PostgreSQ
 
   before(async () => {
     t = await freshDatabase();
+    api = await startTestApi({ db: t.db });
+    // The gateway also serves the API's agent paths (docs/one-origin.md): the walk goes through it too.
     gw = await startTestGateway({
       db: t.db,
       env: {
         USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false',
         GATEWAY_GRANT_DISPATCH_TOKEN: 'dispatch-token-of-at-least-32-bytes-long', AUTH_FAILURE_BLOCK_THRESHOLD: '1000000',
+        GATEWAY_AGENT_API_URL: api.url,
       },
     });
-    api = await startTestApi({ db: t.db });
     const session = await signUpAndLogIn(gw.url, t.db, 'walker@example.com');
     credentials.set('none', undefined);
     credentials.set('garbage', 'Bearer not-a-credential');
@@ -94,7 +97,9 @@ describe('authorization on every route (gateway and control-plane API, PostgreSQ
     for (const [name, routes] of [['gateway', gw.routes], ['api', api.routes]] as const) {
       assert.ok(routes.length > 10, `${name} has a route table`);
       for (const route of routes) {
-        if (route.path.startsWith('/admin')) assert.ok(['admin', 'operator'].includes(route.access), `${name} ${route.path}: ${route.access}`);
+        // `forwarded`: the gateway hands the request to the API, whose own route (walked below) decides.
+        if (route.access === 'forwarded') assert.ok(name === 'gateway' && isAgentApiPath(concrete(route.path.replace('{*rest}', 'x'))), route.path);
+        else if (route.path.startsWith('/admin')) assert.ok(['admin', 'operator'].includes(route.access), `${name} ${route.path}: ${route.access}`);
         if (route.path.startsWith('/internal')) assert.equal(route.access, 'internal', route.path);
       }
     }
@@ -106,7 +111,7 @@ describe('authorization on every route (gateway and control-plane API, PostgreSQ
     const failures: string[] = [];
     let checked = 0;
     for (const route of routes) {
-      if (route.access === 'public') continue;
+      if (route.access === 'public' || route.access === 'forwarded') continue;
       const path = concrete(route.path);
       for (const method of route.methods) {
         for (const [name, authorization] of credentials) {
@@ -135,6 +140,13 @@ describe('authorization on every route (gateway and control-plane API, PostgreSQ
 
   it('refuses every wrong credential under every spelling on the control-plane API', async () => {
     assert.ok((await walk(api.url, api.routes)) > 100);
+  });
+
+  it('refuses the same on the API’s agent routes reached through the gateway', async () => {
+    assert.ok(gw.routes.some((r) => r.access === 'forwarded'));
+    const forwarded = api.routes.filter((r) => isAgentApiPath(concrete(r.path)));
+    assert.ok(forwarded.length > 50, `${forwarded.length} agent routes`);
+    assert.ok((await walk(gw.url, forwarded)) > 100);
   });
 
   it('serves one canonical spelling: an administrator gets 200 there and 404 elsewhere', async () => {

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { AuthFailureBlocklist, blocklistSource } from '../../gateway/auth/auth-failure-blocklist';
-import type { ClientIpInfo } from '../../gateway/auth/client-address';
+import type { ClientIpInfo } from '../../lib/client-address/client-address';
 
 function client(ip: string, peer = '10.0.0.1'): ClientIpInfo {
   const resolved = ip !== 'unknown';

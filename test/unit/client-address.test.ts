@@ -3,7 +3,7 @@ import {
   affinityKey, CLIENT_ADDRESS_VARIABLES, ClientAddressConfigError, clientIpLogFields, createClientAddressResolver,
   ipBucket, MAX_FORWARDED_HOPS, splitNetworkList,
   type ClientAddressConfig, type ClientIpInfo,
-} from '../../gateway/auth/client-address';
+} from '../../lib/client-address/client-address';
 
 const PROXIES = ['10.0.0.0/8', '34.1.0.0/16', '2600:1f00::/24'];
 const CDN = ['173.245.48.0/20', '2400:cb00::/32'];

@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import { settingsVariableNames } from '../../lib/settings';
 
 interface Service {
+  networks?: Record<string, { ipv4_address?: string }>;
   image?: string;
   build?: unknown;
   environment?: Record<string, unknown>;
@@ -52,6 +53,14 @@ describe('docker-compose.yml', () => {
     for (const variable of interpolated) {
       assert.ok(known.has(variable) || infraOnly.has(variable), `\${${variable}} is unknown to lib/settings.ts`);
     }
+  });
+
+  it('serves the agent API on the gateway\'s origin, the api trusting only the gateway\'s fixed address (docs/one-origin.md)', () => {
+    const gateway = compose.services.gateway!;
+    const api = compose.services.api!;
+    assert.equal(gateway.environment?.GATEWAY_AGENT_API_URL, `http://api:${String(api.environment?.API_PORT)}`);
+    assert.equal(api.environment?.TRUST_PROXY_HEADERS, '1');
+    assert.equal(api.environment?.TRUSTED_PROXIES, gateway.networks?.default?.ipv4_address);
   });
 
   it('gives the host runner the Docker socket', () => {

@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { BlockList, isIP } from 'node:net';
-import { isRoutable, NON_ROUTABLE_NETWORKS } from '../../gateway/auth/ip-routability';
-import { CidrSet, formatIp, isV4, newIpWords, parseCidr, parseIpInto } from '../../gateway/auth/cidr';
+import { isRoutable, NON_ROUTABLE_NETWORKS } from '../../lib/client-address/ip-routability';
+import { CidrSet, formatIp, isV4, newIpWords, parseCidr, parseIpInto } from '../../lib/client-address/cidr';
 
 describe('address classes', () => {
   describe('non-routable ranges (spec 5.12)', () => {

@@ -75,4 +75,13 @@ describe('settings schema', () => {
     assert.equal(ok.AGENT_GITEA_DRAFT_PREFIX, 'WIP:');
     assert.equal(ok.AGENT_GITHUB_API_URL, 'https://api.github.com');
   });
+
+  it('takes GATEWAY_AGENT_API_URL as an http(s) URL, unset when empty (docs/one-origin.md)', () => {
+    assert.equal(loadSettings({}).GATEWAY_AGENT_API_URL, undefined);
+    assert.equal(loadSettings({ GATEWAY_AGENT_API_URL: '' }).GATEWAY_AGENT_API_URL, undefined);
+    assert.equal(loadSettings({ GATEWAY_AGENT_API_URL: 'http://api:8081' }).GATEWAY_AGENT_API_URL, 'http://api:8081');
+    for (const bad of ['api:8081', 'ftp://api:8081', 'not a url']) {
+      assert.throws(() => loadSettings({ GATEWAY_AGENT_API_URL: bad }), (err: unknown) => err instanceof SettingsError && err.message.includes('GATEWAY_AGENT_API_URL'), bad);
+    }
+  });
 });

@@ -1,13 +1,13 @@
 /**
- * Where a request comes from, as the gateway records it: the resolved client address (spec 5.12)
+ * Where a request comes from, as the gateway and the control-plane API record it: the resolved client address (spec 5.12)
  * and the `http_request` fields of spec 6.4 (`remote_ip`, `peer_ip`, `ip_source`, forwarding
  * header values, `user_agent`, `host`, `origin`, `referer`, `session_id`). Resolved once, at the
  * start of the request (the socket's address is gone once it closes).
  */
 import type { IncomingMessage } from 'node:http';
-import type { Logger } from '../../lib/logger';
-import { cleanText } from '../../lib/text';
-import type { Settings } from '../../lib/settings';
+import type { Logger } from '../logger';
+import { cleanText } from '../text';
+import type { Settings } from '../settings';
 import {
   CLIENT_IP_UNRESOLVED_EVENT, clientIpLogFields, createClientAddressResolver, splitNetworkList,
   type ClientAddressResolver, type ClientIpInfo,

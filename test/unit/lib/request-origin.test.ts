@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { clientAddressResolverFrom, requestLogFields } from '../../../../gateway/auth/request-origin';
-import { loadSettings } from '../../../../lib/settings';
+import { clientAddressResolverFrom, requestLogFields } from '../../../lib/client-address/request-origin';
+import { loadSettings } from '../../../lib/settings';
 
 describe('request origin log fields', () => {
   it('cleans the client headers it logs and cuts them to 256 characters', () => {
