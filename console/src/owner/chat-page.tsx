@@ -116,7 +116,7 @@ export function ChatPage(props: PageProps): JSX.Element {
       ) : null}
       <ol class="events" aria-label="Chat events">
         {items.map((item) => (
-          <li key={item.key} class={`item ${item.kind}`}>
+          <li key={item.key} class={`item-${item.kind}`}>
             {item.kind === 'turn' ? <div class="msg owner"><h2>Turn {item.seq}</h2><p>{item.prompt}</p></div> : null}
             {item.kind === 'tool' ? <ToolItem item={item} /> : null}
             {item.kind === 'event' && item.event.event_type === 'question' ? (
