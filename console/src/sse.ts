@@ -6,42 +6,9 @@
  * `id:`, comments ignored, an event ends at a blank line.
  */
 import { accessToken } from './client';
+import { sseParser, type SseEvent } from './sse-parser';
 
-/** One server-sent event. */
-export interface SseEvent {
-  event: string;
-  data: string;
-  id: string | undefined;
-}
-
-/** Parses a chunked SSE text stream; feed it text, it calls `emit` for each complete event. */
-export function sseParser(emit: (event: SseEvent) => void): (text: string) => void {
-  let buffer = '';
-  let event = 'message';
-  let data: string[] = [];
-  let id: string | undefined;
-  return (text: string) => {
-    buffer += text;
-    let newline: number;
-    while ((newline = buffer.search(/\r\n|\r|\n/)) !== -1) {
-      const line = buffer.slice(0, newline);
-      buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
-      if (line === '') {
-        if (data.length) emit({ event, data: data.join('\n'), id });
-        event = 'message';
-        data = [];
-        continue;
-      }
-      if (line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon === -1 ? line : line.slice(0, colon);
-      const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-      else if (field === 'id') id = value;
-    }
-  };
-}
+export { sseParser, type SseEvent } from './sse-parser';
 
 /** Options of `streamEvents`. */
 export interface StreamOptions {

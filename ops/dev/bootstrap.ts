@@ -4,10 +4,11 @@
  * sandbox image, the S3 test server's binary (versitygw, built once per version), the test forge
  * (Gitea, built once per version: ops/dev/gitea.ts) and the
  * pinned coding-agent CLIs (Codex, Claude Code: ops/dev/agent-clis.ts). Idempotent; every step is skipped when already done.
- * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`).
+ * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`); `--tests` (from
+ * `npm test`) also installs what only the tests need (Debian's Chromium for the console tests).
  */
 import { ensureAgentClis } from './agent-clis';
-import { ensureDebPackages } from './packages';
+import { DEB_PACKAGES, ensureDebPackages, TEST_DEB_PACKAGES } from './packages';
 import { ensureDockerd } from './docker-engine';
 import { ensureEngineRuntime, ensureRunsc, registerIsolatingRuntime } from './container-runtimes';
 import { ensurePostgres } from './postgres';
@@ -19,7 +20,7 @@ import { BootstrapError, say } from './sh';
 
 async function main(): Promise<void> {
   const started = Date.now();
-  ensureDebPackages();
+  ensureDebPackages(process.argv.includes('--tests') ? [...DEB_PACKAGES, ...TEST_DEB_PACKAGES] : DEB_PACKAGES);
   ensureTemporalCli();
   await ensurePostgres();
   // Written before a dockerd start reads it; a dockerd already running reloads it (no restart).

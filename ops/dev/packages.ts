@@ -6,6 +6,13 @@ import { BootstrapError, run, runLogged, say } from './sh';
 /** Packages the stack installs: the database, the container engine, the rootfs builder, flock (gVisor's runsc: container-runtimes.ts). */
 export const DEB_PACKAGES = ['postgresql', 'docker.io', 'debootstrap', 'util-linux'] as const;
 
+/**
+ * What only the tests need (`npm test` runs the bootstrap with `--tests`): Debian's Chromium, which
+ * the console tests drive through playwright-core (no browser is ever downloaded by a tool), and a
+ * font for its text.
+ */
+export const TEST_DEB_PACKAGES = ['chromium', 'fonts-dejavu-core'] as const;
+
 function installed(pkg: string): boolean {
   const result = run('dpkg-query', ['-W', '-f=${Status}', pkg]);
   return result.status === 0 && result.stdout.includes('install ok installed');
