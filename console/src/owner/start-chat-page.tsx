@@ -9,32 +9,15 @@ import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { api } from '../client';
 import { navigate } from '../router';
-import { Field, fieldProps, SubmitRow, useSubmit, type FieldErrors } from '../ui/form';
+import { Field, fieldProps, SubmitRow, useSubmit } from '../ui/form';
 import { ErrorNote, Page } from '../ui/parts';
 import { useResource } from '../ui/resource';
 import { PromptRewrite } from './prompt-rewrite';
-import type { ModelItem } from './types';
 
-/** Longest prompt the API accepts (after trimming). */
-const MAX_PROMPT = 32_000;
-/** `owner/name`, or an http(s) URL of a repository (the allowlist may name URL prefixes). */
-const REPO = /^(?:[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+|https?:\/\/\S+)$/;
+/** The drivers the API lets the owner choose (docs/agent-drivers.md); none: the deployment's default. */
 const DRIVERS = ['builtin', 'codex', 'claude-code', 'cli'] as const;
-
-/** Validates the start-chat fields (the same limits the API applies). */
-export function validateStart(values: { prompt: string; model: string; workspace: 'temporary' | 'repository'; repo: string }): FieldErrors {
-  const errors: FieldErrors = {};
-  const prompt = values.prompt.trim();
-  if (!prompt) errors.prompt = 'Write what the agent should do.';
-  else if (prompt.length > MAX_PROMPT) errors.prompt = `The prompt is ${prompt.length} characters; at most ${MAX_PROMPT}.`;
-  if (!values.model) errors.model = 'Choose a model.';
-  if (values.workspace === 'repository') {
-    const repo = values.repo.trim();
-    if (!repo) errors.repo = 'Name the repository (owner/name), or choose a temporary workspace.';
-    else if (!REPO.test(repo)) errors.repo = 'A repository is owner/name (for example acme/widgets) or its URL.';
-  }
-  return errors;
-}
+import { validateStart } from './start-validation';
+import type { ModelItem } from './types';
 
 /** The start-chat page. */
 export function StartChatPage(): JSX.Element {
