@@ -30,7 +30,10 @@ export function QuestionCard(props: { jobId: string; event: AgentEvent; record: 
   const [message, setMessage] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
+  // A 409 means the API takes no answer to this question any more (answered elsewhere, or its attempt ended).
+  const [closed, setClosed] = useState(false);
   const state = props.record?.state ?? 'pending';
+  const open = state === 'pending' && !closed;
   const id = `q-${props.event.event_id}`;
 
   const send = async (body: Record<string, unknown>): Promise<void> => {
@@ -42,7 +45,10 @@ export function QuestionCard(props: { jobId: string; event: AgentEvent; record: 
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError(0, (err as Error).message);
       setError(`${e.message}${e.status ? ` (${e.status})` : ''}`);
-      if (e.status === 409) props.onChanged(undefined);
+      if (e.status === 409) {
+        setClosed(true);
+        props.onChanged(undefined);
+      }
     } finally {
       setBusy(false);
     }
@@ -71,7 +77,7 @@ export function QuestionCard(props: { jobId: string; event: AgentEvent; record: 
     <form class="question card" aria-labelledby={`${id}-title`} onSubmit={answer}>
       <h3 id={`${id}-title`}>The agent asks <Badge tone={STATE_TONE[state]}>{state}</Badge></h3>
       {questions.map((q, qi) => (
-        <fieldset key={q.id} disabled={state !== 'pending' || busy}>
+        <fieldset key={q.id} disabled={!open || busy}>
           <legend>{q.header ? <strong>{q.header}: </strong> : null}{q.question}</legend>
           {q.options.map((o, oi) => (
             <label key={o.label} class="option">
@@ -84,7 +90,7 @@ export function QuestionCard(props: { jobId: string; event: AgentEvent; record: 
           <input id={`${id}-${qi}-other`} value={other[q.id] ?? ''} maxLength={4000} onInput={(e) => setOther({ ...other, [q.id]: (e.currentTarget).value })} />
         </fieldset>
       ))}
-      {state === 'pending' ? (
+      {open ? (
         <>
           <div class="row">
             <button type="submit" disabled={busy || unreachableSince !== undefined}>{busy ? 'Sending…' : 'Send answer'}</button>

@@ -5,7 +5,8 @@
  * result stream in, answers the CLI's native question in place, and downloads the workspace (the
  * archive holds the file the agent wrote); sends a follow-up turn; cancels a running turn; filters
  * temporary chats; reads the usage page in both windows; and sees form validation and a server
- * refusal next to the form. Screenshots of each page are saved as artifacts.
+ * refusal next to the form; and an answer to a question already answered elsewhere shows the
+ * API's 409. Screenshots of each page are saved as artifacts.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -15,7 +16,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { buildConsole } from '../../../ops/build/console';
 import { newId } from '../../../agent/jobs/job-store';
-import { AGENT_MODEL, startAgentStack, type AgentStack } from '../../support/agent-stack';
+import { AGENT_MODEL, ownerCall, startAgentStack, type AgentStack } from '../../support/agent-stack';
 import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
 import { startConsoleOrigin, type ConsoleOrigin } from '../../support/console-origin';
 import type { Behaviour, RecordedRequest } from '../../support/fake-upstream';
@@ -209,5 +210,37 @@ describe('console: the owner workspace (real stack, headless Chromium)', functio
     assert.equal(await page.locator('table', { has: page.locator('caption', { hasText: 'Runs by day' }) }).locator('tbody tr').count(), 30);
     assert.equal(await page.getByRole('button', { name: '30 days' }).getAttribute('aria-pressed'), 'true');
     assert.ok(chatUrl);
+  });
+
+  it('shows the API refusal when a question was already answered elsewhere (the page still showed it pending)', async () => {
+    stack.upstream.enqueue(askDatabase, finalText);
+    await page.goto('/console/chats/new');
+    await page.getByLabel('Prompt').fill('Ask me which database to use.');
+    await page.getByLabel('Model').selectOption(AGENT_MODEL);
+    await page.getByLabel('Driver').selectOption('claude-code');
+    await page.getByRole('button', { name: 'Start chat' }).click();
+    await page.waitForURL(/\/console\/chats\/job_/);
+    const jobId = decodeURIComponent(new URL(page.url()).pathname.split('/').at(-1)!);
+    const question = page.locator('form.question');
+    await question.locator('.badge', { hasText: 'pending' }).waitFor({ timeout: 240_000 });
+    // The page's re-reads of the question list fail from now on (it keeps the last good list: pending).
+    await context.route('**/v1/agent/jobs/*/questions', (route) => route.fulfill({ status: 500, json: { error: { message: 'test: list unavailable' } } }));
+    const [pending] = ((await (await ownerCall(stack, 'GET', `/v1/agent/jobs/${jobId}/questions?pending=true`)).json()) as { questions: Array<{ attempt_id: string; request_id: string }> }).questions;
+    assert.ok(pending, 'the API lists the question as pending');
+    const elsewhere = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/attempts/${pending.attempt_id}/questions/${encodeURIComponent(pending.request_id)}/answer`, { answers: { [QUESTION]: ['Postgres'] } });
+    assert.equal(elsewhere.status, 200, await elsewhere.clone().text());
+    await page.getByText('Notice: question_answered').waitFor({ timeout: 60_000 });
+    assert.equal(await question.locator('.badge').innerText(), 'pending', 'the page still shows the question pending');
+    await question.getByLabel('SQLite').check();
+    await question.getByRole('button', { name: 'Send answer' }).click();
+    const refusal = question.locator('[role=alert]');
+    await refusal.waitFor();
+    assert.match(await refusal.innerText(), /(already answered|not current).*\(409\)$/, 'stale: answered, or its attempt already ended');
+    assert.equal(await question.getByRole('button', { name: 'Send answer' }).count(), 0, 'no second try offered');
+    await context.unroute('**/v1/agent/jobs/*/questions');
+    await page.getByText('Turn 1 completed.').waitFor({ timeout: 120_000 });
+    await page.reload();
+    await question.locator('.badge', { hasText: 'answered' }).waitFor();
+    assert.match(await question.innerText(), /Answered: Postgres/);
   });
 });
