@@ -2,7 +2,8 @@
  * The owner workspace's helpers around a chat, in headless Chromium against the real stack:
  * "Improve prompt" asks the model for clarification questions, sends the owner's answers, and
  * replaces the prompt only when the owner accepts the rewrite; a chat whose model call is refused
- * with 429 shows the retry notice with its attempt and wait before the turn completes.
+ * with 429 shows the retry notice with its attempt and wait before the turn completes; a workspace
+ * over the download limit shows the API's 413 reason beside the download button.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { scripted, sentMessages } from '../../support/scripted-conversation';
 
 const REWRITTEN = 'Create README.md describing the widgets service for new contributors; done when the file exists.';
 
-describe('console: improve prompt and retry notices (real stack, headless Chromium)', function () {
+describe('console: improve prompt, retry notices, download limit (real stack, headless Chromium)', function () {
   this.timeout(300_000);
   let stack: AgentStack;
   let origin: ConsoleOrigin;
@@ -30,7 +31,7 @@ describe('console: improve prompt and retry notices (real stack, headless Chromi
   before(async () => {
     consoleDir = mkdtempSync(join(tmpdir(), 'console-owner-'));
     await buildConsole({ outDir: consoleDir });
-    stack = await startAgentStack({ gatewayEnv: { CONSOLE_DIR: consoleDir } });
+    stack = await startAgentStack({ gatewayEnv: { CONSOLE_DIR: consoleDir }, env: { WORKSPACE_DOWNLOAD_MAX_MIB: '1' } });
     origin = await startConsoleOrigin(stack.gateway.url, stack.api.url);
     browser = await launchBrowser();
     ({ context, page, errors } = await newPage(browser, origin.url));
@@ -80,5 +81,20 @@ describe('console: improve prompt and retry notices (real stack, headless Chromi
     await page.locator('.msg.assistant', { hasText: 'Answered after the retry.' }).waitFor({ timeout: 60_000 });
     await page.getByText('Turn 1 completed.').waitFor();
     await screenshot(page, 'owner-chat-retry');
+  });
+
+  it('shows the 413 reason when the workspace is over the download limit', async () => {
+    stack.upstream.enqueue(scripted.toolCall('bash', { command: 'head -c 3000000 /dev/urandom > /workspace/big.bin' }, 'call_big'), scripted.finalText('Wrote a big file.'));
+    await page.goto('/console/chats/new');
+    await page.getByLabel('Prompt', { exact: true }).fill('Write a big file.');
+    await page.getByLabel('Model').selectOption(AGENT_MODEL);
+    await page.getByLabel('Driver').selectOption('builtin');
+    await page.getByRole('button', { name: 'Start chat' }).click();
+    await page.waitForURL(/\/console\/chats\/job_/);
+    await page.getByText('Turn 1 completed.').waitFor({ timeout: 120_000 });
+    await page.getByRole('button', { name: 'Download workspace' }).click();
+    const refusal = page.locator('.page-actions [role=alert]');
+    await refusal.waitFor({ timeout: 60_000 });
+    assert.match(await refusal.innerText(), /^The workspace is too large to download: .*\(413\)$/);
   });
 });
