@@ -3,7 +3,8 @@
  * page state: the events in id order, without duplicates, and the connection's state. The stream
  * resumes from the last event id after a dropped connection (`streamEvents`); when the server
  * says the chat has nothing running (`event: end`), the stream is closed rather than reopened
- * every few seconds, and `resume()` (after a follow-up turn, or when the chat page sees work
+ * every few seconds (an expired token is not an end: the stream retries once the page has a new
+ * one), and `resume()` (after a follow-up turn, or when the chat page sees work
  * again) reopens it from `?after=<last id>`, so nothing is missed or shown twice.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
@@ -43,6 +44,8 @@ export function useChatEvents(jobId: string): ChatEvents {
     const after = lastId.current ? `?after=${encodeURIComponent(lastId.current)}` : '';
     void streamEvents(`/v1/agent/jobs/${encodeURIComponent(jobId)}/events${after}`, {
       signal: controller.signal,
+      // 401: the access token expired; the page's other calls renew it, and the next attempt uses the new one.
+      fatal: (status) => status !== 401 && status >= 400 && status < 500,
       onState: (next, why) => {
         if (ended.current) return;
         setState(next === 'ended' ? 'failed' : next);

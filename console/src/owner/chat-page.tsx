@@ -103,7 +103,7 @@ export function ChatPage(props: PageProps): JSX.Element {
       {data ? null : <ErrorNote error={job.error} what="The chat could not be read" />}
       {data ? (
         <div class="row chat-meta">
-          <span>State: <ChatState state={data.conversation_state} /></span>
+          <span role="status">State: <ChatState state={data.conversation_state} /></span>
           <span>Model <code>{data.model}</code></span>
           <span>{data.repo ? <>Repository <code>{data.repo}</code></> : 'Temporary workspace'}</span>
           {data.pull_request ? <a href={data.pull_request.url} rel="noopener noreferrer">Pull request #{data.pull_request.number}</a> : null}
@@ -114,7 +114,7 @@ export function ChatPage(props: PageProps): JSX.Element {
           ))}
         </div>
       ) : null}
-      <ol class="events" aria-label="Chat events">
+      <ol class="events" aria-label="Chat events" aria-live="polite">
         {items.map((item) => (
           <li key={item.key} class={`item-${item.kind}`}>
             {item.kind === 'turn' ? <div class="msg owner"><h2>Turn {item.seq}</h2><p>{item.prompt}</p></div> : null}
