@@ -49,7 +49,7 @@ function Composer(props: { jobId: string; onSent: () => void }): JSX.Element {
   return (
     <form class="composer" onSubmit={onSubmit} noValidate>
       <Field label="Follow-up" name="prompt" error={form.errors.prompt}>
-        <textarea {...fieldProps('prompt', form.errors)} rows={3} value={prompt} onInput={(e) => setPrompt((e.currentTarget).value)} />
+        <textarea {...fieldProps('prompt', form.errors)} rows={3} value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
       </Field>
       <SubmitRow label="Send" busy={form.busy} errors={form.errors} done={form.done} />
     </form>

@@ -36,7 +36,7 @@ export function ChatsPage(props: PageProps): JSX.Element {
     <Page title="Chats" actions={<Link to="/chats/new" class="button">Start a chat</Link>}>
       <div class="row">
         <label for="chat-filter">Show</label>
-        <select id="chat-filter" value={filter} onChange={(e) => choose((e.currentTarget).value as Filter)}>
+        <select id="chat-filter" value={filter} onChange={(e) => choose(e.currentTarget.value as Filter)}>
           <option value="all">All chats</option>
           <option value="temporary">Temporary workspaces only</option>
           <option value="repository">Chats on a repository</option>

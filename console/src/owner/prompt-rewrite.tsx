@@ -62,7 +62,7 @@ export function PromptRewrite(props: { prompt: string; model: string; onAccept: 
             <div class="field" key={question}>
               <label for={`rewrite-q${i}`}>{question}</label>
               <input id={`rewrite-q${i}`} value={step.answers[i]} maxLength={2000}
-                onInput={(e) => setStep({ ...step, answers: step.answers.map((a, j) => (j === i ? (e.currentTarget).value : a)) })} />
+                onInput={(e) => setStep({ ...step, answers: step.answers.map((a, j) => (j === i ? e.currentTarget.value : a)) })} />
             </div>
           ))}
           <div class="row">

@@ -82,12 +82,16 @@ export function QuestionCard(props: { jobId: string; event: AgentEvent; record: 
           {q.options.map((o, oi) => (
             <label key={o.label} class="option">
               <input type={q.multi_select ? 'checkbox' : 'radio'} name={`${id}-${qi}`} id={`${id}-${qi}-${oi}`}
-                checked={(chosen[q.id] ?? []).includes(o.label)} onChange={(e) => toggle(q, o.label, (e.currentTarget).checked)} />
+                checked={(chosen[q.id] ?? []).includes(o.label)} onChange={(e) => toggle(q, o.label, e.currentTarget.checked)} />
               {' '}{o.label}{o.description ? <span class="muted"> — {o.description}</span> : null}
             </label>
           ))}
-          <label for={`${id}-${qi}-other`}>{q.options.length ? 'Or your own answer' : 'Your answer'}</label>
-          <input id={`${id}-${qi}-other`} value={other[q.id] ?? ''} maxLength={4000} onInput={(e) => setOther({ ...other, [q.id]: (e.currentTarget).value })} />
+          {open ? (
+            <>
+              <label for={`${id}-${qi}-other`}>{q.options.length ? 'Or your own answer' : 'Your answer'}</label>
+              <input id={`${id}-${qi}-other`} value={other[q.id] ?? ''} maxLength={4000} onInput={(e) => setOther({ ...other, [q.id]: e.currentTarget.value })} />
+            </>
+          ) : null}
         </fieldset>
       ))}
       {open ? (
@@ -95,7 +99,7 @@ export function QuestionCard(props: { jobId: string; event: AgentEvent; record: 
           <div class="row">
             <button type="submit" disabled={busy || unreachableSince !== undefined}>{busy ? 'Sending…' : 'Send answer'}</button>
             <label for={`${id}-decline`} class="muted">Decline message</label>
-            <input id={`${id}-decline`} value={message} maxLength={4000} onInput={(e) => setMessage((e.currentTarget).value)} />
+            <input id={`${id}-decline`} value={message} maxLength={4000} onInput={(e) => setMessage(e.currentTarget.value)} />
             <button type="button" disabled={busy || unreachableSince !== undefined} onClick={() => void send({ decline: true, ...(message.trim() ? { message: message.trim() } : {}) })}>Decline</button>
           </div>
         </>

@@ -45,10 +45,10 @@ export function StartChatPage(): JSX.Element {
     <Page title="Start a chat">
       <form onSubmit={onSubmit} noValidate>
         <Field label="Prompt" name="prompt" error={form.errors.prompt}>
-          <textarea {...fieldProps('prompt', form.errors)} value={prompt} rows={6} onInput={(e) => setPrompt((e.currentTarget).value)} />
+          <textarea {...fieldProps('prompt', form.errors)} value={prompt} rows={6} onInput={(e) => setPrompt(e.currentTarget.value)} />
         </Field>
         <Field label="Model" name="model" error={form.errors.model} hint={chatModels.some((m) => m.demo) ? 'Demo models answer from a script: for trying the workspace, not for real work.' : undefined}>
-          <select {...fieldProps('model', form.errors)} value={chosen} onChange={(e) => setModel((e.currentTarget).value)}>
+          <select {...fieldProps('model', form.errors)} value={chosen} onChange={(e) => setModel(e.currentTarget.value)}>
             <option value="">Choose a model…</option>
             {chatModels.map((m) => <option key={m.id} value={m.id}>{m.id}{m.name && m.name !== m.id ? ` (${m.name})` : ''}{m.demo ? ' [demo]' : ''}</option>)}
           </select>
@@ -56,7 +56,7 @@ export function StartChatPage(): JSX.Element {
         <ErrorNote error={models.error} what="The models could not be read" />
         <PromptRewrite prompt={prompt} model={chosen} onAccept={setPrompt} />
         <Field label="Driver" name="driver" error={form.errors.driver} hint="The agent that runs the turns; the deployment's default unless you choose.">
-          <select {...fieldProps('driver', form.errors)} value={driver} onChange={(e) => setDriver((e.currentTarget).value)}>
+          <select {...fieldProps('driver', form.errors)} value={driver} onChange={(e) => setDriver(e.currentTarget.value)}>
             <option value="">Default</option>
             {DRIVERS.map((d) => <option key={d} value={d}>{d}</option>)}
           </select>
@@ -68,7 +68,7 @@ export function StartChatPage(): JSX.Element {
         </fieldset>
         {workspace === 'repository' ? (
           <Field label="Repository" name="repo" error={form.errors.repo} hint="owner/name, as your linked source-control account or the deployment's allowlist names it.">
-            <input {...fieldProps('repo', form.errors)} value={repo} placeholder="owner/name" onInput={(e) => setRepo((e.currentTarget).value)} />
+            <input {...fieldProps('repo', form.errors)} value={repo} placeholder="owner/name" onInput={(e) => setRepo(e.currentTarget.value)} />
           </Field>
         ) : null}
         <SubmitRow label="Start chat" busy={form.busy} errors={form.errors} />
