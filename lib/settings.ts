@@ -36,6 +36,8 @@ export const settingsShape = {
    * directory. A missing directory makes `/console/` answer 503 saying how to build it.
    */
   CONSOLE_DIR: z.string().min(1).default('dist/console'),
+  /** `npm start` only: loopback port of the scripted demo upstream, when it starts (docs/demo-model.md). Default 0: any free port. */
+  DEMO_MODEL_PORT: port(0),
   /** Canonical path of the models registry file (spec 2.4); beats `MODELS_CONFIG` and the manifest. */
   MODELS_CONFIG_PATH: optionalString(),
   /** Older name of `MODELS_CONFIG_PATH`; used only when the canonical name is unset. */
@@ -212,6 +214,8 @@ export const settingsShape = {
   TEMPORAL_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(5),
   /** Task queue of the control worker (all workflows, Postgres/object-store activities). Default `control`. */
   TEMPORAL_CONTROL_TASK_QUEUE: z.string().default('control'),
+  /** Base URL of the Temporal UI the operator console links each chat, sandbox and host workflow to (`<url>/namespaces/<ns>/workflows/<id>`). Default `http://127.0.0.1:8233` (the dev server's UI). */
+  TEMPORAL_UI_URL: z.string().url().refine((v) => /^https?:\/\//.test(v), 'must be an http(s) URL').default('http://127.0.0.1:8233'),
 
   // ---- execution host (host runner) ----
   /** Identity of this execution host; its task queue is `host:<id>`. Default: the machine's hostname. */

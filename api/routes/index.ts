@@ -16,6 +16,7 @@ import { hostAttemptsRouter } from './host-attempts';
 import { adminHostsRouter } from './admin-hosts';
 import { adminServersRouter } from './admin-servers';
 import { adminAuditLogRouter } from './admin-audit-log';
+import { adminConsoleInfoRouter } from './admin-console-info';
 import { adminEventContentRouter } from './admin-event-content';
 import { adminSettingsRouter } from './admin-settings';
 import { adminHostSettingsRouter } from './admin-host-settings';
@@ -50,6 +51,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     adminHostsRouter(deps),
     adminServersRouter(deps),
     adminAuditLogRouter(deps),
+    adminConsoleInfoRouter(deps),
     adminEventContentRouter(deps),
     adminSettingsRouter(deps),
     adminHostSettingsRouter(deps),

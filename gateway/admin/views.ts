@@ -41,6 +41,7 @@ export function routeView(model: Model, route: Route, effective: EffectiveConfig
 export function modelView(model: Model, effective: EffectiveConfig): Record<string, unknown> {
   return {
     id: model.id, name: model.name, aliases: model.aliases, model_type: model.modelType,
+    ...(model.demo ? { demo: true } : {}),
     source: effective.runtimeModels.has(model.id) ? 'runtime' : 'yaml',
     router: model.router ?? 'fixed', required_role: model.requiredRole ?? null,
     concurrency_exempt: effective.exemptions.has(model.id),

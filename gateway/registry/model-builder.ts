@@ -75,6 +75,8 @@ const modelSchema = z.object({
   router_params: z.record(z.string(), z.unknown()).optional(),
   required_role: z.enum(ROLES as [string, ...string[]]).optional(),
   admin_only: z.boolean().optional(),
+  // A scripted stand-in, not a real model: `/v1/models` marks it `demo: true` (docs/demo-model.md).
+  demo: z.boolean().optional(),
   route: z.array(z.record(z.string(), z.unknown())).min(1).optional(),
 });
 
@@ -269,6 +271,7 @@ export function buildModel(raw: unknown, position: number, ctx: BuildContext): B
       contextLength: model.context_length ?? 8192,
       maxOutputLength: model.max_output_length ?? 4096,
       routes,
+      ...(model.demo ? { demo: true } : {}),
     },
   };
 }

@@ -85,6 +85,8 @@ export interface Model {
   contextLength: number;
   maxOutputLength: number;
   routes: readonly Route[];
+  /** Registry key `demo: true`: a scripted stand-in (docs/demo-model.md), listed with `demo: true`. */
+  demo?: boolean;
   /**
    * Set by the runtime overlay when some provider keys are reserved for a minimum role: the
    * model as a caller of each role sees it (key pools without the keys reserved above that role,

@@ -26,6 +26,8 @@ export interface ModelListItem {
   aliases?: readonly string[];
   /** On an alias's entry: the id it resolves to. */
   alias_of?: string;
+  /** Present (true) only for a scripted demo model (registry key `demo: true`), so consoles can mark it. */
+  demo?: true;
 }
 
 const CREATED = Math.floor(Date.now() / 1000);
@@ -34,6 +36,7 @@ function item(name: string, model: Model): ModelListItem {
   const base = {
     id: name, object: 'model' as const, created: CREATED, owned_by: 'gateway', name: model.name, model_type: model.modelType,
     on_demand: model.onDemand, context_length: model.contextLength, max_output_length: model.maxOutputLength,
+    ...(model.demo ? { demo: true as const } : {}),
   };
   return name === model.id ? { ...base, aliases: model.aliases } : { ...base, alias_of: model.id };
 }

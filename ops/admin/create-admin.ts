@@ -3,6 +3,8 @@
  * band (spec 5.10's preferred way to get a first admin), or promotes and re-keys an existing
  * account. The password comes from a hidden prompt, or from the first line of standard input
  * with `--password-stdin` (for scripts). Uses `DATABASE_URL` (the dev stack's when unset).
+ * The account also gets the `agent.use` permission (kept with any it had), so the first
+ * administrator can start agent chats at once, with no separate grant step.
  */
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
@@ -14,7 +16,10 @@ import { DEV_DATABASE_URL } from '../dev/postgres';
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MIN_PASSWORD = 10;
 
-/** Creates or promotes the account; returns what happened. */
+/** The permission the script grants beside the admin role: agent chats (docs/identity.md). */
+export const FIRST_ADMIN_PERMISSION = 'agent.use';
+
+/** Creates or promotes the account (admin, `agent.use` added); returns what happened. */
 export async function createAdmin(db: Db, email: string, password: string): Promise<{ id: number; created: boolean }> {
   if (!EMAIL.test(email)) throw new Error(`--email: '${email}' is not an e-mail address`);
   if (password.length < MIN_PASSWORD) throw new Error(`the password must be at least ${MIN_PASSWORD} characters`);
@@ -24,12 +29,13 @@ export async function createAdmin(db: Db, email: string, password: string): Prom
     if (existing) {
       await trx('users').where({ id: existing.id }).update({
         role: 'admin', password_hash: passwordHash, suspended_at: null, deleted_at: null,
+        permissions: trx.raw(`case when ? = any(permissions) then permissions else array_append(permissions, ?) end`, [FIRST_ADMIN_PERMISSION, FIRST_ADMIN_PERMISSION]),
         email_verified_at: trx.raw('coalesce(email_verified_at, now())'), updated_at: trx.fn.now(),
       });
       await trx('refresh_sessions').where({ user_id: existing.id }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
       return { id: Number(existing.id), created: false };
     }
-    const [row] = await trx('users').insert({ email, password_hash: passwordHash, role: 'admin', email_verified_at: trx.fn.now() }).returning<Array<{ id: string }>>('id');
+    const [row] = await trx('users').insert({ email, password_hash: passwordHash, role: 'admin', permissions: [FIRST_ADMIN_PERMISSION], email_verified_at: trx.fn.now() }).returning<Array<{ id: string }>>('id');
     return { id: Number(row!.id), created: true };
   });
 }
@@ -98,7 +104,9 @@ async function main(): Promise<void> {
   const db = createDb({ url: settings.DATABASE_URL ?? DEV_DATABASE_URL, applicationName: 'create-admin', poolMax: 1 });
   try {
     const result = await createAdmin(db, values.email, password);
-    console.log(result.created ? `Created administrator ${values.email} (user id ${result.id})` : `Promoted ${values.email} (user id ${result.id}) to administrator with the new password`);
+    console.log(result.created
+      ? `Created administrator ${values.email} (user id ${result.id}), with agent.use`
+      : `Promoted ${values.email} (user id ${result.id}) to administrator with the new password, with agent.use`);
   } finally {
     await db.destroy();
   }

@@ -17,6 +17,7 @@ import { migrateLatest } from '../../migrations/runner';
 import { enrollHost } from '../../agent/hosts/host-registry';
 import { secretMatches } from '../../lib/identity/constant-time';
 import { loadSettings } from '../../lib/settings';
+import { startDemoModelIfWanted } from './demo-model';
 import { assertPortsFree } from './ports';
 import { ensureDevVersitygw } from './versitygw';
 import { DEV_DATABASE_URL } from './postgres';
@@ -103,6 +104,8 @@ async function main(): Promise<void> {
     await db.destroy();
   }
   const host = await ensureHostEnrollment(databaseUrl);
+  // No registry and no credential configured: a scripted demo model to talk to (docs/demo-model.md).
+  const demo = await startDemoModelIfWanted(process.env, settings);
 
   log('building (tsc)');
   const build = run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
@@ -110,6 +113,7 @@ async function main(): Promise<void> {
 
   const baseEnv: Record<string, string> = {
     ...devS3,
+    ...demo?.env,
     DATABASE_URL: databaseUrl,
     AUTH_JWT_SECRET: devSecret('AUTH_JWT_SECRET', 'auth-jwt-secret'),
     GATEWAY_GRANT_DISPATCH_TOKEN: devSecret('GATEWAY_GRANT_DISPATCH_TOKEN', 'grant-dispatch-token'),
@@ -168,6 +172,7 @@ async function main(): Promise<void> {
   log('  Temporal UI  http://127.0.0.1:8233');
   if (devS3.S3_ENDPOINT) log(`  S3 (dev)     ${devS3.S3_ENDPOINT}   bucket ${devS3.S3_BUCKET} (versitygw; keys in .data/secrets/versitygw-s3.json)`);
   log(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);
+  if (demo) log(demo.banner);
   log('Ctrl-C stops these processes; `npm run stack:stop` also stops PostgreSQL, Temporal and dockerd.');
 }
 

@@ -72,6 +72,8 @@ export interface AgentStackOptions {
   pricing?: { prompt: string; completion: string };
   /** More YAML fields of `agent-model`'s entry, e.g. `supports_tools: true` (written after a comma). */
   modelFields?: string;
+  /** `agent-model`'s upstream base URL (with `/v1`) instead of the stack's fake upstream, e.g. the demo upstream. */
+  upstreamUrl?: string;
   /** The forge of the control worker's publisher (docs/publisher.md); without it completed turns are not published. */
   forgeFor?: ControlActivityDeps['forgeFor'];
   /** More gateway environment (e.g. `CONSOLE_DIR` for console tests), after the stack's own. */
@@ -96,7 +98,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   const upstream = await startFakeUpstream();
   const gateway = await startTestGateway({
     db: t.db,
-    modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${upstream.url}", api_key: upstream-key${
+    modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${options.upstreamUrl ?? upstream.url}", api_key: upstream-key${
       options.pricing ? `, pricing: { prompt: "${options.pricing.prompt}", completion: "${options.pricing.completion}" }` : ''}${options.modelFields ? `, ${options.modelFields}` : ''} }\n`,
     env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', ...options.gatewayEnv },
   });

@@ -244,6 +244,20 @@ models:
 `), RegistryConfigError);
   });
 
+  it('demo: true marks a scripted stand-in; absent it is left out; a non-boolean stops startup naming the key', () => {
+    const { registry } = load(`
+models:
+  - { id: d, name: D, demo: true, provider: generic_compat, base_url: http://h/v1 }
+  - { id: r, name: R, demo: false, provider: generic_compat, base_url: http://h/v1 }
+`);
+    assert.equal(registry.byName.get('d')?.demo, true);
+    assert.equal('demo' in registry.byName.get('r')!, false);
+    assert.throws(() => load(`
+models:
+  - { id: d, name: D, demo: "yes", provider: generic_compat, base_url: http://h/v1 }
+`), /model 'd': invalid 'demo'/);
+  });
+
   it('loads router routewise (installed); a known strategy whose package is missing stops startup saying so', () => {
     const yaml = { id: 'm', name: 'M', provider: 'generic_compat', base_url: 'http://h/v1', router: 'routewise', router_params: { objective: 'cost' } };
     const ctx = { ...registryBuildContext({}), file: 'models.yaml', warn: () => undefined };
