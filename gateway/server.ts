@@ -13,6 +13,7 @@ import { beginRequest } from '../lib/http/request-context';
 import type { RouteEntry } from '../lib/http/route-access';
 import { createGatewayApp, type GatewayDeps } from './app';
 import type { Caller } from './auth/caller';
+import type { PresentedCredential } from './auth/gate';
 import { describeRequest } from './auth/request-origin';
 import { ensureGrantCached, isGrantToken } from './agent-grants/grant-cache';
 import { bearerToken } from '../lib/http/json-body';
@@ -32,12 +33,15 @@ import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandl
  */
 export type InferenceRoute = InferenceHandler & { errorShape?: ErrorBodyShape; xApiKey?: boolean };
 
-/** The credential header of a request: `Authorization`, else (on `xApiKey` routes) `X-Api-Key` as a bearer token. */
-function authorizationOf(req: IncomingMessage, route: InferenceRoute): string | undefined {
+/**
+ * The credential of a request: `Authorization`, else (on `xApiKey` routes) `X-Api-Key` as a bearer
+ * token. On those routes a request with neither counts as `x-api-key` (what their clients send).
+ */
+function credentialOf(req: IncomingMessage, route: InferenceRoute): PresentedCredential {
   const authorization = req.headers.authorization;
-  if (authorization !== undefined || !route.xApiKey) return authorization;
+  if (authorization !== undefined || !route.xApiKey) return { authorization, header: 'authorization' };
   const key = req.headers['x-api-key'];
-  return typeof key === 'string' && key.length > 0 ? `Bearer ${key}` : undefined;
+  return { authorization: typeof key === 'string' && key.length > 0 ? `Bearer ${key}` : undefined, header: 'x-api-key' };
 }
 
 /**
@@ -76,13 +80,14 @@ async function runInference(handler: InferenceRoute, req: IncomingMessage, res: 
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
-    const authorization = authorizationOf(req, handler);
+    const credential = credentialOf(req, handler);
+    const { authorization } = credential;
     if (deps.settings.USER_AUTH_ENABLED && deps.grants) {
       // Only inference grants may need a database read on a cache miss; API keys never wait here.
       const token = bearerToken(authorization);
       if (token !== undefined && isGrantToken(token)) await ensureGrantCached(deps.grants, token, () => deps.gate.blocklist.blocked(origin.client));
     }
-    state.caller = deps.gate.admit(origin.client, authorization, path, state);
+    state.caller = deps.gate.admit(origin.client, credential, path, state);
     if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
     await handler(new Context(req, res, state));
   } catch (thrown) {

@@ -11,7 +11,7 @@ import { EXECUTION_PROFILES, SANDBOX_BACKENDS } from './execution-profiles';
 export const AGENT_DRIVERS = ['builtin', 'cli', 'codex', 'claude-code'] as const;
 export type AgentDriverKind = (typeof AGENT_DRIVERS)[number];
 
-import { flag, optionalString, port } from './settings-fields';
+import { flag, optionalString, optionalUrl, port } from './settings-fields';
 import { refineToolSettings, toolSettingsShape } from './settings-tools';
 
 export type { McpStdioTemplates } from './settings-tools';
@@ -75,8 +75,15 @@ export const settingsShape = {
   ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
   /** Lifetime of a refresh session (the cookie), days. Default 30. */
   REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
-  /** Public base URL of the site (links in e-mails); else the manifest's `site.public_base_url`, else `http://localhost:<GATEWAY_PORT>`. */
-  SITE_PUBLIC_BASE_URL: optionalString(),
+  /** Public base URL of the site (links in e-mails, `/site-config`); else the active manifest's `site.public_base_url`, else `http://localhost:<GATEWAY_PORT>`. */
+  SITE_PUBLIC_BASE_URL: optionalUrl(),
+  /** The site's name (e-mails, `/site-config`); else the active manifest's `distribution.display_name`, else `Inference Gateway`. */
+  // eslint-disable-next-line no-control-regex -- the rule is "no control characters"
+  SITE_NAME: optionalString().refine((v) => v === undefined || (v.length <= 120 && !/[\u0000-\u001f\u007f]/.test(v)), 'one line of at most 120 characters'),
+  /** URL of the site's documentation (`/site-config`); else the active branding's `links.docs`, else none. */
+  SITE_DOCS_URL: optionalUrl(),
+  /** Support e-mail address (`/site-config`); else the active manifest's `site.support_email`, else none. */
+  SITE_SUPPORT_EMAIL: optionalString().refine((v) => v === undefined || /^[^\s@]+@[^\s@]+$/.test(v), 'must be an e-mail address'),
   /** `false`: the refresh cookie is sent without `Secure` (plain-HTTP development only). Default true. */
   COOKIE_SECURE: flag(true),
   /** Open sign-up (`POST /auth/signup`); the runtime switch overrides it (spec 2.7, 5.10). Default true. */
@@ -216,6 +223,12 @@ export const settingsShape = {
   TEMPORAL_CONTROL_TASK_QUEUE: z.string().default('control'),
   /** Base URL of the Temporal UI the operator console links each chat, sandbox and host workflow to (`<url>/namespaces/<ns>/workflows/<id>`). Default `http://127.0.0.1:8233` (the dev server's UI). */
   TEMPORAL_UI_URL: z.string().url().refine((v) => /^https?:\/\//.test(v), 'must be an http(s) URL').default('http://127.0.0.1:8233'),
+  /**
+   * A prebuilt workflow bundle the control worker loads instead of bundling `workflows/` at start.
+   * `npm start` sets it to `dist/workflow-bundle.js`, which it rebuilds whenever the compiled
+   * workflows change (ops/dev/workflow-bundle-step.ts). Unset (default): bundle at start.
+   */
+  TEMPORAL_WORKFLOW_BUNDLE_PATH: optionalString(),
 
   // ---- execution host (host runner) ----
   /** Identity of this execution host; its task queue is `host:<id>`. Default: the machine's hostname. */

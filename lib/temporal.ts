@@ -40,13 +40,25 @@ export async function temporalReachable(connection: Connection, timeoutMs: numbe
 
 const pinoLevels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 
+/**
+ * SDK warnings that describe this deployment's design rather than a problem, logged at INFO so a
+ * clean start shows no warning: the host runner registers activities only (workflows run on the
+ * control worker), which the SDK reports as a warning.
+ */
+const EXPECTED_SDK_WARNINGS: ReadonlySet<string> = new Set(['No workflows registered, not polling for workflow tasks']);
+
+/** The process-log level of one Temporal SDK log entry (its own level, but expected warnings at INFO). */
+export function sdkEntryLevel(entry: { level: LogLevel; message: string }): 'trace' | 'debug' | 'info' | 'warn' | 'error' {
+  return entry.level === 'WARN' && EXPECTED_SDK_WARNINGS.has(entry.message) ? 'info' : pinoLevels[entry.level];
+}
+
 /** Sends the Temporal SDK's own logs (worker lifecycle, core) to the process logger. Call once, first. */
 export function installTemporalRuntime(log: Logger, level: LogLevel = 'INFO'): void {
   Runtime.install({
     // The process's own shutdown sequence (lib/shutdown.ts) owns the signals and stops workers in order.
     shutdownSignals: [],
     logger: new DefaultLogger(level, (entry) => {
-      log[pinoLevels[entry.level]]({ source: 'temporal', ...entry.meta }, entry.message);
+      log[sdkEntryLevel(entry)]({ source: 'temporal', ...entry.meta }, entry.message);
     }),
   });
 }

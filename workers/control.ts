@@ -54,7 +54,10 @@ async function main(): Promise<void> {
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_CONTROL_TASK_QUEUE,
-    workflowsPath: require.resolve('../workflows'),
+    // npm start's prebuilt bundle (rebuilt whenever dist/workflows changes), else bundled here.
+    ...(env.TEMPORAL_WORKFLOW_BUNDLE_PATH
+      ? { workflowBundle: { codePath: env.TEMPORAL_WORKFLOW_BUNDLE_PATH } }
+      : { workflowsPath: require.resolve('../workflows') }),
     activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client, agentSettings, ...publisherForge }),
   });
   const scheduleId = await ensureDeletionSweepSchedule(client, settings).catch((err: unknown) => {

@@ -33,7 +33,9 @@ const ref = z.string().min(1).max(255).regex(/^[^\s\0]+$/, 'must not contain whi
 export const createJobSchema = z.object({
   prompt,
   model: z.string().min(1).max(256),
-  repo: z.string().min(1).max(512).refine((repo) => !hasUserinfo(repo), 'must not carry credentials (user:password@); access comes from the deployment').nullable(),
+  // Required but nullable: a job either names its repository or asks for a temporary workspace with `null`.
+  repo: z.string({ error: (issue) => (issue.input === undefined ? 'is required: the repository to work on, or null for a temporary workspace' : undefined) })
+    .min(1).max(512).refine((repo) => !hasUserinfo(repo), 'must not carry credentials (user:password@); access comes from the deployment').nullable(),
   base_ref: ref.optional(),
   base_sha: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a hex commit id').optional(),
   environment_id: z.string().min(1).max(128).optional(),

@@ -52,21 +52,19 @@ export function siteViewOf(body: unknown): SiteView {
   const site = record(root.site);
   const features = record(root.features);
   const branding = record(root.branding);
-  const identity = record(site.identity ?? branding.organization);
+  const brandSite = record(branding.site);
   const images = record(branding.images);
-  const linkSource = record(branding.links);
-  const links = Object.entries(linkSource)
-    .map(([label, url]) => ({ label, url: safeUrl(url) }))
-    .filter((l) => l.url !== '');
+  const named = Object.entries(record(branding.links)).map(([label, url]) => ({ label: label[0]!.toUpperCase() + label.slice(1), url: safeUrl(url) }));
+  const header = (Array.isArray(branding.header_links) ? branding.header_links : []).map((l) => ({ label: text(record(l).label), url: safeUrl(record(l).url) }));
   return {
-    name: text(site.name, text(identity.name, 'Gateway')) || 'Gateway',
-    description: text(branding.site_description, text(site.description)),
+    name: text(site.name, text(record(branding.organization).name)) || 'Gateway',
+    description: text(brandSite.description),
     logoUrl: safeUrl(images.logo),
     supportEmail: text(site.support_email),
     docsUrl: safeUrl(site.docs_url),
     storageNamespace: text(branding.storage_namespace, 'console').replace(/[^A-Za-z0-9_.-]/g, '') || 'console',
-    links,
-    dataPolicyNotice: text(branding.data_policy_notice),
+    links: [...header, ...named].filter((l) => l.url !== '' && l.label !== ''),
+    dataPolicyNotice: text(record(branding.data_policy).notice),
     publicSignup: features.public_signup !== false,
   };
 }

@@ -83,6 +83,21 @@ export function unauthorized(): AppError {
   return new AppError('unauthorized', 'Missing or invalid API key (Authorization: Bearer <key>)');
 }
 
+/**
+ * Where an inference request's key came from: `Authorization`, or `X-Api-Key` (messages routes
+ * only, when `Authorization` is absent). A 401 names the header that was read, so a client whose
+ * `x-api-key` is wrong is not sent looking at `Authorization`.
+ */
+export type CredentialHeader = 'authorization' | 'x-api-key';
+
+/** The 401 of an inference request, naming the header its key was read from. */
+export function unauthorizedVia(header: CredentialHeader, presented: boolean): AppError {
+  if (header === 'authorization') return unauthorized();
+  return new AppError('unauthorized', presented
+    ? 'Invalid API key in the x-api-key header: send a gateway API key as x-api-key: <key> (or Authorization: Bearer <key>)'
+    : 'Missing API key: send a gateway API key as x-api-key: <key> or Authorization: Bearer <key>');
+}
+
 /** The caller of a request that needs a key (401 otherwise). */
 export function requireCaller(authenticator: Authenticator, authorization: string | undefined): Caller {
   const caller = authenticator.authenticate(authorization);

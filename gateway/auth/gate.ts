@@ -11,7 +11,7 @@ import { secretPrefix } from '../../lib/crypto';
 import { bearerToken } from '../../lib/http/json-body';
 import type { Rejection } from '../request-log/entry';
 import { BLOCKED_MESSAGE, blocklistSource, type AuthFailureBlocklist } from './auth-failure-blocklist';
-import { unauthorized, type Authenticator, type Caller } from './caller';
+import { unauthorizedVia, type Authenticator, type Caller, type CredentialHeader } from './caller';
 import type { ClientIpInfo } from './client-address';
 
 /** Where a refusal is recorded (the request state). */
@@ -22,6 +22,12 @@ export interface RejectionTarget {
 export interface GateOptions {
   /** `AUTH_FAILURE_IDENTIFY_CALLER`: name the account of a failed key in `auth_failure` lines. */
   identifyCaller: boolean;
+}
+
+/** An inference request's credential: the `Authorization` value (an `X-Api-Key` as `Bearer <key>`) and the header it came from. */
+export interface PresentedCredential {
+  authorization: string | undefined;
+  header: CredentialHeader;
 }
 
 /** 429 for a blocked source. */
@@ -68,8 +74,12 @@ export class AuthGate {
     }
   }
 
-  /** The caller of an inference request, or 429 (blocked) / 401 (no valid key). */
-  admit(client: ClientIpInfo, authorization: string | undefined, path: string, into?: RejectionTarget): Caller {
+  /**
+   * The caller of an inference request, or 429 (blocked) / 401 (no valid key). `credential.header`
+   * says where the key was read from (the 401 names it).
+   */
+  admit(client: ClientIpInfo, credential: PresentedCredential, path: string, into?: RejectionTarget): Caller {
+    const { authorization } = credential;
     this.refuseBlocked(client, authorization, into);
     const result = this.authenticator.check(authorization);
     if (result.ok) return result.caller;
@@ -77,6 +87,6 @@ export class AuthGate {
       this.recordFailure(client, { path, reason: result.state, credential: bearerToken(authorization), userId: result.key?.userId });
     }
     if (into) into.rejection = { reason: result.state === 'missing' ? 'missing_api_key' : 'invalid_api_key', credentialState: result.state };
-    throw unauthorized();
+    throw unauthorizedVia(credential.header, result.state !== 'missing');
   }
 }

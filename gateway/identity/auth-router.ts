@@ -22,6 +22,7 @@ import {
 } from './accounts';
 import { FixedWindowLimiter } from './rate-limit';
 import { signupState } from './signup-policy';
+import { siteIdentity } from './site-identity';
 
 export const REFRESH_COOKIE = 'gw_refresh';
 const BODY_LIMIT = 64 * 1024;
@@ -58,8 +59,7 @@ function rateLimited(retryAfter: number): AppError {
 }
 
 function siteUrl(deps: GatewayDeps): string {
-  const manifest = deps.distribution.status === 'active' || deps.distribution.status === 'dark' ? deps.distribution.manifest : undefined;
-  return deps.settings.SITE_PUBLIC_BASE_URL ?? manifest?.site?.public_base_url ?? `http://localhost:${deps.settings.GATEWAY_PORT}`;
+  return siteIdentity(deps.settings, deps.distribution).publicBaseUrl;
 }
 
 function setRefreshCookie(ctx: Ctx, deps: GatewayDeps, token: string | null): void {

@@ -11,6 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Logger } from '../../lib/logger';
+import { readBranding, type Branding } from './branding';
 import type { ActiveManifestPaths } from './paths';
 
 const manifestSchema = z.object({
@@ -32,7 +33,8 @@ export type Manifest = z.infer<typeof manifestSchema>;
 export type DistributionState =
   | { status: 'none' }
   | { status: 'dark'; manifest: Manifest | undefined }
-  | { status: 'active'; manifest: Manifest; dir: string }
+  /** `branding`: the validated document named by `site.branding` (absent when it names none). */
+  | { status: 'active'; manifest: Manifest; dir: string; branding?: Branding | undefined }
   /** Active, but the file did not load: the gateway serves no models. */
   | { status: 'failed'; error: string }
   /** A mode other than `dark`/`active`, an empty mode, or `active` without a path. */
@@ -56,6 +58,19 @@ export function readManifest(path: string): Manifest {
   return parsed.data;
 }
 
+/**
+ * The manifest's branding document (`site.branding`, relative to the manifest's directory), read
+ * and validated; throws naming the file and the key, so an invalid document fails the manifest.
+ */
+function brandingOf(manifest: Manifest, dir: string): Branding | undefined {
+  const path = manifest.site?.branding;
+  return path ? readBranding(resolve(dir, path)) : undefined;
+}
+
+/**
+ * The distribution's state from its settings. An active manifest whose file or branding document
+ * is invalid is `failed` (logged CRITICAL, no models); in dark mode either only logs a warning.
+ */
 export function loadDistribution(options: { path: string | undefined; mode: string | undefined; cwd: string; log: Logger }): DistributionState {
   const { log } = options;
   const mode = options.mode ?? 'dark';
@@ -74,11 +89,17 @@ export function loadDistribution(options: { path: string | undefined; mode: stri
   try {
     const manifest = readManifest(file);
     if (mode === 'dark') {
-      log.info({ path: file }, `Distribution manifest ${file} is valid (dark mode: not applied)`);
+      try {
+        brandingOf(manifest, dirname(file));
+        log.info({ path: file }, `Distribution manifest ${file} is valid (dark mode: not applied)`);
+      } catch (err) {
+        log.warn({ path: file, event: 'branding_invalid' }, `Distribution manifest ${file}: ${(err as Error).message} (dark mode: not applied)`);
+      }
       return { status: 'dark', manifest };
     }
+    const branding = brandingOf(manifest, dirname(file));
     log.info({ path: file }, `Distribution manifest ${file} is active`);
-    return { status: 'active', manifest, dir: dirname(file) };
+    return { status: 'active', manifest, dir: dirname(file), branding };
   } catch (err) {
     const error = (err as Error).message;
     if (mode === 'dark') {

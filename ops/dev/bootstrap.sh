@@ -7,7 +7,11 @@ cd "$(dirname "$0")/../.."
 mkdir -p .data/logs .tools
 exec 9>.data/bootstrap.lock
 flock 9
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+if [ -L node_modules ]; then
+  # A shared install (a git worktree pointing at another checkout's node_modules): npm ci here
+  # would empty the shared directory under everyone using it. Install where it points instead.
+  [ -f node_modules/.package-lock.json ] || { echo "[bootstrap] node_modules -> $(readlink node_modules) has no install: run npm ci there" >&2; exit 1; }
+elif [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "[bootstrap] installing Node dependencies (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi

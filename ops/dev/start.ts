@@ -1,13 +1,15 @@
 /**
  * `npm start` (after the bootstrap): checks that the gateway's and the API's ports are free,
- * applies migrations, enrolls this machine as an execution host, builds, then runs gateway
- * (`GATEWAY_PORT`, 8080), api (`API_PORT`, 8081), the control worker and the host runner in the
- * foreground with prefixed output. Ctrl-C stops these processes cleanly, each draining once: the
+ * applies migrations, enrolls this machine as an execution host, builds what changed
+ * (ops/dev/build-steps.ts), then runs gateway (`GATEWAY_PORT`, 8080) and api (`API_PORT`, 8081),
+ * and once both answer `/health`, the control worker and the host runner, in the foreground
+ * (ops/dev/process-group.ts: readable lines on a terminal, JSON otherwise; everything also in
+ * `.data/logs/start-<date>.log`). Ctrl-C stops these processes cleanly, each draining once: the
  * terminal's SIGINT and the SIGTERM sent here are one request to them (lib/shutdown.ts); SIGKILL
- * after the grace period. The backing services keep running (`npm run stack:stop`).
- * If any process exits on its own, the others are stopped and `npm start` exits non-zero.
+ * after the grace period; one summary line. The backing services keep running
+ * (`npm run stack:stop`). If any process exits on its own, the others are stopped and
+ * `npm start` exits non-zero.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -18,21 +20,23 @@ import { enrollHost } from '../../agent/hosts/host-registry';
 import { secretMatches } from '../../lib/identity/constant-time';
 import { loadSettings } from '../../lib/settings';
 import { startDemoModelIfWanted } from './demo-model';
+import { runBuildSteps } from './build-steps';
+import { startLine } from './log-format';
+import { ProcessGroup, type ProcessSpec } from './process-group';
+import { WORKFLOW_BUNDLE } from './workflow-bundle-step';
 import { assertPortsFree } from './ports';
 import { ensureDevVersitygw } from './versitygw';
 import { DEV_DATABASE_URL } from './postgres';
-import { DATA, ROOT, run } from './sh';
+import { DATA, LOGS, ROOT } from './sh';
 
 const GRACE_MS = 12_000;
 
-interface ProcessSpec {
-  name: string;
-  script: string;
-  env?: Record<string, string>;
-}
+/** Readable, coloured lines on a terminal (`NO_COLOR` turns colour off); JSON lines elsewhere. */
+const READABLE = process.stdout.isTTY === true;
+const COLOUR = READABLE && !process.env.NO_COLOR;
 
 function log(message: string): void {
-  console.log(`[start] ${message}`);
+  console.log(startLine(message, { readable: READABLE, colour: COLOUR }));
 }
 
 /** This machine's host id and its enrollment credential, enrolled once and kept under `.data/`. */
@@ -55,20 +59,6 @@ async function ensureHostEnrollment(databaseUrl: string): Promise<{ hostId: stri
   }
 }
 
-function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.WriteStream): void {
-  let pending = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    pending += chunk;
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) out.write(`[${name}] ${line}\n`);
-  });
-  stream.on('end', () => {
-    if (pending) out.write(`[${name}] ${pending}\n`);
-  });
-}
-
 /**
  * A dev-stack secret: the environment's value when set, else a random one kept in
  * `.data/secrets/<file>` (mode 0600) so it survives restarts of `npm start` (logins keep working,
@@ -85,6 +75,12 @@ function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN' |
     writeFileSync(path, randomBytes(48).toString('base64url'), { mode: 0o600 });
   }
   return readFileSync(path, 'utf8').trim();
+}
+
+/** The `/health` URL of a server listening on `host:port` (a wildcard address is reached on loopback). */
+function healthUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}/health`;
 }
 
 async function main(): Promise<void> {
@@ -107,9 +103,9 @@ async function main(): Promise<void> {
   // No registry and no credential configured: a scripted demo model to talk to (docs/demo-model.md).
   const demo = await startDemoModelIfWanted(process.env, settings);
 
-  log('building (tsc)');
-  const build = run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('build failed');
+  for (const step of await runBuildSteps(ROOT)) {
+    log(`build ${step.name}: ${step.outcome === 'built' ? `built in ${(step.ms / 1000).toFixed(1)} s` : `unchanged (checked in ${step.ms} ms)`}`);
+  }
 
   const baseEnv: Record<string, string> = {
     ...devS3,
@@ -123,60 +119,51 @@ async function main(): Promise<void> {
     AGENT_GATEWAY_URL: process.env.AGENT_GATEWAY_URL ?? `http://127.0.0.1:${settings.GATEWAY_PORT}`,
     AGENT_API_URL: process.env.AGENT_API_URL ?? `http://127.0.0.1:${settings.API_PORT}`,
   };
-  const specs: ProcessSpec[] = [
-    { name: 'gateway', script: 'dist/gateway/main.js' },
-    { name: 'api', script: 'dist/api/main.js' },
-    { name: 'control', script: 'dist/workers/control.js' },
-    { name: 'host', script: 'dist/workers/host.js', env: { AGENT_HOST_ID: host.hostId, AGENT_HOST_CREDENTIAL: host.credential } },
+  // Started in phases: the workers call the API and the gateway, so they start once both answer /health.
+  const servers: ProcessSpec[] = [
+    { name: 'gateway', script: 'dist/gateway/main.js', ready: { health: healthUrl(settings.GATEWAY_HOST, settings.GATEWAY_PORT) } },
+    { name: 'api', script: 'dist/api/main.js', ready: { health: healthUrl(settings.API_HOST, settings.API_PORT) } },
+  ];
+  const workers: ProcessSpec[] = [
+    {
+      name: 'control', script: 'dist/workers/control.js', env: { TEMPORAL_WORKFLOW_BUNDLE_PATH: join(ROOT, WORKFLOW_BUNDLE) },
+      ready: { logMessage: 'control worker polling' },
+    },
+    {
+      name: 'host', script: 'dist/workers/host.js', env: { AGENT_HOST_ID: host.hostId, AGENT_HOST_CREDENTIAL: host.credential },
+      ready: { logMessage: 'host runner polling' },
+    },
   ];
 
-  const children = new Map<string, ChildProcess>();
-  let stopping = false;
-  let exitCode = 0;
-
-  const stopAll = (reason: string, code: number): void => {
-    if (stopping) return;
-    stopping = true;
-    exitCode = code;
-    log(`stopping (${reason})`);
-    for (const child of children.values()) child.kill('SIGTERM');
-    setTimeout(() => {
-      for (const child of children.values()) child.kill('SIGKILL');
-    }, GRACE_MS).unref();
-  };
-
-  for (const spec of specs) {
-    const child = spawn(process.execPath, ['--enable-source-maps', join(ROOT, spec.script)], {
-      cwd: ROOT,
-      env: { ...process.env, ...baseEnv, ...spec.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.set(spec.name, child);
-    prefixLines(spec.name, child.stdout, process.stdout);
-    prefixLines(spec.name, child.stderr, process.stderr);
-    child.on('exit', (code, signal) => {
-      children.delete(spec.name);
-      if (!stopping) stopAll(`${spec.name} exited (${signal ?? code})`, 1);
-      if (children.size === 0) {
-        log('all processes stopped');
-        process.exit(exitCode);
-      }
-    });
+  const group = new ProcessGroup({
+    root: ROOT, env: { ...process.env, ...baseEnv }, logDir: LOGS, readable: READABLE, colour: COLOUR, graceMs: GRACE_MS,
+    onExit: (code) => process.exit(code),
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => group.stop(signal, 0));
+  try {
+    await group.startPhase(servers);
+    await group.startPhase(workers);
+  } catch (err) {
+    if (group.isStopping) return; // Ctrl-C while starting, or a process exited (already said).
+    group.say(`FAILED: ${(err as Error).message}`, 'error');
+    group.stop('a process did not start', 1);
+    return;
   }
 
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stopAll(signal, 0));
-
-  log('stack is up:');
-  log(`  gateway      http://127.0.0.1:${settings.GATEWAY_PORT}   (GET /health)`);
-  log(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health)`);
-  log('  Temporal UI  http://127.0.0.1:8233');
-  if (devS3.S3_ENDPOINT) log(`  S3 (dev)     ${devS3.S3_ENDPOINT}   bucket ${devS3.S3_BUCKET} (versitygw; keys in .data/secrets/versitygw-s3.json)`);
-  log(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);
-  if (demo) log(demo.banner);
-  log('Ctrl-C stops these processes; `npm run stack:stop` also stops PostgreSQL, Temporal and dockerd.');
+  // Since this process started (the bootstrap before it is not counted).
+  group.say(`stack is up in ${process.uptime().toFixed(1)} s:`);
+  group.say(`  gateway      http://127.0.0.1:${settings.GATEWAY_PORT}   (GET /health)`);
+  group.say(`  api          http://127.0.0.1:${settings.API_PORT}   (GET /health)`);
+  group.say('  Temporal UI  http://127.0.0.1:8233');
+  if (devS3.S3_ENDPOINT) group.say(`  S3 (dev)     ${devS3.S3_ENDPOINT}   bucket ${devS3.S3_BUCKET} (versitygw; keys in .data/secrets/versitygw-s3.json)`);
+  group.say(`  host runner  ${host.hostId} on task queue host:${host.hostId}`);
+  group.say(`  console      http://127.0.0.1:${settings.GATEWAY_PORT}/console/`);
+  group.say(`  full log     ${group.logFile}`);
+  if (demo) group.say(demo.banner);
+  group.say('Ctrl-C stops these processes; `npm run stack:stop` also stops PostgreSQL, Temporal and dockerd.');
 }
 
 main().catch((err: unknown) => {
-  console.error(`[start] FAILED: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(startLine(`FAILED: ${err instanceof Error ? err.message : String(err)}`, { readable: READABLE, colour: COLOUR, level: 'error' }));
   process.exit(1);
 });

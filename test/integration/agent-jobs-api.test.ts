@@ -87,6 +87,11 @@ describe('agent owner API without a reachable Temporal, and the source-control a
       }
       const invalid = await createJob(api, { repo: null, execution_profile: 'root-v0' });
       assert.equal(invalid.status, 400);
+      const noRepo = await postJson(`${api.url}/v1/agent/jobs`, { prompt: 'do it', model: 'm' }, { authorization: `Bearer ${key}` });
+      assert.equal(noRepo.status, 400);
+      const noRepoError = ((await noRepo.json()) as { error: { message: string; param: string } }).error;
+      assert.equal(noRepoError.param, 'repo');
+      assert.equal(noRepoError.message, "Invalid field 'repo': is required: the repository to work on, or null for a temporary workspace");
       assert.equal(await jobs(), before, 'a refused job writes nothing');
       assert.equal(await profileOf(await createJob(api, { repo: 'acme/reviewed', execution_profile: 'trusted-v1' })), 'trusted-v1');
       assert.equal(await profileOf(await createJob(api, { repo: 'acme/reviewed' })), 'untrusted-vm-v1', 'reviewed, but the deployment default is the safe one');

@@ -72,8 +72,15 @@ describe('messages surface: keys, errors and the request log (PostgreSQL)', func
     assert.equal((await post('/anthropic/v1/messages/count_tokens', { 'x-api-key': key })).status, 200);
     const none = await post('/v1/messages', {});
     assert.equal(none.status, 401);
-    assert.equal(((await none.json()) as { error: { type: string } }).error.type, 'authentication_error');
-    assert.equal((await post('/v1/messages', { 'x-api-key': key, authorization: 'Bearer sk-wrong' })).status, 401, 'Authorization wins');
+    const noneBody = (await none.json()) as { error: { type: string; message: string } };
+    assert.equal(noneBody.error.type, 'authentication_error');
+    assert.match(noneBody.error.message, /^Missing API key: send a gateway API key as x-api-key/);
+    const wrong = await post('/v1/messages', { 'x-api-key': 'sk-wrong' });
+    assert.equal(wrong.status, 401);
+    assert.match(((await wrong.json()) as { error: { message: string } }).error.message, /Invalid API key in the x-api-key header/, 'the 401 names the header that was read');
+    const bothWrong = await post('/v1/messages', { 'x-api-key': key, authorization: 'Bearer sk-wrong' });
+    assert.equal(bothWrong.status, 401, 'Authorization wins');
+    assert.match(((await bothWrong.json()) as { error: { message: string } }).error.message, /Authorization: Bearer/);
     const chat = await post('/v1/chat/completions', { 'x-api-key': key });
     assert.equal(chat.status, 401, 'chat reads only Authorization');
     assert.equal(((await chat.json()) as { error: { type: string; code: string } }).error.code, 'unauthorized', 'chat keeps its error shape');

@@ -20,6 +20,25 @@ describe('console site configuration', () => {
     assert.equal(view.storageNamespace, 'console');
   });
 
+  it('reads the branding document: description, logo, named and header links (empty hides), storage namespace, data-policy notice', () => {
+    const view = siteViewOf({
+      site: { name: 'Acme AI', support_email: 'help@acme.example', docs_url: 'https://docs.acme.example' },
+      features: { public_signup: true },
+      branding: {
+        site: { description: 'Models for Acme' }, organization: { name: 'Acme' },
+        links: { docs: 'https://docs.acme.example', status: '', home: 'javascript:alert(1)' },
+        header_links: [{ label: 'Blog', url: 'https://acme.example/blog' }],
+        storage_namespace: 'acme', data_policy: { notice: 'We keep logs 30 days.' }, images: { logo: '/assets/acme/logo.svg' },
+      },
+    });
+    assert.equal(view.name, 'Acme AI');
+    assert.equal(view.description, 'Models for Acme');
+    assert.equal(view.logoUrl, '/assets/acme/logo.svg');
+    assert.deepEqual(view.links, [{ label: 'Blog', url: 'https://acme.example/blog' }, { label: 'Docs', url: 'https://docs.acme.example' }]);
+    assert.equal(view.storageNamespace, 'acme');
+    assert.equal(view.dataPolicyNotice, 'We keep logs 30 days.');
+  });
+
   describe('loading', () => {
     let server: Server;
     let answer: (res: ServerResponse) => void;
