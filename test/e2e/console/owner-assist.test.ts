@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../../ops/build/console';
 import { AGENT_MODEL, startAgentStack, type AgentStack } from '../../support/agent-stack';
 import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
@@ -23,7 +23,6 @@ describe('console: improve prompt, retry notices, download limit (real stack, he
   let stack: AgentStack;
   let origin: ConsoleOrigin;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let errors: string[];
   let consoleDir: string;
@@ -34,9 +33,7 @@ describe('console: improve prompt, retry notices, download limit (real stack, he
     stack = await startAgentStack({ gatewayEnv: { CONSOLE_DIR: consoleDir }, env: { WORKSPACE_DOWNLOAD_MAX_MIB: '1' } });
     origin = await startConsoleOrigin(stack.gateway.url, stack.api.url);
     browser = await launchBrowser();
-    ({ context, page, errors } = await newPage(browser, origin.url));
-    // TODO(site-config): the gateway's /site-config is not on main yet; a minimal valid body until it is.
-    await context.route('**/site-config', (route) => route.fulfill({ json: { site: { name: 'Test gateway' }, features: { public_signup: false } } }));
+    ({ page, errors } = await newPage(browser, origin.url));
     await page.goto('/console/chats/new');
     await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
   });

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../../ops/build/console';
 import { startDemoUpstream, type DemoUpstream } from '../../../ops/dev/demo-upstream';
 import { AGENT_MODEL, startAgentStack, type AgentStack } from '../../support/agent-stack';
@@ -23,7 +23,6 @@ describe('console: an owner chat on the demo model (real stack, headless Chromiu
   let stack: AgentStack;
   let origin: ConsoleOrigin;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let errors: string[];
   let consoleDir: string;
@@ -38,9 +37,7 @@ describe('console: an owner chat on the demo model (real stack, headless Chromiu
     });
     origin = await startConsoleOrigin(stack.gateway.url, stack.api.url);
     browser = await launchBrowser();
-    ({ context, page, errors } = await newPage(browser, origin.url));
-    // TODO(site-config): the gateway's /site-config is not on main yet; a minimal valid body until it is.
-    await context.route('**/site-config', (route) => route.fulfill({ json: { site: { name: 'Test gateway' }, features: { public_signup: false } } }));
+    ({ page, errors } = await newPage(browser, origin.url));
     await page.goto('/console/chats/new');
     await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
   });

@@ -67,8 +67,6 @@ describe('console: the owner workspace (real stack, headless Chromium)', functio
     origin = await startConsoleOrigin(stack.gateway.url, stack.api.url);
     browser = await launchBrowser();
     ({ context, page, errors } = await newPage(browser, origin.url));
-    // TODO(site-config): the gateway's /site-config is not on main yet; a minimal valid body until it is.
-    await context.route('**/site-config', (route) => route.fulfill({ json: { site: { name: 'Test gateway' }, features: { public_signup: false } } }));
     await page.goto('/console/');
     await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
   });
