@@ -75,21 +75,9 @@ export async function startAdminConsoleStack(): Promise<AdminConsoleStack> {
   };
 }
 
-/**
- * A site configuration for the shell until `GET /site-config` lands on main.
- * TODO(site-config): remove once the gateway serves /site-config.
- */
-export async function stubSiteConfig(page: Page): Promise<void> {
-  await page.route('**/site-config', (route) => route.fulfill({
-    status: 200, contentType: 'application/json',
-    body: JSON.stringify({ site: { name: 'Test Gateway' }, features: { public_signup: true }, branding: {} }),
-  }));
-}
-
 /** A fresh browser page signed in as `email`, at `/console/<path>` of `baseUrl` (the stack's gateway by default); `errors` collects page errors. */
 export async function openConsole(stack: AdminConsoleStack, email: string, path = '', baseUrl = stack.gw.url): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
   const { context, page, errors } = await newPage(stack.browser, baseUrl);
-  await stubSiteConfig(page);
   await page.goto('/console/');
   await signIn(page, email, PASSWORD);
   if (path) await page.goto(`/console/${path}`);

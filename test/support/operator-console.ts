@@ -28,9 +28,6 @@ export interface OperatorConsole {
   close(): Promise<void>;
 }
 
-/** A minimal valid `/site-config` body. */
-const SITE_CONFIG = { site: { name: 'Operator test' }, features: { public_signup: false }, branding: { storage_namespace: 'optest' } };
-
 export async function startOperatorConsole(stack: AgentStack): Promise<OperatorConsole> {
   const dir = mkdtempSync(join(tmpdir(), 'operator-console-'));
   await buildConsole({ outDir: join(dir, 'console') });
@@ -51,8 +48,6 @@ export async function startOperatorConsole(stack: AgentStack): Promise<OperatorC
 
   const browser = await launchBrowser();
   const { page, errors } = await newPage(browser, gateway.url);
-  // TODO(site-config): served here until the gateway's GET /site-config lands on main.
-  await page.route('**/site-config', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(SITE_CONFIG) }));
   // TODO(one-origin): until the gateway forwards /admin/agent/* to the API (GATEWAY_AGENT_API_URL), the browser's
   // calls to /admin/agent/* on the gateway's origin are carried to the API here, unchanged but for the address.
   await page.route((url) => url.pathname.startsWith('/admin/agent/'), async (route) => {
