@@ -76,6 +76,8 @@ export interface AgentStackOptions {
   upstreamUrl?: string;
   /** The forge of the control worker's publisher (docs/publisher.md); without it completed turns are not published. */
   forgeFor?: ControlActivityDeps['forgeFor'];
+  /** More gateway environment (e.g. `CONSOLE_DIR` for console tests), after the stack's own. */
+  gatewayEnv?: Record<string, string>;
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -98,7 +100,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
     db: t.db,
     modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${options.upstreamUrl ?? upstream.url}", api_key: upstream-key${
       options.pricing ? `, pricing: { prompt: "${options.pricing.prompt}", completion: "${options.pricing.completion}" }` : ''}${options.modelFields ? `, ${options.modelFields}` : ''} }\n`,
-    env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false' },
+    env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', ...options.gatewayEnv },
   });
   const env = await temporalEnv();
   const controlQueue = uniqueTaskQueue('control');

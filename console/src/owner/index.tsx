@@ -1,12 +1,13 @@
-/** The owner workspace's pages. */
-import type { JSX } from 'preact';
+/** The owner workspace's pages (a lazily loaded chunk): chats, starting a chat, one chat, usage. */
 import type { ConsolePage } from '../pages';
-import { Page } from '../ui/parts';
-
-function Chats(): JSX.Element {
-  return <Page title="Chats"><p>Your agent chats.</p></Page>;
-}
+import { ChatPage } from './chat-page';
+import { ChatsPage } from './chats-page';
+import { StartChatPage } from './start-chat-page';
+import { UsagePage } from './usage-page';
 
 export const ownerPages: readonly ConsolePage[] = [
-  { path: '/chats', title: 'Chats', access: 'agent.use', component: Chats },
+  { path: '/chats', title: 'Chats', access: 'agent.use', component: ChatsPage },
+  { path: '/chats/new', title: 'Start a chat', access: 'agent.use', component: StartChatPage },
+  { path: '/chats/:jobId', title: 'Chat', access: 'agent.use', component: ChatPage },
+  { path: '/settings/usage', title: 'Usage', access: 'agent.use', component: UsagePage },
 ];

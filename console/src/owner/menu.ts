@@ -8,5 +8,6 @@ export const ownerArea: ConsoleArea = {
   load: async () => (await import('./index')).ownerPages,
   menu: [
     { path: '/chats', label: 'Chats', access: 'agent.use' },
+    { path: '/settings/usage', label: 'Usage', access: 'agent.use' },
   ],
 };
