@@ -26,6 +26,7 @@ import { startTestApi, TEST_JWT_SECRET, type TestApi } from './api';
 import { freshDatabase, type TestDatabase } from './db';
 import { containerCommands, docker, SANDBOX_IMAGE, testLabels, removeContainers, testRunId, testPreflight, TEST_DISK_ROOT, TEST_RUNTIMES } from './docker';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream';
+import { freeLoopbackPort } from '../../ops/dev/free-port';
 import { startTestGateway, type TestGateway } from './gateway';
 import { captureLogs, type CapturedLogs } from './logs';
 import { temporalEnv, uniqueTaskQueue, workflowBundle } from './temporal';
@@ -78,6 +79,11 @@ export interface AgentStackOptions {
   forgeFor?: ControlActivityDeps['forgeFor'];
   /** More gateway environment (e.g. `CONSOLE_DIR` for console tests), after the stack's own. */
   gatewayEnv?: Record<string, string>;
+  /**
+   * One origin (docs/one-origin.md): the gateway forwards the agent API's paths to the stack's API
+   * (`GATEWAY_AGENT_API_URL`), as `npm start` runs it; the API then listens on a port chosen first.
+   */
+  oneOrigin?: boolean;
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -96,11 +102,13 @@ export async function makeOwner(gatewayUrl: string, t: TestDatabase, email: stri
 export async function startAgentStack(options: AgentStackOptions = {}): Promise<AgentStack> {
   const t = await freshDatabase({ poolMax: options.poolMax });
   const upstream = await startFakeUpstream();
+  const apiPort = options.oneOrigin ? await freeLoopbackPort() : 0;
+  const forwarding: Record<string, string> = options.oneOrigin ? { GATEWAY_AGENT_API_URL: `http://127.0.0.1:${apiPort}` } : {};
   const gateway = await startTestGateway({
     db: t.db,
     modelsYaml: `models:\n  - { id: ${AGENT_MODEL}, name: Agent model, provider: generic_compat, base_url: "${options.upstreamUrl ?? upstream.url}", api_key: upstream-key${
       options.pricing ? `, pricing: { prompt: "${options.pricing.prompt}", completion: "${options.pricing.completion}" }` : ''}${options.modelFields ? `, ${options.modelFields}` : ''} }\n`,
-    env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', ...options.gatewayEnv },
+    env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', ...forwarding, ...options.gatewayEnv },
   });
   const env = await temporalEnv();
   const controlQueue = uniqueTaskQueue('control');
@@ -118,7 +126,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
   const settings = loadSettings({ ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...apiEnv });
   const grants = new GatewayGrantClient({ gatewayUrl: gateway.url, dispatchToken: DISPATCH_TOKEN });
   const objectStore = options.objectStore ?? new FsObjectStore(mkdtempSync(join(tmpdir(), 'agent-store-')));
-  const api = await startTestApi({ db: t.db, temporal: env.client, env: apiEnv, grants, objectStore });
+  const api = await startTestApi({ db: t.db, temporal: env.client, env: apiEnv, grants, objectStore, port: apiPort });
   const { credential } = await enrollHost(t.db, hostId);
   // The host attests what a real preflight of this machine's runtimes saw (once per test process).
   const preflight = await testPreflight();

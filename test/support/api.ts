@@ -35,6 +35,8 @@ export interface TestApiOptions {
   objectStore?: ApiDeps['objectStore'];
   grants?: ApiDeps['grants'];
   repoCredentials?: ApiDeps['repoCredentials'];
+  /** The loopback port to listen on (default: any free one). */
+  port?: number;
 }
 
 export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
@@ -57,7 +59,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     ...(options.repoCredentials ? { repoCredentials: options.repoCredentials } : {}),
   };
   const app = createApiApp(deps);
-  const serving: Serving = await serve(app, { host: '127.0.0.1', port: 0 });
+  const serving: Serving = await serve(app, { host: '127.0.0.1', port: options.port ?? 0 });
   return {
     url: serving.url,
     deps,

@@ -36,6 +36,8 @@ export async function startOperatorConsole(stack: AgentStack): Promise<OperatorC
     env: {
       CONSOLE_DIR: join(dir, 'console'), USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET,
       SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false',
+      // One origin (docs/one-origin.md): the console's /admin/agent/* calls reach the stack's API through this gateway.
+      GATEWAY_AGENT_API_URL: stack.api.url,
     },
   });
   const email = `operator-${stack.hostId}@example.com`;
@@ -48,13 +50,6 @@ export async function startOperatorConsole(stack: AgentStack): Promise<OperatorC
 
   const browser = await launchBrowser();
   const { page, errors } = await newPage(browser, gateway.url);
-  // TODO(one-origin): until the gateway forwards /admin/agent/* to the API (GATEWAY_AGENT_API_URL), the browser's
-  // calls to /admin/agent/* on the gateway's origin are carried to the API here, unchanged but for the address.
-  await page.route((url) => url.pathname.startsWith('/admin/agent/'), async (route) => {
-    const url = new URL(route.request().url());
-    const response = await route.fetch({ url: `${stack.api.url}${url.pathname}${url.search}` });
-    await route.fulfill({ response });
-  });
   await page.goto('/console/');
   await signIn(page, email, OPERATOR_PASSWORD);
   return {

@@ -13,7 +13,6 @@ import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../../ops/build/console';
 import { AGENT_MODEL, startAgentStack, type AgentStack } from '../../support/agent-stack';
 import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
-import { startConsoleOrigin, type ConsoleOrigin } from '../../support/console-origin';
 import { scripted, sentMessages } from '../../support/scripted-conversation';
 
 const REWRITTEN = 'Create README.md describing the widgets service for new contributors; done when the file exists.';
@@ -21,7 +20,6 @@ const REWRITTEN = 'Create README.md describing the widgets service for new contr
 describe('console: improve prompt, retry notices, download limit (real stack, headless Chromium)', function () {
   this.timeout(300_000);
   let stack: AgentStack;
-  let origin: ConsoleOrigin;
   let browser: Browser;
   let page: Page;
   let errors: string[];
@@ -30,16 +28,14 @@ describe('console: improve prompt, retry notices, download limit (real stack, he
   before(async () => {
     consoleDir = mkdtempSync(join(tmpdir(), 'console-owner-'));
     await buildConsole({ outDir: consoleDir });
-    stack = await startAgentStack({ gatewayEnv: { CONSOLE_DIR: consoleDir }, env: { WORKSPACE_DOWNLOAD_MAX_MIB: '1' } });
-    origin = await startConsoleOrigin(stack.gateway.url, stack.api.url);
+    stack = await startAgentStack({ oneOrigin: true, gatewayEnv: { CONSOLE_DIR: consoleDir }, env: { WORKSPACE_DOWNLOAD_MAX_MIB: '1' } });
     browser = await launchBrowser();
-    ({ page, errors } = await newPage(browser, origin.url));
+    ({ page, errors } = await newPage(browser, stack.gateway.url));
     await page.goto('/console/chats/new');
     await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
   });
   after(async () => {
     await browser?.close();
-    await origin?.close();
     await stack?.close();
     if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
   });

@@ -15,13 +15,11 @@ import { buildConsole } from '../../../ops/build/console';
 import { startDemoUpstream, type DemoUpstream } from '../../../ops/dev/demo-upstream';
 import { AGENT_MODEL, startAgentStack, type AgentStack } from '../../support/agent-stack';
 import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
-import { startConsoleOrigin, type ConsoleOrigin } from '../../support/console-origin';
 
 describe('console: an owner chat on the demo model (real stack, headless Chromium)', function () {
   this.timeout(600_000);
   let demo: DemoUpstream;
   let stack: AgentStack;
-  let origin: ConsoleOrigin;
   let browser: Browser;
   let page: Page;
   let errors: string[];
@@ -32,18 +30,16 @@ describe('console: an owner chat on the demo model (real stack, headless Chromiu
     await buildConsole({ outDir: consoleDir });
     demo = await startDemoUpstream(0);
     stack = await startAgentStack({
-      upstreamUrl: demo.url, gatewayEnv: { CONSOLE_DIR: consoleDir },
+      upstreamUrl: demo.url, oneOrigin: true, gatewayEnv: { CONSOLE_DIR: consoleDir },
       modelFields: 'demo: true, supports_tools: true, context_length: 200000, max_output_length: 32000, supported_params: [temperature, top_p, max_tokens, tools, tool_choice, stop, parallel_tool_calls]',
     });
-    origin = await startConsoleOrigin(stack.gateway.url, stack.api.url);
     browser = await launchBrowser();
-    ({ page, errors } = await newPage(browser, origin.url));
+    ({ page, errors } = await newPage(browser, stack.gateway.url));
     await page.goto('/console/chats/new');
     await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
   });
   after(async () => {
     await browser?.close();
-    await origin?.close();
     await stack?.close();
     await demo?.close();
     if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });

@@ -18,7 +18,6 @@ import { buildConsole } from '../../../ops/build/console';
 import { newId } from '../../../agent/jobs/job-store';
 import { AGENT_MODEL, ownerCall, startAgentStack, type AgentStack } from '../../support/agent-stack';
 import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
-import { startConsoleOrigin, type ConsoleOrigin } from '../../support/console-origin';
 import type { Behaviour, RecordedRequest } from '../../support/fake-upstream';
 import { scripted } from '../../support/scripted-conversation';
 
@@ -52,7 +51,6 @@ const askDatabase = claudeTool('AskUserQuestion', {
 describe('console: the owner workspace (real stack, headless Chromium)', function () {
   this.timeout(600_000);
   let stack: AgentStack;
-  let origin: ConsoleOrigin;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -63,16 +61,14 @@ describe('console: the owner workspace (real stack, headless Chromium)', functio
   before(async () => {
     consoleDir = mkdtempSync(join(tmpdir(), 'console-owner-'));
     await buildConsole({ outDir: consoleDir });
-    stack = await startAgentStack({ gatewayEnv: { CONSOLE_DIR: consoleDir }, modelFields: 'supports_tools: true, supported_params: [temperature, max_tokens, parallel_tool_calls]' });
-    origin = await startConsoleOrigin(stack.gateway.url, stack.api.url);
+    stack = await startAgentStack({ oneOrigin: true, gatewayEnv: { CONSOLE_DIR: consoleDir }, modelFields: 'supports_tools: true, supported_params: [temperature, max_tokens, parallel_tool_calls]' });
     browser = await launchBrowser();
-    ({ context, page, errors } = await newPage(browser, origin.url));
+    ({ context, page, errors } = await newPage(browser, stack.gateway.url));
     await page.goto('/console/');
     await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
   });
   after(async () => {
     await browser?.close();
-    await origin?.close();
     await stack?.close();
     if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
   });
