@@ -8,10 +8,8 @@
  * outcomes: the administrator is created; `/v1/models` lists the demo; curl and the `openai`
  * client get the demo's labelled answer; the agent chat's events show the tool use and its result;
  * and the file the agent wrote comes out of the workspace archive.
- *
- * Override: `QUICK_START_AGENT_BASE=api` sends the block's agent commands (`$GATEWAY/v1/agent/…`)
- * to the control-plane API's own port. Use it until the gateway proxies `/v1/agent/*`. Without it
- * (the default), they go to the gateway, as the README says.
+
+ * The agent commands go to the gateway's port, which forwards them to the API (docs/one-origin.md).
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -117,13 +115,9 @@ describe('e2e: the README quick start against npm start with no credentials (dem
   });
 
   it('the quick-start block runs as written and does what it says', async () => {
-    let block = quickStartBlock();
+    const block = quickStartBlock();
     assert.ok(block.includes('$GATEWAY/v1/agent/jobs'), 'the agent commands go to the gateway');
     const env: NodeJS.ProcessEnv = { ...unconfiguredEnv(), DATABASE_URL: t.url, GATEWAY: `http://127.0.0.1:${ports.gateway}` };
-    if (process.env.QUICK_START_AGENT_BASE === 'api') {
-      block = block.replaceAll('$GATEWAY/v1/agent/', '$AGENT_API/v1/agent/');
-      env.AGENT_API = `http://127.0.0.1:${ports.api}`;
-    }
     const result = await run('bash', ['-euo', 'pipefail', '-c', block], env, 300_000);
     const out = result.stdout;
     assert.equal(result.code, 0, `bash exited ${result.code}\nstdout:\n${out}\nstderr:\n${result.stderr}`);
