@@ -118,7 +118,7 @@ function Routed(props: { account: Account; path: string; query: URLSearchParams 
 /** The whole console. */
 export function App(): JSX.Element {
   const { site, error, busy, retry } = useSite();
-  const { account, expired, unreachableSince } = useSession();
+  const { account, expired, outages } = useSession();
   const location = useLocation();
   useEffect(() => {
     if (account) void reloadAccount();
@@ -136,9 +136,11 @@ export function App(): JSX.Element {
           </span>
         ) : null}
       </header>
-      {unreachableSince !== undefined ? (
-        <p class="banner warn" role="status">The server cannot be reached since {time(unreachableSince)}: the console is read-only and shows the last data it read.</p>
-      ) : null}
+      {outages.map((o) => (
+        <p key={o.part} class="banner warn" role="status">
+          The {o.part} is not answering since {time(o.since)} ({o.reason}): the console is read-only and shows the last data it read.
+        </p>
+      ))}
       {account ? (
         <div class="body">
           <Menu account={account} path={location.path} />

@@ -7,8 +7,9 @@
  * - An expired access token is renewed once through the refresh cookie (`POST /auth/refresh`);
  *   when that fails the call waits for the person to log in again (the shell shows the login
  *   dialog over the page, which stays mounted with its form), then is sent again.
- * - A network failure or a 502/503/504 marks the server unreachable: the shell says the console
- *   is read-only and action buttons are disabled until a call succeeds again.
+ * - A network failure or a 502/503/504 marks that part of the server (the gateway, or the agent API
+ *   it forwards to) unreachable with the server's reason: the shell says the console is read-only
+ *   and action buttons are disabled until a call to that part succeeds again.
  */
 import { useEffect, useState } from 'preact/hooks';
 
@@ -39,7 +40,13 @@ const notify = (): void => listeners.forEach((l) => l());
 let storageKey = 'console.session';
 let session: Session | undefined;
 let expired = false;
-let unreachableSince: number | undefined;
+/** A part of the server that does not answer (the gateway itself, or the agent API behind it), since when and why. */
+export interface Outage {
+  part: 'gateway' | 'agent API';
+  since: number;
+  reason: string;
+}
+const outages = new Map<Outage['part'], Outage>();
 let waiters: Array<() => void> = [];
 
 /** Namespaces the stored session (the branding's browser-storage namespace). */
@@ -103,12 +110,22 @@ async function errorOf(res: Response): Promise<ApiError> {
   return new ApiError(res.status, message, code, param);
 }
 
-function markReachable(reachable: boolean): void {
-  const next = reachable ? undefined : (unreachableSince ?? Date.now());
-  if (next !== unreachableSince) {
-    unreachableSince = next;
-    notify();
+/** Which part of the server answers a path: the agent API's paths are forwarded by the gateway (docs/one-origin.md). */
+export function partOf(path: string): Outage['part'] {
+  return /^\/(v1\/agent|admin\/agent)(\/|\?|$)/.test(path) ? 'agent API' : 'gateway';
+}
+
+function markReachable(path: string, reason: string | undefined): void {
+  const part = partOf(path);
+  const before = outages.get(part);
+  if (reason === undefined) {
+    if (!before) return;
+    outages.delete(part);
+  } else {
+    if (before?.reason === reason) return;
+    outages.set(part, { part, since: before?.since ?? Date.now(), reason });
   }
+  notify();
 }
 
 async function refresh(): Promise<boolean> {
@@ -153,11 +170,13 @@ export async function api<T = unknown>(path: string, options: CallOptions = {}):
       });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
-      markReachable(false);
+      markReachable(path, 'the server cannot be reached');
       throw new ApiError(0, 'The server cannot be reached');
     }
-    if (res.status === 502 || res.status === 503 || res.status === 504) markReachable(false);
-    else markReachable(true);
+    if (res.status === 502 || res.status === 503 || res.status === 504) {
+      const error = await errorOf(res.clone());
+      markReachable(path, error.message);
+    } else markReachable(path, undefined);
     if (res.status === 401 && session && attempt < 3) {
       if (!(await refresh())) await waitForLogin();
       continue;
@@ -220,14 +239,16 @@ export async function reloadAccount(): Promise<void> {
 }
 
 /** Session and connectivity state, re-rendering when either changes. */
-export function useSession(): { account: Account | undefined; expired: boolean; unreachableSince: number | undefined; token: string | undefined } {
+export function useSession(): { account: Account | undefined; expired: boolean; unreachableSince: number | undefined; outages: Outage[]; token: string | undefined } {
   const [, tick] = useState(0);
   useEffect(() => {
     const listener = (): void => tick((n) => n + 1);
     listeners.add(listener);
     return () => void listeners.delete(listener);
   }, []);
-  return { account: session?.account, expired, unreachableSince, token: session?.token };
+  const down = [...outages.values()];
+  const unreachableSince = down.length ? Math.min(...down.map((o) => o.since)) : undefined;
+  return { account: session?.account, expired, unreachableSince, outages: down, token: session?.token };
 }
 
 /** The access token, for the few calls that cannot go through `api` (EventSource is not used: see streams). */

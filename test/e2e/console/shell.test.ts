@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { buildConsole } from '../../../ops/build/console';
+import { freeLoopbackPort } from '../../../ops/dev/free-port';
 import { signUpAndLogIn } from '../../support/accounts';
 import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
 import { freshDatabase, type TestDatabase } from '../../support/db';
@@ -22,6 +23,7 @@ describe('console shell (Chromium, gateway, PostgreSQL)', function () {
   let t: TestDatabase;
   let gw: TestGateway;
   let broken: TestGateway;
+  let apiDown: TestGateway;
   let browser: Browser;
 
   before(async () => {
@@ -31,6 +33,8 @@ describe('console shell (Chromium, gateway, PostgreSQL)', function () {
     const env = { CONSOLE_DIR: join(dir, 'console'), USER_AUTH_ENABLED: 'true', COOKIE_SECURE: 'false', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', AUTH_FAILURE_BLOCK_EXEMPT_IPS: '127.0.0.1' };
     gw = await startTestGateway({ db: t.db, env });
     broken = await startTestGateway({ db: t.db, env: { ...env, DISTRIBUTION_CONFIG_MODE: 'bogus' } });
+    // One origin whose control-plane API is down: nothing listens on the port it forwards to.
+    apiDown = await startTestGateway({ db: t.db, env: { ...env, GATEWAY_AGENT_API_URL: `http://127.0.0.1:${await freeLoopbackPort()}` } });
     await signUpAndLogIn(gw.url, t.db, 'owner@example.com', PASSWORD);
     await signUpAndLogIn(gw.url, t.db, 'boss@example.com', PASSWORD);
     await t.db('users').where({ email: 'owner@example.com' }).update({ permissions: ['agent.use'] });
@@ -41,6 +45,7 @@ describe('console shell (Chromium, gateway, PostgreSQL)', function () {
     await browser?.close();
     await gw?.close();
     await broken?.close();
+    await apiDown?.close();
     await t?.drop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -107,6 +112,22 @@ describe('console shell (Chromium, gateway, PostgreSQL)', function () {
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     assert.match(page.url(), /\/console\/admin$/);
     await screenshot(page, 'console-admin-home');
+    await context.close();
+  });
+
+  it('while the agent API is down the console says so, with the gateway\'s reason, and every form is read-only', async () => {
+    const { context, page } = await newPage(browser, apiDown.url);
+    await page.goto('/console/');
+    await signIn(page, 'boss@example.com', PASSWORD);
+    await page.goto('/console/admin/agent/hosts');
+    const banner = page.getByRole('status').filter({ hasText: 'The agent API is not answering' });
+    await banner.waitFor();
+    assert.match(await banner.innerText(), /agent API.*GATEWAY_AGENT_API_URL.*read-only/s, 'the reason is the gateway\'s answer naming the agent API');
+    await screenshot(page, 'console-api-down');
+    await page.goto('/console/admin/agent/settings');
+    await banner.waitFor();
+    const submits = page.locator('button[type=submit]');
+    for (let i = 0; i < await submits.count(); i++) assert.equal(await submits.nth(i).isDisabled(), true, 'every form is read-only');
     await context.close();
   });
 });
