@@ -14,8 +14,7 @@ import type { RouteEntry } from '../lib/http/route-access';
 import { DEFAULT_AGENT_API_URL } from '../lib/settings';
 import { AgentApiProxy, agentApiNotServed, forwardedRoutes, isAgentApiPath } from './agent-api/agent-api-proxy';
 import { createGatewayApp, type GatewayDeps } from './app';
-import type { Caller } from './auth/caller';
-import type { PresentedCredential } from './auth/gate';
+import type { Caller, CredentialHeader } from './auth/caller';
 import { describeRequest } from '../lib/client-address/request-origin';
 import { ensureGrantCached, isGrantToken } from './agent-grants/grant-cache';
 import { bearerToken } from '../lib/http/json-body';
@@ -36,14 +35,18 @@ import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandl
 export type InferenceRoute = InferenceHandler & { errorShape?: ErrorBodyShape; xApiKey?: boolean };
 
 /**
- * The credential of a request: `Authorization`, else (on `xApiKey` routes) `X-Api-Key` as a bearer
- * token. On those routes a request with neither counts as `x-api-key` (what their clients send).
+ * Where an inference request's key is read from: `Authorization`, else (on `xApiKey` routes)
+ * `X-Api-Key`; on those routes a request with neither counts as `x-api-key` (what their clients send).
  */
-function credentialOf(req: IncomingMessage, route: InferenceRoute): PresentedCredential {
-  const authorization = req.headers.authorization;
-  if (authorization !== undefined || !route.xApiKey) return { authorization, header: 'authorization' };
+function credentialHeaderOf(req: IncomingMessage, route: InferenceRoute): CredentialHeader {
+  return req.headers.authorization !== undefined || !route.xApiKey ? 'authorization' : 'x-api-key';
+}
+
+/** The credential as an `Authorization` value: the header itself, or `X-Api-Key` as a bearer token. */
+function authorizationOf(req: IncomingMessage, header: CredentialHeader): string | undefined {
+  if (header === 'authorization') return req.headers.authorization;
   const key = req.headers['x-api-key'];
-  return { authorization: typeof key === 'string' && key.length > 0 ? `Bearer ${key}` : undefined, header: 'x-api-key' };
+  return typeof key === 'string' && key.length > 0 ? `Bearer ${key}` : undefined;
 }
 
 /**
@@ -82,14 +85,14 @@ async function runInference(handler: InferenceRoute, req: IncomingMessage, res: 
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
     }
-    const credential = credentialOf(req, handler);
-    const { authorization } = credential;
+    const header = credentialHeaderOf(req, handler);
+    const authorization = authorizationOf(req, header);
     if (deps.settings.USER_AUTH_ENABLED && deps.grants) {
       // Only inference grants may need a database read on a cache miss; API keys never wait here.
       const token = bearerToken(authorization);
       if (token !== undefined && isGrantToken(token)) await ensureGrantCached(deps.grants, token, () => deps.gate.blocklist.blocked(origin.client));
     }
-    state.caller = deps.gate.admit(origin.client, credential, path, state);
+    state.caller = deps.gate.admit(origin.client, authorization, path, state, header);
     if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
     await handler(new Context(req, res, state));
   } catch (thrown) {

@@ -24,12 +24,6 @@ export interface GateOptions {
   identifyCaller: boolean;
 }
 
-/** An inference request's credential: the `Authorization` value (an `X-Api-Key` as `Bearer <key>`) and the header it came from. */
-export interface PresentedCredential {
-  authorization: string | undefined;
-  header: CredentialHeader;
-}
-
 /** 429 for a blocked source. */
 export function blockedError(): AppError {
   return new AppError('rate_limited', BLOCKED_MESSAGE);
@@ -75,11 +69,11 @@ export class AuthGate {
   }
 
   /**
-   * The caller of an inference request, or 429 (blocked) / 401 (no valid key). `credential.header`
-   * says where the key was read from (the 401 names it).
+   * The caller of an inference request, or 429 (blocked) / 401 (no valid key). `authorization` is
+   * the `Authorization` value (an `X-Api-Key` as `Bearer <key>`); `header` says where it was read
+   * from (the 401 names it).
    */
-  admit(client: ClientIpInfo, credential: PresentedCredential, path: string, into?: RejectionTarget): Caller {
-    const { authorization } = credential;
+  admit(client: ClientIpInfo, authorization: string | undefined, path: string, into?: RejectionTarget, header: CredentialHeader = 'authorization'): Caller {
     this.refuseBlocked(client, authorization, into);
     const result = this.authenticator.check(authorization);
     if (result.ok) return result.caller;
@@ -87,6 +81,6 @@ export class AuthGate {
       this.recordFailure(client, { path, reason: result.state, credential: bearerToken(authorization), userId: result.key?.userId });
     }
     if (into) into.rejection = { reason: result.state === 'missing' ? 'missing_api_key' : 'invalid_api_key', credentialState: result.state };
-    throw unauthorizedVia(credential.header, result.state !== 'missing');
+    throw unauthorizedVia(header, result.state !== 'missing');
   }
 }

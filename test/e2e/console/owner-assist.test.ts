@@ -6,13 +6,10 @@
  * over the download limit shows the API's 413 reason beside the download button.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { buildConsole } from '../../../ops/build/console';
-import { AGENT_MODEL, startAgentStack, type AgentStack } from '../../support/agent-stack';
-import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
+import type { Page } from 'playwright-core';
+import { AGENT_MODEL, type AgentStack } from '../../support/agent-stack';
+import { screenshot } from '../../support/browser';
+import { startOwnerConsole, type OwnerConsole } from '../../support/owner-console';
 import { scripted, sentMessages } from '../../support/scripted-conversation';
 
 const REWRITTEN = 'Create README.md describing the widgets service for new contributors; done when the file exists.';
@@ -20,24 +17,16 @@ const REWRITTEN = 'Create README.md describing the widgets service for new contr
 describe('console: improve prompt, retry notices, download limit (real stack, headless Chromium)', function () {
   this.timeout(300_000);
   let stack: AgentStack;
-  let browser: Browser;
   let page: Page;
   let errors: string[];
-  let consoleDir: string;
+  let owner: OwnerConsole;
 
   before(async () => {
-    consoleDir = mkdtempSync(join(tmpdir(), 'console-owner-'));
-    await buildConsole({ outDir: consoleDir });
-    stack = await startAgentStack({ oneOrigin: true, gatewayEnv: { CONSOLE_DIR: consoleDir }, env: { WORKSPACE_DOWNLOAD_MAX_MIB: '1' } });
-    browser = await launchBrowser();
-    ({ page, errors } = await newPage(browser, stack.gateway.url));
-    await page.goto('/console/chats/new');
-    await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
+    owner = await startOwnerConsole({ env: { WORKSPACE_DOWNLOAD_MAX_MIB: '1' } }, '/chats/new');
+    ({ stack, page, errors } = owner);
   });
   after(async () => {
-    await browser?.close();
-    await stack?.close();
-    if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
+    await owner?.close();
   });
   afterEach(() => assert.deepEqual(errors, [], 'no page errors'));
 

@@ -10,39 +10,30 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { buildConsole } from '../../../ops/build/console';
+import type { Page } from 'playwright-core';
 import { startDemoUpstream, type DemoUpstream } from '../../../ops/dev/demo-upstream';
-import { AGENT_MODEL, startAgentStack, type AgentStack } from '../../support/agent-stack';
-import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
+import { AGENT_MODEL } from '../../support/agent-stack';
+import { screenshot } from '../../support/browser';
+import { startOwnerConsole, type OwnerConsole } from '../../support/owner-console';
 
 describe('console: an owner chat on the demo model (real stack, headless Chromium)', function () {
   this.timeout(600_000);
   let demo: DemoUpstream;
-  let stack: AgentStack;
-  let browser: Browser;
   let page: Page;
   let errors: string[];
-  let consoleDir: string;
+  let owner: OwnerConsole;
 
   before(async () => {
-    consoleDir = mkdtempSync(join(tmpdir(), 'console-owner-'));
-    await buildConsole({ outDir: consoleDir });
     demo = await startDemoUpstream(0);
-    stack = await startAgentStack({
-      upstreamUrl: demo.url, oneOrigin: true, gatewayEnv: { CONSOLE_DIR: consoleDir },
+    owner = await startOwnerConsole({
+      upstreamUrl: demo.url,
       modelFields: 'demo: true, supports_tools: true, context_length: 200000, max_output_length: 32000, supported_params: [temperature, top_p, max_tokens, tools, tool_choice, stop, parallel_tool_calls]',
-    });
-    browser = await launchBrowser();
-    ({ page, errors } = await newPage(browser, stack.gateway.url));
-    await page.goto('/console/chats/new');
-    await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
+    }, '/chats/new');
+    ({ page, errors } = owner);
   });
   after(async () => {
-    await browser?.close();
-    await stack?.close();
+    await owner?.close();
     await demo?.close();
-    if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
   });
   afterEach(() => assert.deepEqual(errors, [], 'no page errors'));
 

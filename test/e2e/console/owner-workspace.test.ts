@@ -13,11 +13,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { buildConsole } from '../../../ops/build/console';
+import type { BrowserContext, Page } from 'playwright-core';
 import { newId } from '../../../agent/jobs/job-store';
-import { AGENT_MODEL, ownerCall, startAgentStack, type AgentStack } from '../../support/agent-stack';
-import { launchBrowser, newPage, screenshot, signIn } from '../../support/browser';
+import { AGENT_MODEL, ownerCall, type AgentStack } from '../../support/agent-stack';
+import { screenshot } from '../../support/browser';
+import { startOwnerConsole, type OwnerConsole } from '../../support/owner-console';
 import type { Behaviour, RecordedRequest } from '../../support/fake-upstream';
 import { scripted } from '../../support/scripted-conversation';
 
@@ -51,26 +51,18 @@ const askDatabase = claudeTool('AskUserQuestion', {
 describe('console: the owner workspace (real stack, headless Chromium)', function () {
   this.timeout(600_000);
   let stack: AgentStack;
-  let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let errors: string[];
-  let consoleDir: string;
+  let owner: OwnerConsole;
   let chatUrl: string;
 
   before(async () => {
-    consoleDir = mkdtempSync(join(tmpdir(), 'console-owner-'));
-    await buildConsole({ outDir: consoleDir });
-    stack = await startAgentStack({ oneOrigin: true, gatewayEnv: { CONSOLE_DIR: consoleDir }, modelFields: 'supports_tools: true, supported_params: [temperature, max_tokens, parallel_tool_calls]' });
-    browser = await launchBrowser();
-    ({ context, page, errors } = await newPage(browser, stack.gateway.url));
-    await page.goto('/console/');
-    await signIn(page, `owner-${stack.hostId}@example.com`, 'correct horse battery');
+    owner = await startOwnerConsole({ modelFields: 'supports_tools: true, supported_params: [temperature, max_tokens, parallel_tool_calls]' });
+    ({ stack, context, page, errors } = owner);
   });
   after(async () => {
-    await browser?.close();
-    await stack?.close();
-    if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
+    await owner?.close();
   });
   afterEach(() => assert.deepEqual(errors, [], 'no page errors'));
 
