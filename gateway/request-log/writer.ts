@@ -68,6 +68,8 @@ export interface WriterOptions {
   retryMs?: number;
   /** Milliseconds between aggregate purges. Default one hour. */
   purgeIntervalMs?: number;
+  /** `DB_STORE_FULL_CONTENT`: rows keep the newest user message's text. Default false. */
+  storeMessageText?: boolean;
 }
 
 /** Full queues that may wait for the spool at once; beyond that, overflow is dropped. */
@@ -159,7 +161,7 @@ export class RequestLogWriter {
     const texts: string[] = [];
     for (const entry of entries) {
       try {
-        const built = buildRow(entry);
+        const built = buildRow(entry, { storeMessageText: this.options.storeMessageText });
         texts.push(built.text);
         if (built.cleaned) this.counters.cleaned += 1;
       } catch (err) {
