@@ -82,7 +82,7 @@ function send(ctx: Context, asset: Asset): void {
   } else ctx.body = asset.identity;
 }
 
-/** The console's routes: `/` (redirect), `/console`, `/console/` and everything under it (GET/HEAD). */
+/** The console's routes: `/` and `/stats` (redirects), `/console`, `/console/` and everything under it (GET/HEAD). */
 export function consoleRouter(options: { dir: string; cwd: string }): Router {
   const dir = resolve(options.cwd, options.dir);
   const assets = loadConsoleAssets(dir);
@@ -91,6 +91,11 @@ export function consoleRouter(options: { dir: string; cwd: string }): Router {
   router.get('/', open, (ctx) => {
     ctx.status = 302;
     ctx.redirect('/console/');
+  });
+  // The public stats page (docs/public-stats.md) is a console page that needs no sign-in.
+  router.get('/stats', open, (ctx) => {
+    ctx.status = 302;
+    ctx.redirect('/console/stats');
   });
   const serve = (ctx: Context): void => {
     if (!assets) throw new AppError('service_unavailable', `The console is not built (no ${join(dir, 'index.html')}): run npm run build`);
