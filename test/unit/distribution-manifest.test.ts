@@ -36,6 +36,9 @@ describe('distribution manifest', () => {
     assert.throws(() => readManifest(manifestFile('schema_version: 1\nsurprise: true\n')), /surprise/);
     assert.throws(() => readManifest(manifestFile('schema_version: 1\nfeatures: { teleport: true }\n')), /teleport/);
     assert.doesNotThrow(() => readManifest(manifestFile('schema_version: 1\nsite: { anything: 1 }\n')));
+    const literal = readManifest(manifestFile('schema_version: 1\nsite: { public_base_url: "${SITE_URL}" }\npaths: { models: "${HOME}/models.yaml" }\n'));
+    assert.equal(literal.site?.public_base_url, '${SITE_URL}', 'no environment interpolation');
+    assert.equal(literal.paths?.models, '${HOME}/models.yaml');
   });
 
   it('treats modes: dark validates only, active applies, anything else is misconfigured with one warning', () => {
