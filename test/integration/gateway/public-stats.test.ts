@@ -12,9 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { windowOf, type PublicStatsContent } from '../../../gateway/public-stats/content';
 import { buildPublicStats, SNAPSHOTS_KEPT, storePublicStats, takePublicStatsSnapshot } from '../../../gateway/public-stats/snapshot';
+import { createDb } from '../../../lib/db';
+import { freeLoopbackPort } from '../../../ops/dev/free-port';
 import { freshDatabase, type TestDatabase } from '../../support/db';
 import { startFakeUpstream } from '../../support/fake-upstream';
 import { startTestGateway } from '../../support/gateway';
+import { captureLogs } from '../../support/logs';
 import { waitFor } from '../../support/wait';
 
 const NOW = new Date();
@@ -164,6 +167,22 @@ describe('public stats snapshot (PostgreSQL)', function () {
     assert.equal(ok.status, 200);
     assert.deepEqual(ok.body, newest.content);
     assert.equal(ok.cache, 'public, max-age=60');
+  });
+
+  it('GET /public-stats answers 503 when PostgreSQL cannot be reached', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'public-stats-down-'));
+    writeFileSync(join(dir, 'manifest.yaml'), 'schema_version: 1\nfeatures: { public_stats: true }\n');
+    // A pool on a port where nothing listens: every query fails with a refused connection.
+    const down = createDb({ url: `postgres://gw@127.0.0.1:${await freeLoopbackPort()}/none`, poolMax: 1, acquireTimeoutMs: 2000, log: captureLogs('down-db', 'fatal').log });
+    const gw = await startTestGateway({ db: down, env: { DISTRIBUTION_CONFIG_PATH: join(dir, 'manifest.yaml'), DISTRIBUTION_CONFIG_MODE: 'active' } });
+    try {
+      const res = await fetch(`${gw.url}/public-stats`);
+      assert.equal(res.status, 503);
+      assert.match(((await res.json()) as { error: { message: string } }).error.message, /cannot be read right now/);
+    } finally {
+      await gw.close();
+      await down.destroy();
+    }
   });
 
   it('the gateway stores the newest user message\'s text in api_logs only with DB_STORE_FULL_CONTENT=true', async () => {
