@@ -20,6 +20,7 @@ import { freshDatabase, type TestDatabase } from '../support/db';
 import { waitFor } from '../support/wait';
 
 const ROOT = join(__dirname, '../..');
+const ADMIN_TOKEN = 'distribution-modes-admin-token';
 
 interface Gateway { url: string; lines: Array<Record<string, unknown>>; stop(): Promise<void> }
 
@@ -29,7 +30,7 @@ async function startGateway(env: Record<string, string>, dbUrl: string): Promise
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '', GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(port), DATABASE_URL: dbUrl, LOG_LEVEL: 'info',
-      SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', REQUEST_LOG_SPOOL_DIR: mkdtempSync(join(tmpdir(), 'modes-spool-')), ...env,
+      SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', ADMIN_TOKEN, REQUEST_LOG_SPOOL_DIR: mkdtempSync(join(tmpdir(), 'modes-spool-')), ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -152,6 +153,9 @@ describe('distribution modes on a real gateway process', function () {
         const config = await siteConfig(gw);
         assert.equal(config.status, 503);
         assert.ok(config.body.error?.message);
+        const reopen = await fetch(`${gw.url}/admin/settings`, { method: 'PATCH', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ signup_enabled: true }) });
+        assert.equal(reopen.status, 400, 'the admin switch cannot reopen it');
+        assert.equal(await t.db('site_settings').where({ key: 'signup_enabled' }).first(), undefined, 'nothing stored');
         const warnings = gw.lines.filter((l) => l.event === 'distribution_misconfigured');
         assert.equal(warnings.length, 1);
         assert.equal(warnings[0]!.level, 'warn');
