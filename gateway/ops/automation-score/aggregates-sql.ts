@@ -1,7 +1,7 @@
 /**
  * The automation score's per-user aggregates, computed in PostgreSQL (docs/automation-score.md):
- * one statement for one user, one for a page of users. Every aggregate of a user comes from one
- * pass over its rows of the window on the `(user_id, created_at)` index: counts, quartiles by
+ * one statement for one user, one for a page of users. A user's rows of the window are read along the
+ * `(user_id, created_at)` index: counts, quartiles by
  * `percentile_cont` (linear interpolation), the 24-bucket UTC hour histogram, inter-arrival gaps
  * by `lag()` over the user's rows in time order, and the requests per distinct `User-Agent`
  * (classified in TypeScript: a user has few distinct strings).
@@ -12,19 +12,22 @@ import type { Quartiles, UserAggregates } from './aggregates';
 const QUARTILES = 'array[0.25, 0.5, 0.75]';
 const HOURS = Array.from({ length: 24 }, (_, h) => `count(*) filter (where hour = ${h})`).join(', ');
 
-/** The statement, given the `selected` rows' extra condition (bound after `since`). */
-function aggregatesSql(userFilter: string, pageCte = ''): string {
+/**
+ * The statement over the window's rows that `rowFilter` selects (bindings: `since` and the
+ * filter's, twice; then the suffix's). The rows are read twice along the `(user_id, created_at)` index (once in time order
+ * for the gaps and every other aggregate, once grouped by user agent) rather than materialized
+ * once and sorted: index order is the order the window function needs.
+ */
+function aggregatesSql(rowFilter: string, prefix = '', suffix = ''): string {
+  const rows = `api_logs where user_id is not null and created_at >= ? and ${rowFilter}`;
   return `
-    with ${pageCte}
-    selected as (
-      select user_id, created_at, num_user_turns, num_tool_calls, prompt_tokens, metadata->>'agent' as agent,
-             coalesce(metadata->>'user_agent', '') as user_agent, user_message_chars, user_message_entropy, user_message_hash
-      from api_logs where user_id is not null and created_at >= ? and ${userFilter}
-    ),
+    with ${prefix}
     timed as (
-      select *, extract(hour from created_at at time zone 'UTC')::int as hour,
+      select user_id, num_user_turns, num_tool_calls, prompt_tokens, metadata->>'agent' as agent,
+             user_message_chars, user_message_entropy, user_message_hash,
+             extract(hour from created_at at time zone 'UTC')::int as hour,
              extract(epoch from created_at - lag(created_at) over (partition by user_id order by created_at))::float8 as gap
-      from selected
+      from ${rows}
     ),
     per_user as (
       select user_id, count(*)::int as n,
@@ -49,10 +52,10 @@ function aggregatesSql(userFilter: string, pageCte = ''): string {
     ),
     agents as (
       select user_id, jsonb_object_agg(user_agent, requests) as user_agents
-      from (select user_id, user_agent, count(*)::int as requests from selected group by 1, 2) per_agent
+      from (select user_id, coalesce(metadata->>'user_agent', '') as user_agent, count(*)::int as requests from ${rows} group by 1, 2) per_agent
       group by user_id
     )
-    select p.*, a.user_agents from per_user p join agents a using (user_id) order by p.user_id`;
+    select p.*, a.user_agents from per_user p join agents a using (user_id) ${suffix} order by p.user_id`;
 }
 
 interface AggregateRow {
@@ -92,7 +95,7 @@ function fromRow(r: AggregateRow): UserAggregates {
 
 /** The aggregates of one user's rows since `since`; undefined when it has none. */
 export async function userAggregates(db: Db, userId: number, since: Date): Promise<UserAggregates | undefined> {
-  const result = await db.raw<{ rows: AggregateRow[] }>(aggregatesSql('user_id = ?'), [since, userId]);
+  const result = await db.raw<{ rows: AggregateRow[] }>(aggregatesSql('user_id = ?'), [since, userId, since, userId]);
   const row = result.rows[0];
   return row ? fromRow(row) : undefined;
 }
@@ -108,12 +111,17 @@ export interface AggregatesPage {
 
 /** The aggregates of the next `limit` users (by id) above `afterUserId` with at least `minRequests` rows since `since`. */
 export async function pageAggregates(db: Db, page: AggregatesPage): Promise<UserAggregates[]> {
-  const pageCte = `page as (
+  // The page's users are those of the id range (after, last of the page] with enough rows: the rows
+  // are read as an index range, and the few users of the range below min_requests left out at the end.
+  const prefix = `page as (
       select user_id from api_logs
       where user_id is not null and created_at >= ? and user_id > ?
       group by user_id having count(*) >= ? order by user_id limit ?
-    ),`;
-  const sql = aggregatesSql('user_id in (select user_id from page)', pageCte);
-  const result = await db.raw<{ rows: AggregateRow[] }>(sql, [page.since, page.afterUserId, page.minRequests, page.limit, page.since]);
+    ),
+    page_end as (select max(user_id) as last from page),`;
+  const range = 'user_id > ? and user_id <= (select last from page_end)';
+  const sql = aggregatesSql(range, prefix, 'where p.n >= ?');
+  const { since, afterUserId: after, minRequests: min, limit } = page;
+  const result = await db.raw<{ rows: AggregateRow[] }>(sql, [since, after, min, limit, since, after, since, after, min]);
   return result.rows.map(fromRow);
 }
