@@ -9,10 +9,11 @@
  */
 import { execSync } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { scorePage } from '../../gateway/ops/automation-score';
+import { scorePage, windowStart } from '../../gateway/ops/automation-score';
+import { pageAggregates } from '../../gateway/ops/automation-score/aggregates-sql';
 import type { Db } from '../../lib/db';
 import { freshDatabase } from '../../test/support/db';
 
@@ -57,6 +58,19 @@ async function timeBulk(db: Db, limit: number): Promise<{ ms: number; users: num
   return { ms: performance.now() - started, users, pages };
 }
 
+/** The SQL alone (the same pages, no TypeScript finish): how the time splits. */
+async function timeSqlOnly(db: Db, limit: number): Promise<number> {
+  const since = windowStart(new Date(), 30);
+  const started = performance.now();
+  let after = 0;
+  for (;;) {
+    const rows = await pageAggregates(db, { since, afterUserId: after, limit, minRequests: 1 });
+    if (rows.length < limit) break;
+    after = rows[rows.length - 1]!.userId;
+  }
+  return performance.now() - started;
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
@@ -67,6 +81,8 @@ async function main(): Promise<void> {
     console.log(`filled ${USERS} users × ${ROWS_PER_USER} rows in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s (vacuum analyze included)`);
     const counts: number[] = [];
     const bulk = new Map<number, number[]>(PAGE_SIZES.map((p) => [p, []]));
+    const sqlOnly = new Map<number, number[]>(PAGE_SIZES.map((p) => [p, []]));
+    const load = loadavg()[0]!;
     let rows = 0;
     let users = 0;
     for (let round = 0; round < ROUNDS; round += 1) {
@@ -76,23 +92,25 @@ async function main(): Promise<void> {
       for (const limit of PAGE_SIZES) {
         const run = await timeBulk(t.db, limit);
         bulk.get(limit)!.push(run.ms);
+        const sql = await timeSqlOnly(t.db, limit);
+        sqlOnly.get(limit)!.push(sql);
         users = run.users;
-        console.log(`round ${round + 1}: count(*) ${count.ms.toFixed(1)} ms; bulk scoring, ${limit} a page (${run.pages} pages, ${run.users} users) ${run.ms.toFixed(0)} ms`);
+        console.log(`round ${round + 1}: count(*) ${count.ms.toFixed(1)} ms; bulk scoring, ${limit} a page (${run.pages} pages, ${run.users} users) ${run.ms.toFixed(0)} ms, of which SQL alone ${sql.toFixed(0)} ms`);
       }
     }
     const countMs = median(counts);
     const lines = PAGE_SIZES.map((limit) => {
       const ms = median(bulk.get(limit)!);
-      return `| ${limit} | ${users.toLocaleString('en-US')} | ${rows.toLocaleString('en-US')} | ${ms.toFixed(0)} | ${countMs.toFixed(1)} | ${(ms / countMs).toFixed(0)}× | ${((ms * 1000) / users).toFixed(0)} µs |`;
+      return `| ${limit} | ${users.toLocaleString('en-US')} | ${rows.toLocaleString('en-US')} | ${ms.toFixed(0)} | ${median(sqlOnly.get(limit)!).toFixed(0)} | ${countMs.toFixed(1)} | ${(ms / countMs).toFixed(0)}× | ${((ms * 1000) / users).toFixed(0)} µs |`;
     });
-    const table = ['| page size | users | rows | bulk scoring ms (median) | `select count(*)` ms (median) | ratio | per user |', '|---|---|---|---|---|---|---|', ...lines].join('\n');
+    const table = ['| page size | users | rows | bulk scoring ms (median) | of which SQL alone ms | `select count(*)` ms (median) | ratio | per user |', '|---|---|---|---|---|---|---|---|', ...lines].join('\n');
     console.log(`\n${table}`);
     if (process.env.AS_NO_RESULTS === '1') return;
     const commit = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
     const stamp = new Date().toISOString().slice(0, 16).replace('T', ' ');
     appendFileSync(join(__dirname, '../RESULTS.md'), [
       '', `## ${stamp} UTC — automation score, bulk scoring against one count(*) (\`npm run bench:automation-score\`)`, '',
-      `- Machine: nproc ${cpus().length}; Node ${process.version}; commit ${commit}; PostgreSQL of the dev stack, scratch database, after \`vacuum analyze\`.`,
+      `- Machine: nproc ${cpus().length}; Node ${process.version}; commit ${commit}; PostgreSQL of the dev stack, scratch database, after \`vacuum analyze\`; load average ${load.toFixed(1)} at the start (other sessions share the machine).`,
       `- ${USERS.toLocaleString('en-US')} users × ${ROWS_PER_USER} rows over 27 days; the default 30-day window; ${ROUNDS} alternating rounds, medians. Bulk scoring = every page of the route's query (aggregates in SQL) and the TypeScript finish, as \`GET /admin/users/automation-scores\` pages; count(*) = one plain \`select count(*) from api_logs\` over the same rows.`,
       '', table, '',
     ].join('\n'));
