@@ -114,9 +114,17 @@ async function main(): Promise<number> {
   }
 }
 
+/** A failure in a line: PostgreSQL's own message without the statement knex prefixes it with. */
+function failureText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const sqlstate = (err as { code?: unknown }).code;
+  const cut = err.message.lastIndexOf(' - ');
+  return typeof sqlstate === 'string' && cut >= 0 ? `${err.message.slice(cut + 3)} (SQLSTATE ${sqlstate})` : err.message;
+}
+
 if (require.main === module) {
   main().then((code) => process.exit(code), (err: unknown) => {
-    console.error(`automation-score: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`automation-score: ${failureText(err)}`);
     process.exit(1);
   });
 }
