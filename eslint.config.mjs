@@ -18,16 +18,23 @@ const ioModules = [
  * type-checked).
  */
 function layers(spec) {
-  return Object.entries(spec).map(([files, { forbid, workflowNames, why }]) => {
-    const patterns = [{ regex: `^(\\.\\./)+(${forbid.join('|')})(/|$)`, message: `Layering: ${why} (docs/architecture.md).` }];
-    if (workflowNames) {
-      patterns.push({
-        regex: '^(\\.\\./)+workflows(/(?!definitions(/|$)).*)?$',
-        message: 'Layering: take workflow names from workflows/definitions/*; a workflow implementation only as `import type` (docs/architecture.md).',
-        allowTypeImports: true,
-      });
-    }
-    return { files: [files], rules: { 'no-restricted-imports': ['error', { patterns }] } };
+  return Object.entries(spec).flatMap(([files, { forbid, workflowNames, why }]) => {
+    const [folder, leaf] = files.split('/**/');
+    // One block per folder depth, so `../` counts are read from the file's own place: from
+    // gateway/admin/x.ts, `../ops/…` is gateway/ops (allowed) and `../../ops/…` the top-level ops/.
+    return [1, 2, 3, 4, 5, 6].map((depth) => {
+      const toRoot = `^(\\.\\./){${depth}}(\\.\\./)*`;
+      const patterns = [{ regex: `${toRoot}(${forbid.join('|')})(/|$)`, message: `Layering: ${why} (docs/architecture.md).` }];
+      if (workflowNames) {
+        patterns.push({
+          regex: `${toRoot}workflows(/(?!definitions(/|$)).*)?$`,
+          message: 'Layering: take workflow names from workflows/definitions/*; a workflow implementation only as `import type` (docs/architecture.md).',
+          allowTypeImports: true,
+        });
+      }
+      const glob = [folder, ...Array(depth - 1).fill('*'), leaf].join('/');
+      return { files: [glob], rules: { 'no-restricted-imports': ['error', { patterns }] } };
+    });
   });
 }
 

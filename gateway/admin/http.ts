@@ -41,6 +41,15 @@ export function routeOr404(model: Model, routeId: string): Route {
   return route;
 }
 
+/** Query parameters validated by `schema`; the 400 names the first failing parameter. */
+export function adminQuery<T extends z.ZodType>(schema: T, query: unknown): z.infer<T> {
+  const parsed = schema.safeParse(query);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const field = issue.path.length > 0 ? issue.path.join('.') : ((issue as { keys?: string[] }).keys?.[0] ?? 'query');
+  throw new AppError('invalid_request', `Invalid query parameter '${field}': ${issue.message}`, { param: field });
+}
+
 /** A 400 naming the field. */
 export function invalid(field: string, message: string): AppError {
   return new AppError('invalid_request', `Invalid field '${field}': ${message}`, { param: field });

@@ -5,6 +5,7 @@
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
+import { automationScoreRouter } from './automation-score';
 import { identityAdminRouter } from './identity-admin';
 import { modelsAdminRouter } from './models';
 import { policiesRouter } from './policies';
@@ -20,5 +21,6 @@ export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
   return [
     identityAdminRouter(deps), settingsAdminRouter(deps), recentRequestsRouter(deps),
     routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps), policiesRouter(deps), providersRouter(deps), providerKeysRouter(deps),
+    automationScoreRouter(deps),
   ];
 }

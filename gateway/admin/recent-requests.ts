@@ -16,10 +16,9 @@ import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
-import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { GatewayDeps } from '../app';
-import { adminRoute } from './http';
+import { adminQuery, adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';
 import { adminDb } from './guard';
 
@@ -40,15 +39,6 @@ export const clearErrorsBodySchema = z.object({
 }).strict();
 
 type OffloadsQuery = z.infer<typeof offloadsQuerySchema>;
-
-/** Validates query parameters; the 400 names the first failing parameter. */
-function validateQuery<T extends z.ZodType>(schema: T, query: unknown): z.infer<T> {
-  const parsed = schema.safeParse(query);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const field = issue.path.join('.');
-  throw new AppError('invalid_request', `Invalid query parameter '${field}': ${issue.message}`, { param: field });
-}
 
 /** One offload group of the listing. */
 export interface OffloadGroup {
@@ -123,7 +113,7 @@ export function recentRequestsRouter(deps: GatewayDeps): Router<GatewayState> {
   const router = createRouter<GatewayState>({ prefix: '/admin/recent-requests' });
   const admin = adminRoute(deps);
   router.get('/offloads', admin, async (ctx) => {
-    const query = validateQuery(offloadsQuerySchema, ctx.query);
+    const query = adminQuery(offloadsQuerySchema, ctx.query);
     ctx.body = await offloads(adminDb(deps.database.db), query);
   });
   router.post('/clear-errors', admin, async (ctx) => {
