@@ -12,6 +12,7 @@ import { beginRequest, type RequestState } from '../lib/http/request-context';
 import { clientAddressResolverFrom, describeRequest } from '../lib/client-address/request-origin';
 import type { ClientIpInfo } from '../lib/client-address/client-address';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
+import { openApiRouter } from '../lib/http/openapi-route';
 import type { AccessTokens } from '../lib/identity/access-tokens';
 import type { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import type { ObjectStore } from '../lib/object-store';
@@ -49,6 +50,12 @@ export interface ApiDeps {
 }
 
 
+const API_INFO = {
+  title: 'Agent control-plane API',
+  version: '1',
+  description: 'Jobs, turns, hosts, sandboxes, tools and their administration (docs/agent-api.md). Generated from the live route table (docs/openapi.md).',
+};
+
 /** The control-plane API's Koa app with its route table (every route and what it requires). */
 export type ApiApp = Koa<RequestState> & { routes: readonly RouteEntry[] };
 
@@ -72,6 +79,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
   });
   app.use(errorMiddleware());
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
-  const routes = mountRoutes(app, apiRouters(deps));
+  const description = openApiRouter<RequestState>(API_INFO, () => routes);
+  const routes = mountRoutes(app, [...apiRouters(deps), description]);
   return Object.assign(app, { routes });
 }
