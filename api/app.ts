@@ -22,6 +22,8 @@ import type { AgentSettings } from '../agent/settings/settings-sync';
 import type { RepoCredentials } from '../agent/source/repo-credentials';
 import type { McpSessionPool } from '../agent/tools/mcp-sessions';
 import type { SourceControlApp } from '../agent/jobs/source-control-app';
+import type { ApiMetrics } from './metrics/api-metrics';
+import { apiMetricsOf } from './process-services';
 
 export interface ApiDeps {
   log: Logger;
@@ -47,6 +49,8 @@ export interface ApiDeps {
   mcpSessions?: McpSessionPool;
   /** The deployment's source-control app, loaded once per process; created on first use when absent. */
   sourceControlApp?: SourceControlApp;
+  /** The process's Prometheus metrics (docs/metrics-api.md); created when absent, refreshed once started. */
+  metrics?: ApiMetrics;
 }
 
 
@@ -77,6 +81,8 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     ctx.state = state;
     await next();
   });
+  // Outside the error middleware: it sees the status an error was rendered with.
+  app.use(apiMetricsOf(deps).requestMiddleware());
   app.use(errorMiddleware());
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
   const description = openApiRouter<RequestState>(API_INFO, () => routes);
