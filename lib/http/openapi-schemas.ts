@@ -55,12 +55,23 @@ export function componentName(text: string): string {
   return text.replace(/[^a-zA-Z0-9._-]+/g, '_').replace(/^_+|_+$/g, '') || 'schema';
 }
 
-/** One OpenAPI query parameter per key of a zod object; required unless optional or defaulted. */
-export function queryParameters(query: z.ZodObject, components: SchemaComponents, name: string): Array<Record<string, unknown>> {
+/**
+ * One OpenAPI query parameter per key of a zod object; required unless optional or defaulted. For
+ * a union of objects (alternative parameter sets) every key is optional and says which set it is of.
+ */
+export function queryParameters(query: z.ZodObject | z.ZodUnion<readonly z.ZodObject[]>, components: SchemaComponents, name: string): Array<Record<string, unknown>> {
+  if (query instanceof z.ZodObject) return objectParameters(query, components, name, undefined);
+  const options = query.options;
+  const all = options.flatMap((option, index) => objectParameters(option, components, name, `Alternative ${index + 1} of ${options.length}: ${Object.keys(option.shape).join(', ')}.`));
+  // A name shared by two alternatives is listed once (OpenAPI: one parameter per name and place).
+  return all.filter((parameter, index) => all.findIndex((other) => other.name === parameter.name) === index);
+}
+
+function objectParameters(query: z.ZodObject, components: SchemaComponents, name: string, alternative: string | undefined): Array<Record<string, unknown>> {
   return Object.entries(query.shape).map(([key, field]) => {
     const optin = (field as z.ZodType)._zod.optin;
     const schema = components.input(field as z.ZodType, `${name}_${key}`);
-    const description = typeof schema.description === 'string' ? { description: schema.description } : {};
-    return { name: key, in: 'query', required: optin === undefined, schema, ...description };
+    const text = [typeof schema.description === 'string' ? schema.description : undefined, alternative].filter(Boolean).join(' ');
+    return { name: key, in: 'query', required: alternative === undefined && optin === undefined, schema, ...(text ? { description: text } : {}) };
   });
 }

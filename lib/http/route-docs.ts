@@ -21,8 +21,8 @@ export interface RouteDoc {
   noBody?: boolean;
   /** The zod schema of its success body, where one exists (internal contracts). */
   response?: z.ZodType;
-  /** The zod object its query string is validated with (one parameter per key). */
-  query?: z.ZodObject;
+  /** The zod object its query string is validated with (one parameter per key), or a union of objects (alternatives). */
+  query?: z.ZodObject | z.ZodUnion<readonly z.ZodObject[]>;
   /** The status of a success (default 200). */
   success?: number;
   /** The media type of a success when not JSON (`text/event-stream`, `application/octet-stream`, …). */
