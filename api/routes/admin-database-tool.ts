@@ -143,7 +143,8 @@ export function adminDatabaseToolRouter(deps: ApiDeps): Router<AgentState> {
   documentRoute(router, 'POST', '/admin/agent/database/pgadmin/setup', { body: setupSchema, summary: 'Configures the database tool (pgAdmin).' });
   documentRoute(router, 'POST', '/admin/agent/database/pgadmin/open', { noBody: true, statuses: [503], summary: 'Opens a database tool session (a cookie for its proxy).' });
   for (const path of [TOOL_PROXY_PREFIX, `${TOOL_PROXY_PREFIX}/{*rest}`]) {
-    for (const method of ['POST', 'PUT', 'PATCH']) documentRoute(router, method, path, { bodyText: 'Whatever the database tool takes: forwarded to it unchanged.', summary: 'The database tool, proxied.' });
+    for (const method of ['POST', 'PUT', 'PATCH']) documentRoute(router, method, path, { bodyText: 'Whatever the database tool takes: forwarded to it unchanged.', statuses: [502, 503], summary: 'The database tool, proxied.' });
+    for (const method of ['GET', 'DELETE']) documentRoute(router, method, path, { statuses: [502, 503], summary: 'The database tool, proxied.' });
   }
   return router;
 }

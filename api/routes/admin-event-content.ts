@@ -30,6 +30,6 @@ export function adminEventContentRouter(deps: ApiDeps): Router<AgentState> {
     if (body !== undefined) validateBody(contentBodySchema, body);
     ctx.body = await readEventContent(deps.db, ids, operatorAudit(ctx));
   });
-  documentRoute(router, 'POST', '/admin/agent/runs/:jobId/events/:eventId/content', { body: contentBodySchema, summary: "Reveals an event's stored content (audited)." });
+  documentRoute(router, 'POST', '/admin/agent/runs/:jobId/events/:eventId/content', { body: contentBodySchema, statuses: [503], summary: "Reveals an event's stored content (audited)." });
   return router;
 }

@@ -74,7 +74,7 @@ export function workspaceArchiveRouter(deps: ApiDeps): Router<AgentState> {
       removeObject();
     }
   });
-  documentRoute(router, 'GET', '/v1/agent/jobs/:jobId/workspace/archive', { produces: 'application/octet-stream', statuses: [503], summary: "Downloads a job's workspace archive." });
+  documentRoute(router, 'GET', '/v1/agent/jobs/:jobId/workspace/archive', { produces: 'application/octet-stream', statuses: [413, 503], summary: "Downloads a job's workspace archive." });
   return router;
 }
 

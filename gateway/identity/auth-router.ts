@@ -216,7 +216,7 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = await issueApiKey(db(deps), deps.keys, userId, body.name, expiresAt);
   });
 
-  documentRoute(router, 'POST', '/signup', { body: signupBody, success: 201, statuses: [409, 429], summary: 'Creates an account (when sign-up is open).' });
+  documentRoute(router, 'POST', '/signup', { body: signupBody, success: 201, statuses: [403, 409, 429], summary: 'Creates an account (when sign-up is open).' });
   documentRoute(router, 'POST', '/verify-email', { body: z.object({ token: z.string().min(1).max(200) }).strict(), summary: "Confirms an account's e-mail address." });
   documentRoute(router, 'POST', '/login', { body: credentials, statuses: [429], summary: 'Logs in: an access token, and a refresh session cookie.' });
   documentRoute(router, 'POST', '/refresh', { noBody: true, summary: 'A new access token from the refresh session cookie.' });
