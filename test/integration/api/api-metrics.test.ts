@@ -66,6 +66,13 @@ describe('control-plane API metrics (GET /metrics, PostgreSQL)', function () {
     assert.equal((await scrape(api.url, `Bearer ${ADMIN_TOKEN}`)).status, 200);
   });
 
+  it('answers 403 to an owner without the operator right, and serves an operator account', async () => {
+    const owner = await insertOwner(t.db, 'plain-owner@example.com');
+    assert.equal((await scrape(api.url, `Bearer ${api.deps.tokens.issue({ id: owner, role: 'pro' }).access_token}`)).status, 403);
+    const operator = await insertOwner(t.db, 'operator@example.com', { permissions: ['agent.use', 'agent.admin'] });
+    assert.equal((await scrape(api.url, `Bearer ${api.deps.tokens.issue({ id: operator, role: 'pro' }).access_token}`)).status, 200);
+  });
+
   it('counts turns, sandbox groups, host slots, enrolled hosts and queued jobs from the rows', async () => {
     const { text } = await scrape(api.url, `Bearer ${METRICS_TOKEN}`);
     assert.equal(valueOf(text, 'agent_turns', { state: 'queued' }), 2);
