@@ -78,7 +78,7 @@ export function openApiPath(koaPath: string): { path: string; params: Array<{ na
 }
 
 function operationId(method: string, path: string, taken: Set<string>): string {
-  const base = componentName(`${method.toLowerCase()}_${path.replace(/[{}]/g, '')}`.replace(/[/]+/g, '_'));
+  const base = componentName(`${method.toLowerCase()}${path}`);
   let id = base;
   for (let n = 2; taken.has(id); n += 1) id = `${base}_${n}`;
   taken.add(id);
