@@ -12,6 +12,7 @@ import { beginRequest, type RequestState } from '../lib/http/request-context';
 import { clientAddressResolverFrom, describeRequest } from '../lib/client-address/request-origin';
 import type { ClientIpInfo } from '../lib/client-address/client-address';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
+import { openApiRouter } from '../lib/http/openapi-route';
 import type { AccessTokens } from '../lib/identity/access-tokens';
 import type { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import type { ObjectStore } from '../lib/object-store';
@@ -21,6 +22,8 @@ import type { AgentSettings } from '../agent/settings/settings-sync';
 import type { RepoCredentials } from '../agent/source/repo-credentials';
 import type { McpSessionPool } from '../agent/tools/mcp-sessions';
 import type { SourceControlApp } from '../agent/jobs/source-control-app';
+import type { ApiMetrics } from './metrics/api-metrics';
+import { apiMetricsOf } from './process-services';
 
 export interface ApiDeps {
   log: Logger;
@@ -46,8 +49,16 @@ export interface ApiDeps {
   mcpSessions?: McpSessionPool;
   /** The deployment's source-control app, loaded once per process; created on first use when absent. */
   sourceControlApp?: SourceControlApp;
+  /** The process's Prometheus metrics (docs/metrics-api.md); created when absent, refreshed once started. */
+  metrics?: ApiMetrics;
 }
 
+
+const API_INFO = {
+  title: 'Agent control-plane API',
+  version: '1',
+  description: 'Jobs, turns, hosts, sandboxes, tools and their administration (docs/agent-api.md). Generated from the live route table (docs/openapi.md).',
+};
 
 /** The control-plane API's Koa app with its route table (every route and what it requires). */
 export type ApiApp = Koa<RequestState> & { routes: readonly RouteEntry[] };
@@ -70,8 +81,11 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     ctx.state = state;
     await next();
   });
+  // Outside the error middleware: it sees the status an error was rendered with.
+  app.use(apiMetricsOf(deps).requestMiddleware());
   app.use(errorMiddleware());
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
-  const routes = mountRoutes(app, apiRouters(deps));
+  const description = openApiRouter<RequestState>(API_INFO, () => routes);
+  const routes = mountRoutes(app, [...apiRouters(deps), description]);
   return Object.assign(app, { routes });
 }

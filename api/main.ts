@@ -12,6 +12,7 @@ import { accessTokensFrom } from '../lib/identity/access-tokens';
 import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { openObjectStore } from '../lib/object-store';
 import { createApiApp } from './app';
+import { ApiMetrics } from './metrics/api-metrics';
 import { SourceControlApp } from '../agent/jobs/source-control-app';
 // The composition root may build the forge adapters (docs/architecture.md: the one exception).
 import { forgesFromSettings, repoCredentialsOf } from '../activities/forge/forges';
@@ -39,13 +40,16 @@ async function main(): Promise<void> {
   const forges = forgesFromSettings(settings, () => sourceControl.current());
   const repoCredentials = repoCredentialsOf(forges, { repoTokens: sourceControl.current().state !== 'not_configured' });
   const mcpSessions = mcpSessionPool(settings);
+  const metrics = new ApiMetrics();
+  await metrics.start(db, { defaultSlots: settings.AGENT_HOST_SLOTS, log });
   const app = createApiApp({
-    mcpSessions, log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore, repoCredentials, sourceControlApp: sourceControl,
+    metrics, mcpSessions, log, db, settings, agentSettings, tokens, temporal: client, temporalReachable: (ms) => temporalReachable(connection, ms), events, objectStore, repoCredentials, sourceControlApp: sourceControl,
     ...(grants ? { grants } : {}),
   });
   const serving = await serve(app, { host: settings.API_HOST, port: settings.API_PORT });
   const shutdown = createShutdown({ log, graceMs: settings.SHUTDOWN_GRACE_SECONDS * 1000 });
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
+  shutdown.add({ name: 'metrics refresh', run: () => Promise.resolve(metrics.stop()) });
   shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
   shutdown.add({ name: 'event notifier', run: () => events.close() });
   shutdown.add({ name: 'mcp sessions', run: () => Promise.resolve(mcpSessions.closeAll()) });

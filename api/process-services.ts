@@ -6,6 +6,7 @@
 import { McpSessionPool } from '../agent/tools/mcp-sessions';
 import { SourceControlApp } from '../agent/jobs/source-control-app';
 import type { ApiDeps } from './app';
+import { ApiMetrics } from './metrics/api-metrics';
 
 /** The process's source-control app (job creation's 503, repo tokens): one per process, so its key is loaded and retried in one place. */
 export function sourceControlAppOf(deps: ApiDeps): SourceControlApp {
@@ -24,4 +25,10 @@ export function mcpSessionPool(settings: ApiDeps['settings']): McpSessionPool {
 export function mcpSessionsOf(deps: ApiDeps): McpSessionPool {
   deps.mcpSessions ??= mcpSessionPool(deps.settings);
   return deps.mcpSessions;
+}
+
+/** The process's metrics registry (docs/metrics-api.md); its refresh is started by api/main.ts. */
+export function apiMetricsOf(deps: ApiDeps): ApiMetrics {
+  deps.metrics ??= new ApiMetrics();
+  return deps.metrics;
 }

@@ -9,6 +9,7 @@ import { errorMiddleware } from '../lib/http/error-middleware';
 import { koaErrorListener } from '../lib/http/koa-errors';
 import { beginRequest } from '../lib/http/request-context';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
+import { openApiRouter } from '../lib/http/openapi-route';
 import type { AccessTokens } from '../lib/identity/access-tokens';
 import { adminRouters } from './admin';
 import { consoleRouter } from './console/serve';
@@ -54,8 +55,17 @@ export interface GatewayDeps extends GatewayContextDeps {
 /** The gateway's Koa app with its route table (every route and what it requires). */
 export type GatewayApp = Koa<GatewayState> & { routes: readonly RouteEntry[] };
 
-/** Creates the gateway app. */
-export function createGatewayApp(deps: GatewayDeps): GatewayApp {
+const GATEWAY_INFO = {
+  title: 'Inference gateway',
+  version: '1',
+  description: 'Inference surfaces, accounts and keys, and the gateway administration (docs/inference-surfaces.md). Generated from the live route table (docs/openapi.md).',
+};
+
+/**
+ * Creates the gateway app. `servedRoutes` answers the whole listener's route table (the inference
+ * routes and forwarded paths served outside this app too) for `/openapi.json`; default: this app's.
+ */
+export function createGatewayApp(deps: GatewayDeps, servedRoutes?: () => readonly RouteEntry[]): GatewayApp {
   const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true;
   app.on('error', koaErrorListener(deps.log));
@@ -80,6 +90,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     concurrency: deps.concurrency,
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
-  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
+  const description = openApiRouter<GatewayState>(GATEWAY_INFO, servedRoutes ?? (() => routes));
+  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
   return Object.assign(app, { routes });
 }

@@ -25,6 +25,7 @@ import { countTokensHandler, messagesHandler, messagesPaths } from './surfaces/m
 import { upstreamTokenCount } from './surfaces/messages-count-upstream';
 import { messagesErrorBody } from './translate/messages-surface/errors';
 import { responsesHandler } from './surfaces/responses';
+import { inferenceRouteDoc } from './surfaces/inference-docs';
 import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandler } from './surfaces/state';
 
 /**
@@ -126,13 +127,13 @@ export type GatewayListener = RequestListener & { routes: readonly RouteEntry[];
  */
 export function createGatewayListener(deps: GatewayDeps): GatewayListener {
   const routes = inferenceRoutes(deps, { messagesPrefix: deps.settings.MESSAGES_PREFIX });
-  const app = createGatewayApp(deps);
+  const app = createGatewayApp(deps, () => table);
   const koa = app.callback();
   const apiUrl = deps.settings.GATEWAY_AGENT_API_URL;
   const agentApi = apiUrl === undefined ? undefined : new AgentApiProxy(apiUrl, { log: deps.log, clientAddress: deps.clientAddress });
   const knownApiUrl = deps.settings.AGENT_API_URL === DEFAULT_AGENT_API_URL ? undefined : deps.settings.AGENT_API_URL;
   const table: RouteEntry[] = [
-    ...[...routes.keys()].map((path): RouteEntry => ({ methods: ['POST'], path, access: 'key' })), ...app.routes, ...(agentApi ? forwardedRoutes() : []),
+    ...[...routes].map(([path, route]): RouteEntry => ({ methods: ['POST'], path, access: 'key', docs: { POST: inferenceRouteDoc(path, route) } })), ...app.routes, ...(agentApi ? forwardedRoutes() : []),
   ];
   const listener: RequestListener = (req, res) => {
     const url = req.url ?? '/';

@@ -5,6 +5,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { validateBody } from '../../lib/http/json-body';
 import { AppError } from '../../lib/errors';
 import { requireOperator, type AgentState } from '../auth/principals';
@@ -21,5 +22,6 @@ export function adminAuditLogRouter(deps: ApiDeps): Router<AgentState> {
     }
     ctx.body = await listAuditLog(deps.db, validateBody(auditQuerySchema, ctx.query));
   });
+  documentRoute(router, 'GET', '/admin/agent/audit-log', { query: auditQuerySchema, summary: 'The audit log, newest first.' });
   return router;
 }

@@ -12,6 +12,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { auditBeforeDisclose } from '../../agent/audit/audit-log';
 import { browserQuerySchema, planQuery, visibleSchemaView } from '../../agent/database-browser/query-plan';
@@ -39,5 +40,6 @@ export function adminDatabaseBrowserRouter(deps: ApiDeps): Router<AgentState> {
     });
     ctx.body = page;
   });
+  documentRoute(router, 'POST', '/admin/agent/database/query', { body: browserQuerySchema, summary: 'Reads rows of a visible table (the database browser).' });
   return router;
 }

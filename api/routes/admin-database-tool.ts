@@ -18,6 +18,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
 import { recordAudit } from '../../agent/audit/audit-log';
 import { saveSettings, SETTING_DEFINITIONS } from '../../agent/settings/admin-settings';
@@ -138,6 +139,12 @@ export function adminDatabaseToolRouter(deps: ApiDeps): Router<AgentState> {
     router.put(path, toolOperator, proxy);
     router.patch(path, toolOperator, proxy);
     router.delete(path, toolOperator, proxy);
+  }
+  documentRoute(router, 'POST', '/admin/agent/database/pgadmin/setup', { body: setupSchema, summary: 'Configures the database tool (pgAdmin).' });
+  documentRoute(router, 'POST', '/admin/agent/database/pgadmin/open', { noBody: true, statuses: [503], summary: 'Opens a database tool session (a cookie for its proxy).' });
+  for (const path of [TOOL_PROXY_PREFIX, `${TOOL_PROXY_PREFIX}/{*rest}`]) {
+    for (const method of ['POST', 'PUT', 'PATCH']) documentRoute(router, method, path, { bodyText: 'Whatever the database tool takes: forwarded to it unchanged.', statuses: [502, 503], summary: 'The database tool, proxied.' });
+    for (const method of ['GET', 'DELETE']) documentRoute(router, method, path, { statuses: [502, 503], summary: 'The database tool, proxied.' });
   }
   return router;
 }

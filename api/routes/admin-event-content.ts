@@ -7,6 +7,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
@@ -29,5 +30,6 @@ export function adminEventContentRouter(deps: ApiDeps): Router<AgentState> {
     if (body !== undefined) validateBody(contentBodySchema, body);
     ctx.body = await readEventContent(deps.db, ids, operatorAudit(ctx));
   });
+  documentRoute(router, 'POST', '/admin/agent/runs/:jobId/events/:eventId/content', { body: contentBodySchema, statuses: [503], summary: "Reveals an event's stored content (audited)." });
   return router;
 }

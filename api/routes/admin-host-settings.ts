@@ -9,6 +9,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
@@ -47,5 +48,6 @@ export function adminHostSettingsRouter(deps: ApiDeps): Router<AgentState> {
     await deps.agentSettings.refresh(true);
     ctx.body = { ...hostSettingsView(deps.agentSettings), changed: saved.changed };
   });
+  documentRoute(router, 'PUT', '/admin/agent/host-settings', { bodyText: 'An object of host setting names and values (null resets one); unknown names are refused (docs/agent-admin.md).', summary: 'Changes host settings.' });
   return router;
 }

@@ -12,6 +12,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
@@ -77,5 +78,8 @@ export function adminHostsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.state.log.info({ event: 'agent_host_removal_cancelled', host_id: hostId, operator: ctx.state.operator }, 'host removal cancelled');
     ctx.body = await getHost(deps.db, hostId, context);
   });
+  documentRoute(router, 'PUT', '/admin/agent/runner-hosts/:host/slots', { body: slotsBodySchema, summary: "Sets a host's slot count." });
+  documentRoute(router, 'DELETE', '/admin/agent/runner-hosts/:host', { success: 202, summary: 'Starts removing a host (drains it first).' });
+  documentRoute(router, 'POST', '/admin/agent/runner-hosts/:host/cancel-removal', { noBody: true, summary: "Cancels a host's removal." });
   return router;
 }

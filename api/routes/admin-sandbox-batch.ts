@@ -15,6 +15,7 @@ import { AppError, errorTypeOf, type ErrorCode } from '../../lib/errors';
 import { toAppError } from '../../lib/http/error-middleware';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import type { Logger } from '../../lib/logger';
 import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
 import type { SandboxAction, SandboxActionAccepted, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
@@ -108,5 +109,6 @@ export function adminSandboxBatchRouter(deps: ApiDeps): Router<AgentState> {
     );
     ctx.body = { action: body.action, results };
   });
+  documentRoute(router, 'POST', '/admin/agent/sandboxes/batch', { body: schema, summary: 'One sandbox action on many groups; a result per item.' });
   return router;
 }

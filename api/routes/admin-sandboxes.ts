@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { INVENTORY_STATES, listSandboxes } from '../../agent/sandboxes/sandbox-inventory';
 import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
 import { PENDING_STATES } from '../../agent/sandboxes/sandbox-actions';
@@ -95,6 +96,9 @@ export function adminSandboxesRouter(deps: ApiDeps): Router<AgentState> {
       ctx.status = answer.status;
       ctx.body = answer.body;
     });
+  }
+  for (const { path, schema } of SANDBOX_ACTIONS) {
+    documentRoute(router, 'POST', `/admin/agent/sandboxes/:groupId/${path}`, { body: schema, success: 202, statuses: [409, 503], summary: `Sandbox action \`${path}\` on a group.` });
   }
   return router;
 }

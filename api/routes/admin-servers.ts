@@ -11,6 +11,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { AppError } from '../../lib/errors';
 import { requireOperator, type AgentState } from '../auth/principals';
@@ -68,5 +69,8 @@ export function adminServersRouter(deps: ApiDeps): Router<AgentState> {
     ctx.status = released ? 200 : 202;
     ctx.body = view;
   });
+  documentRoute(router, 'POST', '/admin/agent/servers', { body: createAllocationSchema, success: 201, summary: 'Allocates a server.' });
+  documentRoute(router, 'GET', '/admin/agent/servers', { query: listAllocationsQuerySchema, summary: 'Server allocations.' });
+  documentRoute(router, 'DELETE', '/admin/agent/servers/:allocation_id', { body: releaseBodySchema, statuses: [409], summary: 'Releases an allocation at the expected revision.' });
   return router;
 }

@@ -8,6 +8,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
@@ -46,5 +47,6 @@ export function adminSettingsRouter(deps: ApiDeps): Router<AgentState> {
     await deps.agentSettings.refresh(true);
     ctx.body = { ...settingsView(deps.agentSettings), changed: saved.changed };
   });
+  documentRoute(router, 'PUT', '/admin/agent/settings', { bodyText: 'An object of setting names and values (null resets one); unknown names are refused (docs/agent-admin.md).', summary: 'Changes control-plane settings.' });
   return router;
 }

@@ -11,6 +11,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentEndpoint, documentRoute } from '../../lib/http/route-docs';
 import type { ApiDeps } from '../app';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
@@ -73,5 +74,8 @@ export function agentEventsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = await listActivity(deps.db, ctx.params.jobId ?? '', query);
   });
 
+  documentEndpoint(router, hostApi.attemptEvents);
+  documentRoute(router, 'GET', '/v1/agent/jobs/:jobId/events', { produces: 'text/event-stream', summary: "A job's events as server-sent events (resumes after `Last-Event-ID` or `after`)." });
+  documentRoute(router, 'GET', '/admin/agent/runs/:jobId/activity', { query: activityQuerySchema, summary: "A run's activity view." });
   return router;
 }

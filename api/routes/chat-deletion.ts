@@ -14,6 +14,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { requestPermanentDeletion, restoreChat, softDeleteChat } from '../../agent/deletion/chat-deletion';
 import { ChatDelivery } from '../../agent/jobs/chat-delivery';
 import { findOwnedJob } from '../../agent/jobs/job-store';
@@ -59,5 +60,7 @@ export function chatDeletionRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = await jobView(deps.db, await findOwnedJob(deps.db, jobId, userId));
   });
 
+  documentRoute(router, 'DELETE', '/jobs/:jobId', { query: deleteQuerySchema, summary: 'Deletes a chat (restorable unless permanent).' });
+  documentRoute(router, 'POST', '/jobs/:jobId/restore', { body: restoreBodySchema, summary: 'Restores a deleted chat.' });
   return router;
 }

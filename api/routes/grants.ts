@@ -5,6 +5,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentEndpoint } from '../../lib/http/route-docs';
 import type { ApiDeps } from '../app';
 import { grantClientOr503, issueHostGrant } from '../../agent/grants/host-grant';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
@@ -20,5 +21,6 @@ export function hostGrantRouter(deps: ApiDeps): Router<AgentState> {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = issued;
   });
+  documentEndpoint(router, hostApi.attemptGrant);
   return router;
 }

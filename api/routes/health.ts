@@ -4,6 +4,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import type { Db } from '../../lib/db';
 import { pingDb } from '../../lib/db';
 import type { RequestState } from '../../lib/http/request-context';
@@ -21,5 +22,6 @@ export function apiHealthRouter(deps: ApiHealthDeps): Router<RequestState> {
     const [database, temporal] = await Promise.all([pingDb(deps.db, 1000), deps.temporalReachable(1000)]);
     ctx.body = { status: database && temporal ? 'healthy' : 'degraded', database_connected: database, temporal_connected: temporal };
   });
+  documentRoute(router, 'GET', '/health', { summary: 'PostgreSQL and Temporal reachability (200 healthy or degraded).' });
   return router;
 }

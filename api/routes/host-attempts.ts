@@ -8,6 +8,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentEndpoint } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
 import type { ApiDeps } from '../app';
@@ -45,5 +46,8 @@ export function hostAttemptsRouter(deps: ApiDeps): Router<AgentState> {
     const upload = validateBody(hostApi.attemptPatch.request, await readJsonBody(ctx.req, hostApi.patchBodyLimit(patchMaxBytes)));
     ctx.body = (await storeTurnPatch(deps.db, { hostId, attemptId: ctx.params.attemptId ?? '', upload, maxBytes: patchMaxBytes })) satisfies ResponseOf<typeof hostApi.attemptPatch>;
   });
+  documentEndpoint(router, hostApi.attemptContext);
+  documentEndpoint(router, hostApi.attemptCloneCredential);
+  documentEndpoint(router, hostApi.attemptPatch);
   return router;
 }

@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentEndpoint } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import * as hostApi from '../../lib/contracts/host-api';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
@@ -23,5 +24,6 @@ export function hostInventoryRouter(deps: ApiDeps): Router<AgentState> {
       remove: result.remove, observed: result.observed, orphans: result.orphans, marked_dead: result.markedDead.length,
     } satisfies ResponseOf<typeof hostApi.hostInventory>;
   });
+  documentEndpoint(router, hostApi.hostInventory);
   return router;
 }

@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentEndpoint } from '../../lib/http/route-docs';
 import type { ApiDeps } from '../app';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
 import * as hostApi from '../../lib/contracts/host-api';
@@ -22,5 +23,6 @@ export function hostToolCredentialsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = issued;
   });
+  documentEndpoint(router, hostApi.attemptToolCredentials);
   return router;
 }

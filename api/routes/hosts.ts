@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentEndpoint } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
 import { recordHeartbeat } from '../../agent/hosts/host-registry';
@@ -24,5 +25,6 @@ export function hostsRouter(deps: ApiDeps): Router<AgentState> {
     void notifier.notify(hostId, record, beat.slots_total);
     ctx.body = { host_id: hostId, ...record.answer } satisfies ResponseOf<typeof hostApi.hostHeartbeat>;
   });
+  documentEndpoint(router, hostApi.hostHeartbeat);
   return router;
 }

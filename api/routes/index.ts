@@ -35,6 +35,7 @@ import { mcpChatRouter } from './mcp-chat';
 import { mcpConnectorsRouter } from './mcp-connectors';
 import { mcpRelayRouter } from './mcp-relay';
 import { hostToolCredentialsRouter } from './host-tool-credentials';
+import { metricsRouter } from './metrics';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -71,5 +72,6 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     mcpConnectorsRouter(deps),
     mcpRelayRouter(deps),
     hostToolCredentialsRouter(deps),
+    metricsRouter(deps),
   ];
 }

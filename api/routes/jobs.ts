@@ -4,6 +4,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
@@ -87,5 +88,9 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = outcome;
   });
 
+  documentRoute(router, 'POST', '/jobs', { body: createJobSchema, success: 201, statuses: [503], summary: 'Creates a job with its first turn.' });
+  for (const path of ['/jobs', '/conversations', '/sessions']) documentRoute(router, 'GET', path, { query: listQuerySchema, summary: "The owner's jobs." });
+  documentRoute(router, 'POST', '/jobs/:jobId/turns', { body: addTurnSchema, success: 201, statuses: [409], summary: 'Appends a turn.' });
+  documentRoute(router, 'POST', '/jobs/:jobId/turns/:seq/cancel', { noBody: true, statuses: [409], summary: 'Cancels a turn.' });
   return router;
 }

@@ -5,6 +5,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
@@ -27,5 +28,7 @@ export function mcpChatRouter(deps: ApiDeps): Router<AgentState> {
     const body = validateBody(approvalSchema, await readJsonBody(ctx.req, 16 * 1024));
     ctx.body = await decideApproval(deps.db, ownerOf(ctx.state).userId, ctx.params.jobId ?? '', body);
   });
+  documentRoute(router, 'PUT', '/v1/agent/mcp/chats/:jobId/bindings', { body: bindingsSchema, summary: "Sets a chat's tool connections." });
+  documentRoute(router, 'POST', '/v1/agent/mcp/chats/:jobId/approvals', { body: approvalSchema, summary: 'Decides a tool approval.' });
   return router;
 }

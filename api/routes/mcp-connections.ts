@@ -4,6 +4,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { mcpSessionsOf } from '../process-services';
@@ -63,5 +64,9 @@ export function mcpConnectionsRouter(deps: ApiDeps): Router<AgentState> {
     });
     ctx.body = connectionView(updated);
   });
+  documentRoute(router, 'POST', '/v1/agent/mcp/connections', { body: createConnectionSchema, success: 201, summary: 'Adds an MCP server connection.' });
+  documentRoute(router, 'POST', '/v1/agent/mcp/connections/import', { body: importSchema, success: 201, summary: 'Imports MCP server connections from a client configuration.' });
+  documentRoute(router, 'PATCH', '/v1/agent/mcp/connections/:connectionId', { body: updateConnectionSchema, summary: 'Changes a connection.' });
+  documentRoute(router, 'POST', '/v1/agent/mcp/connections/:connectionId/discover', { noBody: true, summary: "Lists a connection's tools from its server." });
   return router;
 }

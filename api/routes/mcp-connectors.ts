@@ -4,6 +4,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
@@ -46,5 +47,9 @@ export function mcpConnectorsRouter(deps: ApiDeps): Router<AgentState> {
   };
   router.put('/v1/agent/mcp/connectors/:connectorId/connections/:connectionId', owner, (ctx) => bind(ctx, false));
   router.delete('/v1/agent/mcp/connectors/:connectorId/connections/:connectionId', owner, (ctx) => bind(ctx, true));
+  documentRoute(router, 'POST', '/v1/agent/mcp/connectors', { body: connectorNameSchema, success: 201, summary: 'Creates a connector.' });
+  documentRoute(router, 'PATCH', '/v1/agent/mcp/connectors/:connectorId', { body: connectorNameSchema, summary: 'Renames a connector.' });
+  documentRoute(router, 'POST', '/v1/agent/mcp/connectors/:connectorId/revoke', { noBody: true, summary: 'Revokes a connector.' });
+  documentRoute(router, 'PUT', '/v1/agent/mcp/connectors/:connectorId/connections/:connectionId', { noBody: true, summary: 'Binds a connection to a connector.' });
   return router;
 }

@@ -8,6 +8,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { mcpSessionsOf } from '../process-services';
@@ -47,5 +48,7 @@ export function mcpOAuthRouter(deps: ApiDeps): Router<AgentState> {
     ctx.set('cache-control', 'no-store');
     ctx.body = connectionView(await completeConnectionOAuth(deps.db, userId, row, body, oauthOptions(deps)));
   });
+  documentRoute(router, 'POST', '/v1/agent/mcp/connections/:connectionId/oauth/start', { noBody: true, success: 201, summary: "Starts a connection's OAuth authorization." });
+  documentRoute(router, 'POST', '/v1/agent/mcp/connections/:connectionId/oauth/callback', { body: callbackSchema, summary: "Completes a connection's OAuth authorization." });
   return router;
 }

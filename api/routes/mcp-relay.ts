@@ -10,6 +10,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { mcpSessionsOf } from '../process-services';
@@ -69,5 +70,7 @@ export function mcpRelayRouter(deps: ApiDeps): Router<RelayState> {
     ctx.res.on('close', () => void server.close());
     await transport.handleRequest(ctx.req, ctx.res, body);
   });
+  documentRoute(router, 'POST', '/v1/agent/mcp/relay/call', { body: callSchema, summary: 'Calls a tool of the chat (tool relay).' });
+  documentRoute(router, 'POST', '/v1/agent/mcp/relay/mcp', { bodyText: 'A JSON-RPC message of the MCP streamable HTTP transport.', summary: "The chat's tools as one MCP server (streamable HTTP)." });
   return router;
 }

@@ -10,6 +10,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
+import { documentEndpoint, documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { hostOf, ownerOf, requireHost, requireOwner, type AgentState } from '../auth/principals';
@@ -53,5 +54,9 @@ export function nativeQuestionsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = await answerQuestion(deps.db, { jobId: job.job_id, attemptId: ctx.params.attemptId ?? '', requestId: ctx.params.requestId ?? '', ownerId, body });
   });
 
+  documentEndpoint(router, hostApi.attemptQuestion);
+  documentEndpoint(router, hostApi.attemptQuestionExpire);
+  documentRoute(router, 'GET', '/v1/agent/jobs/:jobId/questions', { query: listQuery, summary: "A job's questions to its owner." });
+  documentRoute(router, 'POST', '/v1/agent/jobs/:jobId/attempts/:attemptId/questions/:requestId/answer', { body: answerSchema, statuses: [409], summary: 'Answers a question.' });
   return router;
 }

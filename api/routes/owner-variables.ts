@@ -3,6 +3,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
@@ -21,5 +22,6 @@ export function ownerVariablesRouter(deps: ApiDeps): Router<AgentState> {
   router.delete('/v1/agent/variables/:name', owner, async (ctx) => {
     ctx.body = await deleteVariable(deps.db, ownerOf(ctx.state).userId, ctx.params.name ?? '');
   });
+  documentRoute(router, 'PUT', '/v1/agent/variables/:name', { body: variableValueSchema, summary: 'Sets a variable of the owner.' });
   return router;
 }

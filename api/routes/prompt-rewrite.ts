@@ -4,6 +4,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
@@ -24,5 +25,6 @@ export function promptRewriteRouter(deps: ApiDeps): Router<AgentState> {
       grants, gatewayUrl: deps.settings.AGENT_GATEWAY_URL, deadlineMs: deps.settings.AGENT_PROMPT_REWRITE_DEADLINE_SECONDS * 1000, log: ctx.state.log,
     }, ownerOf(ctx.state).userId, request);
   });
+  documentRoute(router, 'POST', '/v1/agent/prompts/rewrite', { body: rewriteRequestSchema, statuses: [502, 503], summary: 'Rewrites a prompt with a model.' });
   return router;
 }

@@ -9,6 +9,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ApiDeps } from '../app';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
@@ -59,5 +60,8 @@ export function sourceControlRouter(deps: ApiDeps): Router<AgentState> {
     await unlinkAccount(deps.db, ctx.params.accountId ?? '', ownerOf(ctx.state).userId);
     ctx.body = { account_id: ctx.params.accountId, unlinked: true };
   });
+  documentRoute(router, 'POST', '/:provider/authorize', { noBody: true, success: 201, summary: 'Starts linking a source-control account.' });
+  documentRoute(router, 'POST', '/:provider/callback', { body: callbackSchema, success: 201, summary: 'Completes linking a source-control account.' });
+  documentRoute(router, 'POST', '/accounts/:accountId/refresh', { noBody: true, summary: "Refreshes a linked account's repositories." });
   return router;
 }

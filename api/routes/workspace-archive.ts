@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { ApiDeps } from '../app';
 import { AppError } from '../../lib/errors';
@@ -73,6 +74,7 @@ export function workspaceArchiveRouter(deps: ApiDeps): Router<AgentState> {
       removeObject();
     }
   });
+  documentRoute(router, 'GET', '/v1/agent/jobs/:jobId/workspace/archive', { produces: 'application/octet-stream', statuses: [413, 503], summary: "Downloads a job's workspace archive." });
   return router;
 }
 

@@ -10,6 +10,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import type { GatewayDeps } from '../app';
 import { DEFAULT_WINDOW_DAYS, MAX_WINDOW_DAYS, scorePage, scoreUser } from '../ops/automation-score';
 import type { GatewayState } from '../surfaces/state';
@@ -54,5 +55,7 @@ export function automationScoreRouter(deps: GatewayDeps): Router<GatewayState> {
     if (user === undefined) throw new AppError('not_found', `No user ${userId}`, { param: 'user_id' });
     ctx.body = await scoreUser(db, userId, { days: query.days, now: new Date() });
   });
+  documentRoute(router, 'GET', '/automation-scores', { query: automationScoresQuerySchema, summary: 'Automation scores of the users with requests in the window, a page at a time (spec 2.12).' });
+  documentRoute(router, 'GET', '/:user_id/automation-score', { query: automationScoreQuerySchema, summary: "One user's automation score (spec 2.12)." });
   return router;
 }

@@ -4,6 +4,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
@@ -116,6 +117,11 @@ export function identityAdminRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { deleted: await query.delete() };
   });
 
+  documentRoute(router, 'GET', '/users', { query: userQuery, summary: 'Accounts, by id (search by e-mail).' });
+  documentRoute(router, 'DELETE', '/login-events', { query: purgeQuery, summary: "Deletes login events older than some days, or one account's." });
+  documentRoute(router, 'POST', '/auth-blocks/clear', { body: clearBody, summary: 'Lifts the automatic block of a client address.' });
+  documentRoute(router, 'PATCH', '/users/:userId', { body: userPatch, summary: "Changes an account's role, suspension or limits." });
+  documentRoute(router, 'POST', '/users/:userId/hard-delete', { noBody: true, summary: 'Deletes an account and its data permanently (PERMANENT_DELETION_ENABLED).' });
   router.post('/users/:userId/hard-delete', admin, async (ctx) => {
     if (!deps.settings.PERMANENT_DELETION_ENABLED) {
       throw new AppError('forbidden', 'Permanent deletion is turned off (PERMANENT_DELETION_ENABLED=false)');

@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import type { GatewayDeps } from '../app';
 import { ROLES, type Role } from '../registry/types';
@@ -29,6 +30,8 @@ export function modelsAdminRouter(deps: GatewayDeps): Router<GatewayState> {
   router.get('/admin/models/visibility', admin, (ctx) => {
     ctx.body = { models: deps.runtimeConfig.effective.registry.models.map((m) => visibilityView(deps, m.id)) };
   });
+  documentRoute(router, 'PATCH', '/admin/models/:model_id/visibility', { body: visibilityBody, summary: 'Sets the role a model requires.' });
+  documentRoute(router, 'PATCH', '/admin/models/:model_id/concurrency', { body: concurrencyBody, summary: "Exempts a model's routes from the outbound concurrency limit." });
   router.patch('/admin/models/:model_id/visibility', admin, async (ctx) => {
     const model = modelOr404(deps, ctx.params.model_id!);
     const { required_role: role } = await adminBody(ctx, visibilityBody);

@@ -8,6 +8,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -121,6 +122,8 @@ function routewiseRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin:
 export function policiesRouter(deps: GatewayDeps): Router<GatewayState> {
   const router = createRouter<GatewayState>();
   const admin = adminRoute(deps);
+  documentRoute(router, 'PUT', '/admin/routing/offload-routes/:model_id', { body: offloadBody, summary: "Sets a model's offload route." });
+  documentRoute(router, 'PUT', '/admin/routewise/model-settings', { body: routewiseBody, summary: "Sets or clears a model's routewise settings." });
   offloadRoutes(router, deps, admin);
   routewiseRoutes(router, deps, admin);
   return router;

@@ -7,6 +7,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -154,6 +155,14 @@ function envKeyRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: Ac
 export function providerKeysRouter(deps: GatewayDeps): Router<GatewayState> {
   const router = createRouter<GatewayState>();
   const admin = adminRoute(deps);
+  documentRoute(router, 'POST', '/admin/provider-keys', { body: addBody, success: 201, statuses: [409], summary: 'Adds a provider API key.' });
+  documentRoute(router, 'POST', '/admin/provider-keys/verify', { body: verifyBody, summary: 'Probes a provider with a key without saving it.' });
+  documentRoute(router, 'POST', '/admin/provider-keys/:key_id/disable', { noBody: true, summary: 'Takes an added key out of rotation.' });
+  documentRoute(router, 'POST', '/admin/provider-keys/:key_id/enable', { noBody: true, summary: 'Puts an added key back in rotation.' });
+  documentRoute(router, 'POST', '/admin/provider-keys/:key_id/min-role', { body: minRoleBody, summary: 'Sets the role an added key serves.' });
+  documentRoute(router, 'POST', '/admin/provider-keys/disable-env', { body: envKeyBody, summary: 'Takes a key from the environment out of rotation.' });
+  documentRoute(router, 'POST', '/admin/provider-keys/enable-env', { body: envKeyBody, summary: 'Puts a key from the environment back in rotation.' });
+  documentRoute(router, 'POST', '/admin/provider-keys/min-role-env', { body: envMinRoleBody, summary: 'Sets the role a key from the environment serves.' });
   envKeyRoutes(router, deps, admin);
   addedKeyRoutes(router, deps, admin);
   return router;

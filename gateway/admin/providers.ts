@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { BUILTIN_ADAPTER_KINDS, resolveAdapterKind } from '../adapters';
@@ -138,6 +139,11 @@ function rotationRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: 
 export function providersRouter(deps: GatewayDeps): Router<GatewayState> {
   const router = createRouter<GatewayState>();
   const admin = adminRoute(deps);
+  documentRoute(router, 'POST', '/admin/provider-definitions', { body: createBody, success: 201, statuses: [409], summary: 'Defines a custom provider.' });
+  documentRoute(router, 'POST', '/admin/provider-definitions/verify', { body: verifyBody, summary: 'Probes a provider definition without saving it.' });
+  documentRoute(router, 'PATCH', '/admin/provider-definitions/:provider', { body: patchBody, summary: 'Changes a custom provider.' });
+  documentRoute(router, 'DELETE', '/admin/provider-definitions/:provider', { statuses: [409], summary: 'Deletes a custom provider no route uses.' });
+  documentRoute(router, 'PATCH', '/admin/providers/:provider/disabled', { body: disabledBody, summary: 'Takes a provider out of rotation, or back in.' });
   definitionRoutes(router, deps, admin);
   rotationRoutes(router, deps, admin);
   return router;

@@ -14,6 +14,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
@@ -122,5 +123,7 @@ export function recentRequestsRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.state.log.info({ event: 'recent_errors_cleared', deleted, days: body.days, model: body.model ?? null, admin: ctx.state.admin?.via }, 'recent error rows deleted');
     ctx.body = { deleted };
   });
+  documentRoute(router, 'GET', '/offloads', { query: offloadsQuerySchema, summary: 'Requests served by an offload route.' });
+  documentRoute(router, 'POST', '/clear-errors', { body: clearErrorsBodySchema, summary: 'Deletes recent error rows of the request log.' });
   return router;
 }

@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -69,6 +70,8 @@ export function retargetRouter(deps: GatewayDeps): Router<GatewayState> {
     const { route } = prepare(deps, base, modelId, await adminBody(ctx, retargetBody));
     ctx.body = { model_id: modelId, route_id: routeId, saved: false, ...(await probeUpstream({ kind: route.kind, baseUrl: route.baseUrl, apiKey: route.apiKeys[0], providerModelId: route.providerModelId, upstreamApi: route.upstreamApi })) };
   });
+  documentRoute(router, 'PUT', path, { body: retargetBody, summary: "Retargets a file route (provider, model, key)." });
+  documentRoute(router, 'POST', '/admin/routing/provider-route-verifications/:model_id/:route_id', { body: retargetBody, summary: 'Probes a retarget without saving it.' });
   router.delete(path, admin, async (ctx) => {
     const { model_id: modelId, route_id: routeId } = ctx.params as { model_id: string; route_id: string };
     fileRoute(deps, modelId, routeId);

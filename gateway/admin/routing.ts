@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -98,6 +99,8 @@ function strategyRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin: 
 export function routingRouter(deps: GatewayDeps): Router<GatewayState> {
   const router = createRouter<GatewayState>();
   const admin = adminRoute(deps);
+  documentRoute(router, 'PUT', '/admin/routing/weights/:model_id/:endpoint_id', { body: weightBody, summary: "Overrides a route's weight." });
+  documentRoute(router, 'PATCH', '/admin/routing/provider-route-strategies/:model_id', { body: strategyBody, summary: "Sets or clears a model's routing strategy." });
   listingRoutes(router, deps, admin);
   weightRoutes(router, deps, admin);
   strategyRoutes(router, deps, admin);

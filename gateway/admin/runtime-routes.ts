@@ -5,6 +5,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import type { Knex } from 'knex';
 import { AppError } from '../../lib/errors';
 import type { GatewayDeps } from '../app';
@@ -143,6 +144,11 @@ function candidateRoutes(router: Router<GatewayState>, deps: GatewayDeps, admin:
 export function runtimeRoutesRouter(deps: GatewayDeps): Router<GatewayState> {
   const router = createRouter<GatewayState>();
   const admin = adminRoute(deps);
+  documentRoute(router, 'POST', '/admin/routing/provider-route-models', { body: runtimeModelBody, success: 201, statuses: [409], summary: 'Adds a runtime model with its first route.' });
+  documentRoute(router, 'POST', '/admin/routing/provider-route-model-verifications', { body: runtimeModelBody, summary: 'Probes a runtime model without saving it.' });
+  documentRoute(router, 'POST', '/admin/routing/provider-route-candidates/:model_id', { body: routeFields, success: 201, summary: 'Adds a runtime route to a model.' });
+  documentRoute(router, 'POST', '/admin/routing/provider-route-candidate-verifications/:model_id', { body: routeFields, summary: 'Probes a runtime route without saving it.' });
+  documentRoute(router, 'PATCH', '/admin/routing/provider-route-candidates/:model_id/:route_id', { body: routeFields, summary: 'Changes a runtime route.' });
   runtimeModelRoutes(router, deps, admin);
   candidateRoutes(router, deps, admin);
   return router;

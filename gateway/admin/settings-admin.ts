@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
@@ -59,6 +60,8 @@ export function settingsAdminRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.state.log.info({ event: 'runtime_settings_changed', keys: Object.keys(body) }, 'runtime settings changed');
     ctx.body = describe();
   });
+
+  documentRoute(router, 'PATCH', '/settings', { body: patchBody, summary: 'Changes runtime switches (sign-up and the like).' });
 
   return router;
 }

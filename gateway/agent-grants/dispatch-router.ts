@@ -15,6 +15,7 @@ import { AppError } from '../../lib/errors';
 import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
 import { tokenEquals } from '../../lib/identity/constant-time';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
+import { documentEndpoint } from '../../lib/http/route-docs';
 import type { GatewayDeps } from '../app';
 import type { GatewayState } from '../surfaces/state';
 import { grantIssue, grantRenew, grantRevoke, modelCheck, type ValidIssueRequest } from '../../lib/contracts/grant-dispatch';
@@ -85,6 +86,11 @@ export function grantDispatchRouter(deps: GatewayDeps): Router<GatewayState> {
     await deps.grants!.reload(grantId);
     ctx.body = { grant_id: grantId, expires_at: renewed.expiresAt.toISOString() } satisfies ResponseOf<typeof grantRenew>;
   });
+
+  documentEndpoint(router, grantIssue, { success: 201, statuses: [404] });
+  documentEndpoint(router, modelCheck);
+  documentEndpoint(router, grantRenew);
+  documentEndpoint(router, grantRevoke, { noBody: true });
 
   // The revoke body is not read (the contract has no fields).
   router.post(grantRevoke.route, internal, async (ctx) => {

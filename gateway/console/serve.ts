@@ -14,6 +14,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { AppError } from '../../lib/errors';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
@@ -97,6 +98,7 @@ export function consoleRouter(options: { dir: string; cwd: string }): Router {
     ctx.status = 302;
     ctx.redirect('/console/stats');
   });
+  documentRoute(router, 'GET', '/stats', { success: 302, summary: 'Redirects to the console\'s public stats page (`/console/stats`, no sign-in).' });
   const serve = (ctx: Context): void => {
     if (!assets) throw new AppError('service_unavailable', `The console is not built (no ${join(dir, 'index.html')}): run npm run build`);
     const path = ctx.path === '/console' ? '/console/' : ctx.path;

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody, bearerToken } from '../../lib/http/json-body';
 import { accessGuard, createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { issueApiKey, listApiKeys, revokeApiKey } from '../../lib/identity/api-keys';
 import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/identity/passwords';
 import type { GatewayDeps } from '../app';
@@ -214,6 +215,13 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await issueApiKey(db(deps), deps.keys, userId, body.name, expiresAt);
   });
+
+  documentRoute(router, 'POST', '/signup', { body: signupBody, success: 201, statuses: [403, 409, 429], summary: 'Creates an account (when sign-up is open).' });
+  documentRoute(router, 'POST', '/verify-email', { body: z.object({ token: z.string().min(1).max(200) }).strict(), summary: "Confirms an account's e-mail address." });
+  documentRoute(router, 'POST', '/login', { body: credentials, statuses: [429], summary: 'Logs in: an access token, and a refresh session cookie.' });
+  documentRoute(router, 'POST', '/refresh', { noBody: true, summary: 'A new access token from the refresh session cookie.' });
+  documentRoute(router, 'POST', '/logout', { noBody: true, success: 204, summary: 'Ends the refresh session.' });
+  documentRoute(router, 'POST', '/api-keys', { body: keyBody, success: 201, summary: 'Creates an API key of the account (shown once).' });
 
   router.get('/api-keys', account, async (ctx) => {
     const userId = accountIdOf(ctx.state);

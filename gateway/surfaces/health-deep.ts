@@ -8,6 +8,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import type { Registry } from '../registry';
 import type { CircuitBreakers, CircuitState } from '../routing/breaker';
 import type { ConcurrencyLimiter } from '../routing/concurrency';
@@ -126,5 +127,6 @@ export function deepHealthRouter(deps: DeepHealthDeps): Router {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = deepHealth(deps);
   });
+  documentRoute(router, 'GET', '/health/deep', { summary: 'Routes, circuit breakers and outbound concurrency.' });
   return router;
 }

@@ -7,6 +7,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import type { DatabaseState } from '../store/database-state';
 
 export type StoreStatus = 'up' | 'down' | 'disabled';
@@ -73,5 +74,7 @@ export function healthRouter(deps: HealthDeps): Router {
     ctx.status = report.ready && !deps.database.unavailableAtStartup ? 200 : 503;
     ctx.body = { ready: ctx.status === 200, stores: report.body.stores };
   });
+  documentRoute(router, 'GET', '/health', { statuses: [503], summary: 'Liveness and stores (200 healthy or degraded; 503 when the configured database was unavailable at startup).' });
+  documentRoute(router, 'GET', '/health/ready', { statuses: [503], summary: 'Readiness: 503 unless every configured store is up.' });
   return router;
 }

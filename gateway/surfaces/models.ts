@@ -5,6 +5,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { ensureGrantCached } from '../agent-grants/grant-cache';
 import { canSee } from '../auth/caller';
 import { bearerToken } from '../../lib/http/json-body';
@@ -65,5 +66,6 @@ export function modelsRouter(deps: GatewayContextDeps): Router<GatewayState> {
     for (const [name, model] of deps.registry.current.byName) if (canSee(role, model)) data.push(item(name, model));
     ctx.body = { object: 'list', data };
   });
+  documentRoute(router, 'GET', '/v1/models', { summary: 'Models the caller may use (a key widens the list).' });
   return router;
 }

@@ -10,6 +10,7 @@
 import type Router from '@koa/router';
 import { AppError } from '../../lib/errors';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import { newestPublicStats } from '../public-stats/snapshot';
 import type { DistributionState } from '../registry/manifest';
 import type { DatabaseState } from '../store/database-state';
@@ -49,5 +50,6 @@ export function publicStatsRouter(deps: { distribution: DistributionState; datab
     ctx.type = 'application/json';
     ctx.body = cached.body;
   });
+  documentRoute(router, 'GET', '/public-stats', { statuses: [404, 503], summary: 'The newest public stats snapshot (404 when the distribution does not publish stats or no snapshot exists yet).' });
   return router;
 }

@@ -12,6 +12,7 @@ import type Router from '@koa/router';
 import { createHash } from 'node:crypto';
 import { AppError } from '../../lib/errors';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 import type { GatewayDeps } from '../app';
 import { signupState } from '../identity/signup-policy';
 import { siteIdentity } from '../identity/site-identity';
@@ -79,5 +80,6 @@ export function siteConfigRouter(deps: SiteConfigDeps): Router<GatewayState> {
     }
     ctx.body = body;
   });
+  documentRoute(router, 'GET', '/site-config', { statuses: [503], summary: 'Site identity, features and branding (503 when the distribution configuration is broken).' });
   return router;
 }

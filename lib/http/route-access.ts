@@ -15,6 +15,7 @@ import type Koa from 'koa';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { AppError } from '../errors';
 import { describeTextProblem, textProblem } from '../text';
+import { routeDocKey, routeDocsOf, strayRouteDocs, type RouteDoc } from './route-docs';
 
 /**
  * What a route requires: `public` nothing; `account` an account's access token; `key` a
@@ -23,9 +24,10 @@ import { describeTextProblem, textProblem } from '../text';
  * host's credential; `internal` a service-to-service token; `relay` a tool-relay credential (an
  * attempt-fenced `mcp_…` token or an `amr.…` residency credential, docs/mcp.md); `forwarded` the
  * gateway decides nothing and forwards the request to the control-plane API, whose own route
- * declares and checks its access (docs/one-origin.md).
+ * declares and checks its access (docs/one-origin.md); `metrics` `METRICS_TOKEN` or the service's
+ * administrator credential (the Prometheus scrape, docs/metrics-api.md).
  */
-export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded';
+export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded' | 'metrics';
 
 /** The first middleware of every route: checks the caller, then the path and query text. */
 export interface AccessGuard<StateT = unknown> extends Middleware<StateT> {
@@ -75,6 +77,8 @@ export interface RouteEntry {
   methods: string[];
   path: string;
   access: Access;
+  /** Its API description by method, where declared (lib/http/route-docs.ts). */
+  docs?: Readonly<Record<string, RouteDoc>>;
 }
 
 function isGuard(fn: unknown): fn is AccessGuard {
@@ -84,7 +88,7 @@ function isGuard(fn: unknown): fn is AccessGuard {
 /**
  * The routes of `routers` with what each requires. Throws (at startup) when a route's first
  * middleware is not an {@link AccessGuard}, when a router has router-wide middleware, or when a
- * router matches case-insensitively or loosely.
+ * router matches case-insensitively or loosely, or when a route description names no route.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function routeTable(routers: ReadonlyArray<Router<any>>): RouteEntry[] {
@@ -93,13 +97,19 @@ export function routeTable(routers: ReadonlyArray<Router<any>>): RouteEntry[] {
     if (router.opts.sensitive !== true || router.opts.strict !== true) {
       throw new Error(`router ${router.opts.prefix ?? '(no prefix)'} is not case-sensitive and strict: build it with createRouter`);
     }
+    const served = new Set<string>();
     for (const layer of router.stack) {
       const path = String(layer.path);
       if (layer.methods.length === 0) throw new Error(`router-wide middleware on ${path}: declare access on each route instead (lib/http/route-access.ts)`);
       const first = layer.stack[0];
       if (!isGuard(first)) throw new Error(`route ${layer.methods.join(',')} ${path} declares no access: give it an AccessGuard as its first middleware`);
-      entries.push({ methods: layer.methods.filter((m) => m !== 'HEAD'), path, access: first.access });
+      const methods = layer.methods.filter((m) => m !== 'HEAD');
+      for (const method of methods) served.add(routeDocKey(method, path));
+      const docs = routeDocsOf(router, methods, path);
+      entries.push({ methods, path, access: first.access, ...(docs ? { docs } : {}) });
     }
+    const stray = strayRouteDocs(router, served);
+    if (stray.length > 0) throw new Error(`route description for ${stray.join(', ')} names no route of its router (lib/http/route-docs.ts)`);
   }
   return entries;
 }
