@@ -21,7 +21,7 @@ import { ChatDelivery } from '../agent/jobs/chat-delivery';
 import { ensureDeletionSweepSchedule } from '../agent/deletion/sweep-schedule';
 import { ensureIdleStopSchedule } from '../agent/sandboxes/idle-stop-schedule';
 import { ensurePublicStatsSchedule } from '../activities/control/public-stats-schedule';
-import { publicStatsJob } from '../gateway/public-stats/snapshot';
+import { publicStatsJob } from '../gateway/ops/public-stats/snapshot';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 import { SourceControlApp } from '../agent/jobs/source-control-app';
 import { PublishDelivery, reconcilePendingPublications } from '../agent/source/publish-delivery';

@@ -1,7 +1,7 @@
 /**
  * Control-queue activity of the public stats job (`workflows/public-stats.ts`; docs/public-stats.md):
  * a thin Temporal adapter over the job, which the control worker's composition root hands in
- * (the job reads the gateway's tables and lives in `gateway/public-stats/`).
+ * (the job reads the gateway's tables and lives in `gateway/ops/public-stats/`).
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { PublicStatsResult } from '../../workflows/definitions/public-stats';

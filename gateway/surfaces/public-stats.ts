@@ -11,7 +11,7 @@ import type Router from '@koa/router';
 import { AppError } from '../../lib/errors';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
-import { newestPublicStats } from '../public-stats/snapshot';
+import { newestPublicStats } from '../ops/public-stats/snapshot';
 import type { DistributionState } from '../registry/manifest';
 import type { DatabaseState } from '../store/database-state';
 import type { GatewayState } from './state';

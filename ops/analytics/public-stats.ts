@@ -8,8 +8,8 @@
 import { parseArgs } from 'node:util';
 import { createDb } from '../../lib/db';
 import { loadSettings } from '../../lib/settings';
-import { DEFAULT_WEEKS, MAX_WEEKS } from '../../gateway/public-stats/content';
-import { buildPublicStats, storePublicStats } from '../../gateway/public-stats/snapshot';
+import { DEFAULT_WEEKS, MAX_WEEKS } from '../../gateway/ops/public-stats/content';
+import { buildPublicStats, storePublicStats } from '../../gateway/ops/public-stats/snapshot';
 import { DEV_DATABASE_URL } from '../dev/postgres';
 
 const USAGE = 'usage: npm run public-stats -- [--dry-run] [--weeks N]';

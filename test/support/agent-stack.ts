@@ -9,7 +9,7 @@ import type { SandboxRuntimes } from '../../activities/docker/container-runtime'
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createControlActivities, type ControlActivityDeps } from '../../activities/control';
-import { publicStatsJob } from '../../gateway/public-stats/snapshot';
+import { publicStatsJob } from '../../gateway/ops/public-stats/snapshot';
 import { createHostActivities } from '../../activities/host-activities';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { HostApiClient } from '../../activities/agent/host-api-client';

@@ -3,7 +3,7 @@
  * and the withholding rule at 2 and 3 accounts for counts, named items and weeks.
  */
 import assert from 'node:assert/strict';
-import { countOrWithheld, section, usageOrWithheld, weeksOf, windowOf, type Usage } from '../../../gateway/public-stats/content';
+import { countOrWithheld, section, usageOrWithheld, weeksOf, windowOf, type Usage } from '../../../../../gateway/ops/public-stats/content';
 
 const usage = (accounts: number, requests = 10): Usage => ({ requests, accounts, prompt_tokens: 1, completion_tokens: 1 });
 

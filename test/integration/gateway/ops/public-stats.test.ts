@@ -10,19 +10,19 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { windowOf, type PublicStatsContent } from '../../../gateway/public-stats/content';
-import { buildPublicStats, SNAPSHOTS_KEPT, storePublicStats, takePublicStatsSnapshot } from '../../../gateway/public-stats/snapshot';
-import { createDb } from '../../../lib/db';
-import { freeLoopbackPort } from '../../../ops/dev/free-port';
-import { freshDatabase, type TestDatabase } from '../../support/db';
-import { startFakeUpstream } from '../../support/fake-upstream';
-import { startTestGateway } from '../../support/gateway';
-import { captureLogs } from '../../support/logs';
-import { waitFor } from '../../support/wait';
+import { windowOf, type PublicStatsContent } from '../../../../gateway/ops/public-stats/content';
+import { buildPublicStats, SNAPSHOTS_KEPT, storePublicStats, takePublicStatsSnapshot } from '../../../../gateway/ops/public-stats/snapshot';
+import { createDb } from '../../../../lib/db';
+import { freeLoopbackPort } from '../../../../ops/dev/free-port';
+import { freshDatabase, type TestDatabase } from '../../../support/db';
+import { startFakeUpstream } from '../../../support/fake-upstream';
+import { startTestGateway } from '../../../support/gateway';
+import { captureLogs } from '../../../support/logs';
+import { waitFor } from '../../../support/wait';
 
 const NOW = new Date();
 const LAST_WEEK = new Date(windowOf(NOW, 26).end.getTime() - 3 * 86_400_000);
-const SCRIPT = join(__dirname, '../../../ops/analytics/public-stats.ts');
+const SCRIPT = join(__dirname, '../../../../ops/analytics/public-stats.ts');
 
 interface LogRow { user_id: number | null; model: string; text?: string; surface?: string; status?: number; synthetic?: boolean; at?: Date }
 

@@ -5,7 +5,7 @@
  * its account is its `user_id` (rows without one add requests and tokens, never accounts).
  */
 import type { Knex } from 'knex';
-import type { Db } from '../../lib/db';
+import type { Db } from '../../../lib/db';
 import type { Named, Usage } from './content';
 
 type Window = { start: Date; end: Date };

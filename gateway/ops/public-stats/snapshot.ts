@@ -5,7 +5,7 @@
  * newest. Run daily by a Temporal Schedule of the control worker, or by hand
  * (`npm run public-stats`). `GET /public-stats` serves the newest row.
  */
-import type { Db } from '../../lib/db';
+import type { Db } from '../../../lib/db';
 import {
   countOrWithheld, section, usageOrWithheld, weeksOf, windowOf, type PublicStatsContent,
 } from './content';
