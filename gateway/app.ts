@@ -27,6 +27,7 @@ import type { DatabaseState } from './store/database-state';
 import type { SiteSettings } from './store/site-settings';
 import { modelsRouter } from './surfaces/models';
 import { routingStatusRouter } from './surfaces/routing-status';
+import { publicStatsRouter } from './surfaces/public-stats';
 import { siteConfigRouter } from './surfaces/site-config';
 import type { GatewayContextDeps, GatewayState } from './surfaces/state';
 
@@ -90,6 +91,6 @@ export function createGatewayApp(deps: GatewayDeps, servedRoutes?: () => readonl
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
   const description = openApiRouter<GatewayState>(GATEWAY_INFO, servedRoutes ?? (() => routes));
-  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
+  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
   return Object.assign(app, { routes });
 }

@@ -12,6 +12,7 @@ import type { GatewayDeps } from './app';
 import { gatewayContextDeps } from './deps';
 import { GrantCache } from './agent-grants/grant-cache';
 import { ApiKeyCache } from './identity/api-keys';
+import { siteIdentity } from './identity/site-identity';
 import { loadGatewayConfiguration } from './registry';
 import { createRequestLog } from './request-log';
 import { RegistryHolder } from './registry/holder';
@@ -70,7 +71,11 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const database = new DatabaseState(db, log);
   const keys = db ? new ApiKeyCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
   const grants = db ? new GrantCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;
-  const context = gatewayContextDeps(settings, { registry: new RegistryHolder(registry), log, keys, grants, rng: options.rng, now: options.now, concurrencyExemptHosts: options.concurrencyExemptHosts });
+  const identity = siteIdentity(settings, distribution);
+  const context = gatewayContextDeps(settings, {
+    registry: new RegistryHolder(registry), log, keys, grants, rng: options.rng, now: options.now, concurrencyExemptHosts: options.concurrencyExemptHosts,
+    site: { siteName: identity.name, siteUrl: identity.publicBaseUrl },
+  });
   const siteSettings = new SiteSettings(db, log);
   const runtimeConfig = new RuntimeConfig({ db, holder: context.registry, log });
   context.limits.isExempt = (modelId) => runtimeConfig.isConcurrencyExempt(modelId);

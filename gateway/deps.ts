@@ -20,6 +20,7 @@ import { effectiveDefaultRouter } from './routing/routewise';
 import { Routewise } from './routing/routewise-runtime';
 import { fixedStrategy, logCircuitChanges, RoutingCore } from './routing/selector';
 import { SETTING } from './runtime-config/types';
+import type { HeaderOptions } from './adapters';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
 
@@ -38,6 +39,8 @@ export interface ContextOptions {
    * replace it (their fake upstreams run on 127.0.0.1); it is not a setting.
    */
   concurrencyExemptHosts?: readonly string[] | undefined;
+  /** The site identity as upstream headers (the aggregator's `HTTP-Referer` and `X-Title`). */
+  site?: HeaderOptions | undefined;
 }
 
 /** The routing core (breaker, affinity, prefill) from settings. */
@@ -97,7 +100,7 @@ export function gatewayContextDeps(settings: Settings, options: ContextOptions):
       firstByteMs: settings.UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS * 1000,
       idleMs: settings.UPSTREAM_IDLE_TIMEOUT_SECONDS * 1000,
       plainHttpClient: settings.UPSTREAM_HTTP_CLIENT,
-    }, undefined, concurrency),
+    }, options.site, concurrency),
     routing: routingCoreFrom(settings, { rng, now, log: options.log, routewise }),
     concurrency,
     authenticator,

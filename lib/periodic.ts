@@ -15,9 +15,15 @@ export class Periodic {
     return this.timer !== undefined;
   }
 
-  async start(): Promise<void> {
+  /** Runs the task once, then every `everyMs`; with `retryFirst` a failed first run is logged and retried like a later one. */
+  async start(options: { retryFirst?: boolean } = {}): Promise<void> {
     if (this.timer) return;
-    await this.task();
+    try {
+      await this.task();
+    } catch (err) {
+      if (!options.retryFirst) throw err;
+      this.log.warn({ err }, `${this.what} failed; retrying`);
+    }
     this.timer = setInterval(() => void this.tick(), this.everyMs);
     this.timer.unref();
   }

@@ -158,6 +158,8 @@ export const settingsShape = {
   // ---- request log ----
   /** `false`: no `api_logs` rows are written even with a database (docs/request-log.md). Default true. */
   REQUEST_LOG_ENABLED: flag(true),
+  /** `true`: request-log rows also keep the newest user message's text (`api_logs.user_message_text`, cut to 4,000 characters), and the public stats snapshot gains its language section (docs/public-stats.md). Default false. */
+  DB_STORE_FULL_CONTENT: flag(false),
   /** Rows per multi-row insert; a batch is written as soon as this many are queued. Default 500. */
   REQUEST_LOG_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
   /** Milliseconds between flushes of a partly filled batch. Default 1000. */
@@ -287,6 +289,8 @@ export const settingsShape = {
   AGENT_DELETION_SWEEP_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('agent-deletion-sweep'),
   /** Id of the Temporal Schedule the control worker keeps for the idle stop (every minute; host setting `idle_timeout_seconds`, docs/sandboxes.md "Idle stop"). One per control task queue. Default `agent-idle-sandbox-stop`. */
   AGENT_IDLE_STOP_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('agent-idle-sandbox-stop'),
+  /** Id of the Temporal Schedule the control worker keeps for the daily public stats snapshot (docs/public-stats.md). One per control task queue. Default `public-stats-snapshot`. */
+  PUBLIC_STATS_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('public-stats-snapshot'),
   /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
   /** Seconds between a host runner's inventory reports (its managed containers with a resource reading; spec 8: 30). */

@@ -2,8 +2,9 @@
  * The control worker: polls task queue `control` (every workflow, and activities that touch
  * PostgreSQL, object storage or the gateway), reconciles queued turns with their chat workflows
  * and pending publications with their publish workflows (docs/publisher.md),
- * and creates or updates the Schedules of the deletion sweep (docs/chat-deletion.md) and the idle
- * stop (docs/sandboxes.md "Idle stop") at startup. Entry of `npm run worker:control`.
+ * and creates or updates the Schedules of the deletion sweep (docs/chat-deletion.md), the idle
+ * stop (docs/sandboxes.md "Idle stop") and the daily public stats snapshot (docs/public-stats.md)
+ * at startup. Entry of `npm run worker:control`.
  */
 import { Worker } from '@temporalio/worker';
 import { createDb } from '../lib/db';
@@ -19,6 +20,8 @@ import { GatewayGrantClient } from '../agent/grants/gateway-grant-client';
 import { ChatDelivery } from '../agent/jobs/chat-delivery';
 import { ensureDeletionSweepSchedule } from '../agent/deletion/sweep-schedule';
 import { ensureIdleStopSchedule } from '../agent/sandboxes/idle-stop-schedule';
+import { ensurePublicStatsSchedule } from '../activities/control/public-stats-schedule';
+import { publicStatsJob } from '../gateway/ops/public-stats/snapshot';
 import { AgentSettings, liveSettings } from '../agent/settings/settings-sync';
 import { SourceControlApp } from '../agent/jobs/source-control-app';
 import { PublishDelivery, reconcilePendingPublications } from '../agent/source/publish-delivery';
@@ -58,7 +61,7 @@ async function main(): Promise<void> {
     ...(env.TEMPORAL_WORKFLOW_BUNDLE_PATH
       ? { workflowBundle: { codePath: env.TEMPORAL_WORKFLOW_BUNDLE_PATH } }
       : { workflowsPath: require.resolve('../workflows') }),
-    activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client, agentSettings, ...publisherForge }),
+    activities: createControlActivities({ db, settings, grants, log, objectStore, temporal: client, agentSettings, ...publisherForge, publicStats: publicStatsJob(db, env.DB_STORE_FULL_CONTENT) }),
   });
   const scheduleId = await ensureDeletionSweepSchedule(client, settings).catch((err: unknown) => {
     throw new Error(`the deletion sweep's Schedule ${settings.AGENT_DELETION_SWEEP_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and AGENT_DELETION_SWEEP_SCHEDULE_ID)`, { cause: err });
@@ -68,6 +71,10 @@ async function main(): Promise<void> {
     throw new Error(`the idle stop's Schedule ${settings.AGENT_IDLE_STOP_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and AGENT_IDLE_STOP_SCHEDULE_ID)`, { cause: err });
   });
   log.info({ event: 'agent_idle_stop_scheduled', schedule_id: idleStopId }, 'idle sandbox stop scheduled every minute');
+  const publicStatsId = await ensurePublicStatsSchedule(client, settings).catch((err: unknown) => {
+    throw new Error(`the public stats Schedule ${settings.PUBLIC_STATS_SCHEDULE_ID} could not be created or updated in namespace ${settings.TEMPORAL_NAMESPACE} (check the Temporal server and PUBLIC_STATS_SCHEDULE_ID)`, { cause: err });
+  });
+  log.info({ event: 'public_stats_scheduled', schedule_id: publicStatsId }, 'public stats snapshot scheduled daily');
   const delivery = new ChatDelivery(client, settings, log);
   const publications = new PublishDelivery(client, settings, log);
   const reconciler = new Periodic(async () => {

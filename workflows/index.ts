@@ -9,3 +9,4 @@ export { hostWorkflow } from './host';
 export { deletionSweepWorkflow } from './deletion-sweep';
 export { idleSandboxStopWorkflow } from './idle-sandbox-stop';
 export { publishWorkflow } from './publish';
+export { publicStatsWorkflow } from './public-stats';

@@ -13,6 +13,7 @@ import { createChatActivities } from './chat-activities';
 import { createHostWorkflowActivities } from './host-workflow-activities';
 import { createDeletionActivities } from './deletion-activities';
 import { createIdleStopActivities } from './idle-stop-activities';
+import { createPublicStatsActivities, type PublicStatsJob } from './public-stats-activities';
 import { createSandboxGroupActivities } from './sandbox-group-activities';
 import { createTitleActivities, type TitleLimits } from './title-activities';
 import { defaultValues } from '../../agent/settings/admin-settings';
@@ -44,6 +45,8 @@ export interface ControlActivityDeps {
   forgeFor?: (repo: string) => Forge | undefined;
   /** Pull-request title generation; default: through the gateway with the job's model when title generation is on, else the prompt title. */
   generatePrTitle?: PrTitleGenerator;
+  /** The public stats job (docs/public-stats.md), composed by the worker; without it the daily run fails naming the cause. */
+  publicStats?: PublicStatsJob;
 }
 
 export function createControlActivities(deps: ControlActivityDeps) {
@@ -65,6 +68,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
       db: deps.db, log, forgeFor: deps.forgeFor ?? (() => undefined), ...prTitles(deps, log),
     }),
     ...createTitleActivities({ db: deps.db, grants: deps.grants, settings: deps.settings, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }),
+    ...createPublicStatsActivities({ job: deps.publicStats }),
   };
 }
 

@@ -33,7 +33,7 @@ function benchRow(): ApiLogRow {
     model: 'bench-model', provider: 'generic_compat', endpoint_id: 'ep_bench', surface: 'chat', status: 200, stream: false,
     latency_ms: 1, first_token_ms: null, prompt_tokens: 12, completion_tokens: 64, cache_read_tokens: 4, num_user_turns: 1,
     num_tool_calls: 0, cost_usd: null, error_code: null, synthetic: false, user_message_chars: 5, user_message_entropy: 1.9219,
-    user_message_hash: 'c8e2c1437abb87b6',
+    user_message_hash: 'c8e2c1437abb87b6', user_message_text: null,
     metadata: {
       via: 'api_key',
       client: { reason: 'peer_not_routable', source: 'socket', peer_ip: '127.0.0.1', resolved: false, client_ip: 'unknown' },

@@ -2,7 +2,7 @@
  * The console shell: reads the site configuration first (a configuration error with a retry
  * button when it fails), then the session (sign-in when there is none), then the page of the
  * current URL from its area, with a menu of what the account may use. While the server is
- * unreachable a banner says the console is read-only.
+ * unreachable a banner says the console is read-only. `/stats` (public stats) needs no sign-in.
  */
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -14,6 +14,7 @@ import { ownerArea } from './owner/menu';
 import type { ConsoleArea, ConsolePage, PageAccess } from './pages';
 import { matchPath, navigate, useLocation } from './router';
 import { loadSiteConfig, SiteConfigError, type SiteView } from './site-config';
+import { StatsPage } from './stats-page';
 import { Link, Page, time } from './ui/parts';
 
 /** The areas, most specific prefix first (`/admin/agent` before `/admin`). */
@@ -65,6 +66,9 @@ function usePages(area: ConsoleArea | undefined): readonly ConsolePage[] | undef
 }
 
 const AREA_ROOTS = new Set(['/admin', '/admin/agent']);
+
+/** The one public page: usage statistics, for anyone, signed in or not (docs/public-stats.md). */
+const PUBLIC_STATS_PATH = '/stats';
 
 function Menu(props: { account: Account; path: string }): JSX.Element {
   return (
@@ -141,7 +145,9 @@ export function App(): JSX.Element {
           The {o.part} is not answering since {time(o.since)} ({o.reason}): the console is read-only and shows the last data it read.
         </p>
       ))}
-      {account ? (
+      {location.path === PUBLIC_STATS_PATH ? (
+        <main id="main" tabIndex={-1}><StatsPage /></main>
+      ) : account ? (
         <div class="body">
           <Menu account={account} path={location.path} />
           <main id="main" tabIndex={-1}><Routed account={account} path={location.path} query={location.query} /></main>

@@ -15,10 +15,12 @@ export type AdapterFamily = 'compat' | 'aggregator' | 'message_format';
  */
 export type ChatPathStyle = 'direct' | 'versioned';
 
-/** Options a profile may turn into extra upstream headers. */
+/** Options a profile may turn into extra upstream headers (the site identity, docs/site-config.md). */
 export interface HeaderOptions {
   /** Site name sent by the aggregator profile as `X-Title`. */
   readonly siteName?: string | undefined;
+  /** Site public base URL sent by the aggregator profile as `HTTP-Referer`. */
+  readonly siteUrl?: string | undefined;
 }
 
 /** Extra headers of a profile, given the header options; `undefined` when none apply. */
@@ -85,8 +87,11 @@ function profile(kind: string, init: AdapterProfileInit = {}): AdapterProfile {
   });
 }
 
-const aggregatorHeaders: ProfileHeaders = (options) =>
-  options.siteName ? { 'X-Title': options.siteName } : undefined;
+/** The aggregator attributes traffic to an app by its referring URL and title. */
+const aggregatorHeaders: ProfileHeaders = (options) => {
+  if (!options.siteName && !options.siteUrl) return undefined;
+  return { ...(options.siteUrl ? { 'HTTP-Referer': options.siteUrl } : {}), ...(options.siteName ? { 'X-Title': options.siteName } : {}) };
+};
 
 const aggregatorInit: AdapterProfileInit = { family: 'aggregator', label: 'Aggregator', extraHeaders: aggregatorHeaders };
 

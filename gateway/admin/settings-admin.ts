@@ -50,6 +50,10 @@ export function settingsAdminRouter(deps: GatewayDeps): Router<GatewayState> {
     if (body[SIGNUP_SWITCH] === true && d.status === 'active' && d.manifest.features?.public_signup === false) {
       throw new AppError('invalid_request', `Invalid field '${SIGNUP_SWITCH}': the active distribution manifest disables public sign-up; the switch cannot reopen it`, { param: SIGNUP_SWITCH });
     }
+    // A broken distribution configuration closes sign-up just as firmly (docs/identity.md).
+    if (body[SIGNUP_SWITCH] === true && (d.status === 'misconfigured' || d.status === 'failed')) {
+      throw new AppError('invalid_request', `Invalid field '${SIGNUP_SWITCH}': the distribution configuration is broken (${d.status === 'failed' ? 'the active manifest failed to load' : d.reason}), which closes sign-up; the switch cannot reopen it`, { param: SIGNUP_SWITCH });
+    }
     for (const [key, value] of Object.entries(body)) {
       if (value !== undefined) await deps.siteSettings.write(key, value);
     }

@@ -14,6 +14,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { AppError } from '../../lib/errors';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
+import { documentRoute } from '../../lib/http/route-docs';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
@@ -82,7 +83,7 @@ function send(ctx: Context, asset: Asset): void {
   } else ctx.body = asset.identity;
 }
 
-/** The console's routes: `/` (redirect), `/console`, `/console/` and everything under it (GET/HEAD). */
+/** The console's routes: `/` and `/stats` (redirects), `/console`, `/console/` and everything under it (GET/HEAD). */
 export function consoleRouter(options: { dir: string; cwd: string }): Router {
   const dir = resolve(options.cwd, options.dir);
   const assets = loadConsoleAssets(dir);
@@ -92,6 +93,12 @@ export function consoleRouter(options: { dir: string; cwd: string }): Router {
     ctx.status = 302;
     ctx.redirect('/console/');
   });
+  // The public stats page (docs/public-stats.md) is a console page that needs no sign-in.
+  router.get('/stats', open, (ctx) => {
+    ctx.status = 302;
+    ctx.redirect('/console/stats');
+  });
+  documentRoute(router, 'GET', '/stats', { success: 302, summary: 'Redirects to the console\'s public stats page (`/console/stats`, no sign-in).' });
   const serve = (ctx: Context): void => {
     if (!assets) throw new AppError('service_unavailable', `The console is not built (no ${join(dir, 'index.html')}): run npm run build`);
     const path = ctx.path === '/console' ? '/console/' : ctx.path;

@@ -3,8 +3,8 @@
  * - a misconfigured distribution mode, or an active manifest that failed, closes sign-up;
  * - an active manifest with `features.public_signup: false` closes it, and nothing reopens it;
  * - otherwise the runtime switch `signup_enabled` (site_settings) wins over `SIGNUP_ENABLED`;
- * - with a database whose settings have not been read yet (it was unreachable), sign-up is closed
- *   until they are (the settings cache retries every 5 seconds).
+ * - with a database whose settings could not be read within 1 second on the latest read (or not yet
+ *   at all), sign-up is closed until a read answers in time (the settings cache retries every 5 seconds).
  * `signup_require_email_verification` likewise overrides `SIGNUP_REQUIRE_EMAIL_VERIFICATION`.
  */
 import type { GatewayDeps } from '../app';
@@ -26,7 +26,7 @@ export function signupState(deps: Pick<GatewayDeps, 'distribution' | 'settings' 
   if (d.status === 'misconfigured') return closed('the distribution configuration mode is invalid');
   if (d.status === 'failed') return closed('the active distribution manifest failed to load');
   if (d.status === 'active' && d.manifest.features?.public_signup === false) return closed('the distribution disables public sign-up');
-  if (deps.database.configured && !deps.siteSettings.ready) return closed('settings are not readable yet; try again shortly');
+  if (deps.database.configured && !deps.siteSettings.current) return closed('the sign-up switch cannot be read right now; try again shortly');
   if (!deps.siteSettings.flag(SIGNUP_SWITCH, deps.settings.SIGNUP_ENABLED)) return closed('sign-up is turned off');
   return { open: true, reason: '', requireVerification };
 }

@@ -6,7 +6,7 @@
  * active manifest that fails to load is logged CRITICAL and the gateway serves no models; any other
  * mode value, an empty one, or `active` without a path is a misconfiguration (one warning).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -111,9 +111,20 @@ export function loadDistribution(options: { path: string | undefined; mode: stri
   }
 }
 
-/** The `paths:` of an active manifest, for registry path resolution. */
+/** The overlay layout's files: a distribution directory holds its manifest and these (docs/site-config.md). */
+export const OVERLAY_FILES = { models: 'config/models.yaml', routing: 'config/routing.yaml' } as const;
+
+/**
+ * The `paths:` of an active manifest, for registry path resolution. A kind the manifest does not
+ * name falls back to the overlay layout's file beside the manifest when that file exists, so a
+ * distribution directory laid out as the overlay needs no `paths:` at all.
+ */
 export function manifestPaths(state: DistributionState): ActiveManifestPaths | undefined {
   if (state.status !== 'active') return undefined;
-  const { models, routing, alerts } = state.manifest.paths ?? {};
+  const { alerts } = state.manifest.paths ?? {};
+  const overlay = (kind: keyof typeof OVERLAY_FILES): string | undefined =>
+    state.manifest.paths?.[kind] || (existsSync(resolve(state.dir, OVERLAY_FILES[kind])) ? OVERLAY_FILES[kind] : undefined);
+  const models = overlay('models');
+  const routing = overlay('routing');
   return { dir: state.dir, paths: { ...(models ? { models } : {}), ...(routing ? { routing } : {}), ...(alerts ? { alerts } : {}) } };
 }

@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { cleanRow, mayNeedCleaning } from './clean-row';
 import type { LogEntry } from './entry';
-import { toApiLogRow, type ApiLogRow } from './row';
+import { toApiLogRow, type ApiLogRow, type RowOptions } from './row';
 
 /** Synchronous work, in milliseconds, after which batch building yields to the event loop. */
 export const SLICE_MS = 1;
@@ -43,8 +43,8 @@ export interface BuiltRow {
  * without a `\u` escape is clean as it is (clean-row.ts); otherwise the row is cleaned and
  * serialized again. PostgreSQL then never sees a NUL or an unpaired surrogate from a live row.
  */
-export function buildRow(entry: LogEntry): BuiltRow {
-  const row = toApiLogRow(entry);
+export function buildRow(entry: LogEntry, options: RowOptions = {}): BuiltRow {
+  const row = toApiLogRow(entry, undefined, options);
   const text = JSON.stringify(row);
   if (!mayNeedCleaning(text)) return { row, text, cleaned: false };
   const clean = cleanRow(row);

@@ -139,6 +139,7 @@ export function createRequestLog(options: { settings: Settings; db: Db | null; l
     flushIntervalMs: settings.REQUEST_LOG_FLUSH_INTERVAL_MS,
     maxQueue: settings.REQUEST_LOG_MAX_QUEUE,
     writeTimeoutMs: settings.REQUEST_LOG_WRITE_TIMEOUT_MS,
+    storeMessageText: settings.DB_STORE_FULL_CONTENT,
   });
   return {
     requestLog: new RequestLog(writer, options.flags),

@@ -21,7 +21,7 @@ export const HOURLY_STATS_RETENTION_DAYS = 30;
 const COLUMNS: ReadonlyArray<keyof ApiLogRow> = [
   'log_id', 'created_at', 'request_id', 'user_id', 'api_key_id', 'model', 'provider', 'endpoint_id', 'surface', 'status', 'stream',
   'latency_ms', 'first_token_ms', 'prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'num_user_turns', 'num_tool_calls',
-  'cost_usd', 'error_code', 'synthetic', 'user_message_chars', 'user_message_entropy', 'user_message_hash', 'metadata',
+  'cost_usd', 'error_code', 'synthetic', 'user_message_chars', 'user_message_entropy', 'user_message_hash', 'user_message_text', 'metadata',
 ];
 
 const INSERT = `

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { declaredAgent } from './client-agent';
 import { cachedPromptTokens, costOf } from './cost';
 import type { LogEntry } from './entry';
-import { messageShape } from './message-shape';
+import { messageShape, messageText } from './message-shape';
 
 /** An `api_logs` row as inserted (column names). */
 export interface ApiLogRow {
@@ -36,7 +36,18 @@ export interface ApiLogRow {
   user_message_chars: number | null;
   user_message_entropy: number | null;
   user_message_hash: string | null;
+  /** The newest user message's stripped text, cut to {@link MESSAGE_TEXT_LIMIT}; only with `DB_STORE_FULL_CONTENT=true`. */
+  user_message_text: string | null;
   metadata: Record<string, unknown>;
+}
+
+/** UTF-16 units of the user message kept by `DB_STORE_FULL_CONTENT` (the language section needs no more). */
+export const MESSAGE_TEXT_LIMIT = 4000;
+
+/** What a row keeps beyond the always-logged facts. */
+export interface RowOptions {
+  /** `DB_STORE_FULL_CONTENT`: keep the newest user message's text. */
+  storeMessageText?: boolean | undefined;
 }
 
 /** Surface names by inference path; other paths are logged as they are. */
@@ -79,8 +90,14 @@ function metadataOf(entry: LogEntry): Record<string, unknown> {
   return meta;
 }
 
+/** The stripped text of the newest user message, cut; null when there is none or it is blank. */
+function storedText(entry: LogEntry): string | null {
+  const text = entry.lastUserMessage === undefined ? undefined : messageText(entry.lastUserMessage)?.trim();
+  return text ? text.slice(0, MESSAGE_TEXT_LIMIT) : null;
+}
+
 /** The row for one entry; `newId` gives its idempotency key (a random UUID by default). */
-export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID): ApiLogRow {
+export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID, options: RowOptions = {}): ApiLogRow {
   const usage = entry.usage;
   const shape = entry.lastUserMessage === undefined ? undefined : messageShape(entry.lastUserMessage);
   const answered = entry.routing !== undefined;
@@ -112,6 +129,7 @@ export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID): 
     user_message_chars: shape?.chars ?? null,
     user_message_entropy: shape?.entropy ?? null,
     user_message_hash: shape?.hash ?? null,
+    user_message_text: options.storeMessageText ? storedText(entry) : null,
     metadata: metadataOf(entry),
   };
 }

@@ -26,6 +26,7 @@
 import type { Logger } from '../../lib/logger';
 import type { LogEntry } from './entry';
 import { buildRow, type RowTexts } from './batch';
+import type { RowOptions } from './row';
 import { cleanRow } from './clean-row';
 import type { Journal, JournalSegment } from './journal';
 import type { ApiLogRow } from './row';
@@ -68,6 +69,8 @@ export interface WriterOptions {
   retryMs?: number;
   /** Milliseconds between aggregate purges. Default one hour. */
   purgeIntervalMs?: number;
+  /** `DB_STORE_FULL_CONTENT`: rows keep the newest user message's text. Default false. */
+  storeMessageText?: boolean;
 }
 
 /** Full queues that may wait for the spool at once; beyond that, overflow is dropped. */
@@ -130,7 +133,12 @@ export class RequestLogWriter {
   private readonly lastWarn = new Map<string, number>();
   readonly counters: WriterCounters = { written: 0, spilled: 0, replayed: 0, dropped: 0, overflows: 0, failedWrites: 0, cleaned: 0, quarantined: 0, refusedWrites: 0, unjournaled: 0 };
 
-  constructor(private readonly options: WriterOptions) {}
+  /** What every row keeps beyond the always-logged facts; one object for the writer's life. */
+  private readonly rowOptions: RowOptions;
+
+  constructor(private readonly options: WriterOptions) {
+    this.rowOptions = { storeMessageText: options.storeMessageText };
+  }
 
   /** Rows waiting in memory. */
   get queued(): number {
@@ -159,7 +167,7 @@ export class RequestLogWriter {
     const texts: string[] = [];
     for (const entry of entries) {
       try {
-        const built = buildRow(entry);
+        const built = buildRow(entry, this.rowOptions);
         texts.push(built.text);
         if (built.cleaned) this.counters.cleaned += 1;
       } catch (err) {

@@ -8,7 +8,7 @@
  */
 import { Pool } from 'undici';
 import type { ClientAbort } from '../../lib/http/client-abort';
-import { chatUrlFor, embeddingsUrl, messagesUrlsFor, resolveAdapterKind, responsesUrlFor, upstreamHeaders, KeyPool, type AdapterProfile } from '../adapters';
+import { chatUrlFor, embeddingsUrl, messagesUrlsFor, resolveAdapterKind, responsesUrlFor, upstreamHeaders, KeyPool, type AdapterProfile, type HeaderOptions } from '../adapters';
 import type { Route } from '../registry';
 import { PermitRefusedError, type ConcurrencyLimiter, type Lane, type PermitOutcome } from '../routing/concurrency';
 import { Http1Pool } from './http1-pool';
@@ -81,7 +81,8 @@ export class UpstreamClient {
   private readonly pools = new Map<string, OriginPool>();
   private readonly targets: Record<UpstreamSurface, WeakMap<Route, Target>> = { chat: new WeakMap(), embeddings: new WeakMap(), count_tokens: new WeakMap(), messages: new WeakMap(), responses: new WeakMap() };
 
-  constructor(private readonly timeouts: UpstreamTimeouts, private readonly siteName?: string, private readonly concurrency?: ConcurrencyLimiter) {}
+  /** `site`: the site identity's headers options (aggregator `HTTP-Referer`/`X-Title`), fixed for the process. */
+  constructor(private readonly timeouts: UpstreamTimeouts, private readonly site: HeaderOptions = {}, private readonly concurrency?: ConcurrencyLimiter) {}
 
   private pool(origin: string): OriginPool {
     let pool = this.pools.get(origin);
@@ -122,7 +123,7 @@ export class UpstreamClient {
   private headers(target: Target, key: string | undefined): Record<string, string> {
     let headers = target.headers.get(key ?? '');
     if (!headers) {
-      headers = upstreamHeaders(key, target.profile, this.siteName ? { siteName: this.siteName } : {});
+      headers = upstreamHeaders(key, target.profile, this.site);
       target.headers.set(key ?? '', headers);
     }
     return headers;

@@ -11,6 +11,7 @@ import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SiteConfig } from '../../gateway/surfaces/site-config';
+import { startFakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /** A complete, valid branding document (YAML). */
@@ -50,8 +51,8 @@ ${options.manifestExtra ?? ''}`);
   return join(dir, 'manifest.yaml');
 }
 
-async function withGateway(env: Record<string, string>, fn: (gw: TestGateway) => Promise<void>): Promise<void> {
-  const gw = await startTestGateway({ env });
+async function withGateway(env: Record<string, string>, fn: (gw: TestGateway) => Promise<void>, modelsYaml?: string): Promise<void> {
+  const gw = await startTestGateway({ env, ...(modelsYaml === undefined ? {} : { modelsYaml }) });
   try {
     await fn(gw);
   } finally {
@@ -169,6 +170,36 @@ describe('GET /site-config', function () {
       assert.match(body.error!.message, /DISTRIBUTION_CONFIG_MODE must be exactly 'dark' or 'active'/);
     });
   });
+});
+
+describe('the aggregator\'s site headers come from the site identity', function () {
+  this.timeout(20_000);
+  const cases: Array<[string, () => Record<string, string>, string, string]> = [
+    ['neutral defaults without a manifest', () => ({ GATEWAY_PORT: '8124' }), 'http://localhost:8124', 'Inference Gateway'],
+    ['the active manifest', () => active(distribution({ branding: BRANDING })), 'https://ai.acme.example', 'Acme AI'],
+    ['SITE_* over the manifest', () => ({ ...active(distribution({ branding: BRANDING })), SITE_NAME: 'Env Name', SITE_PUBLIC_BASE_URL: 'https://env.example' }), 'https://env.example', 'Env Name'],
+    ['not a dark manifest', () => ({ DISTRIBUTION_CONFIG_PATH: distribution({ branding: BRANDING }), DISTRIBUTION_CONFIG_MODE: 'dark', GATEWAY_PORT: '8125' }), 'http://localhost:8125', 'Inference Gateway'],
+  ];
+  for (const [what, env, referer, title] of cases) {
+    it(`sends HTTP-Referer and X-Title from ${what}`, async () => {
+      const upstream = await startFakeUpstream();
+      try {
+        const models = `models:\n  - { id: agg-chat, name: Agg, provider: aggregator, base_url: "${upstream.url}", api_key: k }\n  - { id: plain-chat, name: Plain, provider: generic_compat, base_url: "${upstream.url}", api_key: k }\n`;
+        await withGateway(env(), async (gw) => {
+          for (const model of ['agg-chat', 'plain-chat']) {
+            const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+            assert.equal(res.status, 200, await res.text());
+          }
+          const [agg, plain] = upstream.chatRequests();
+          assert.equal(agg!.headers['http-referer'], referer);
+          assert.equal(agg!.headers['x-title'], title);
+          assert.equal(plain!.headers['x-title'], undefined, 'only the aggregator profile sends site headers');
+        }, models);
+      } finally {
+        await upstream.close();
+      }
+    });
+  }
 });
 
 /** The status of a GET with `If-None-Match: etag`. */

@@ -9,6 +9,7 @@ import type { SandboxRuntimes } from '../../activities/docker/container-runtime'
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createControlActivities, type ControlActivityDeps } from '../../activities/control';
+import { publicStatsJob } from '../../gateway/ops/public-stats/snapshot';
 import { createHostActivities } from '../../activities/host-activities';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { HostApiClient } from '../../activities/agent/host-api-client';
@@ -150,7 +151,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
         // The API's synced settings (same database): admission reads the saved host settings as the control worker does.
         activities: createControlActivities({
           db: t.db, settings, grants, log: controlLogs.log, objectStore, temporal: env.client, agentSettings: api.deps.agentSettings,
-          ...(options.forgeFor ? { forgeFor: options.forgeFor } : {}),
+          ...(options.forgeFor ? { forgeFor: options.forgeFor } : {}), publicStats: publicStatsJob(t.db, settings.DB_STORE_FULL_CONTENT),
         }),
       });
       control = { worker, running: worker.run() };

@@ -39,6 +39,7 @@ import {
 } from './history-case-steps';
 import { idleSandboxStop } from './idle-stop-history-case';
 import { publishDraftPullRequest, publishUnsupportedRepo } from './publish-history-case';
+import { publicStatsSnapshot } from './public-stats-history-case';
 
 export type { RecordedRun };
 
@@ -361,5 +362,5 @@ async function deletionSweep(stack: AgentStack): Promise<RecordedRun[]> {
 /** Every case, run one after another on one stack (the grant cases last: they enroll hosts without runners). */
 export const HISTORY_CASES: ReadonlyArray<(stack: AgentStack) => Promise<RecordedRun[]>> = [
   chatOneTurn, chatTwoTurns, chatCancelQueuedTurn, chatCancelRunningTurn, chatContinueAsNew,
-  titleGenerated, workspaceArchives, sandboxGroupLifecycle, sandboxGroupArchive, hostLifecycle, deletionSweep, idleSandboxStop, hostSelfChecks, publishUnsupportedRepo, publishDraftPullRequest, grants,
+  titleGenerated, workspaceArchives, sandboxGroupLifecycle, sandboxGroupArchive, hostLifecycle, deletionSweep, idleSandboxStop, hostSelfChecks, publishUnsupportedRepo, publishDraftPullRequest, publicStatsSnapshot, grants,
 ];

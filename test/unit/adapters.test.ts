@@ -266,6 +266,8 @@ describe('adapters: embeddings body, headers, key pool', () => {
     assert.deepEqual(upstreamHeaders('k', aggregator, { siteName: 'My Site' }),
       { 'X-Title': 'My Site', 'content-type': 'application/json', Authorization: 'Bearer k' });
     assert.equal('X-Title' in upstreamHeaders('k', aggregator), false);
+    assert.deepEqual(upstreamHeaders('k', aggregator, { siteName: 'My Site', siteUrl: 'https://my.example' }),
+      { 'HTTP-Referer': 'https://my.example', 'X-Title': 'My Site', 'content-type': 'application/json', Authorization: 'Bearer k' });
   });
 
   it('rotates api keys round-robin', () => {

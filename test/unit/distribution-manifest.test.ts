@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadGatewayConfiguration } from '../../gateway/registry';
-import { loadDistribution, readManifest } from '../../gateway/registry/manifest';
+import { loadDistribution, manifestPaths, readManifest } from '../../gateway/registry/manifest';
 import { captureLogs } from '../support/logs';
 
 const dir = mkdtempSync(join(tmpdir(), 'manifest-'));
@@ -36,6 +36,9 @@ describe('distribution manifest', () => {
     assert.throws(() => readManifest(manifestFile('schema_version: 1\nsurprise: true\n')), /surprise/);
     assert.throws(() => readManifest(manifestFile('schema_version: 1\nfeatures: { teleport: true }\n')), /teleport/);
     assert.doesNotThrow(() => readManifest(manifestFile('schema_version: 1\nsite: { anything: 1 }\n')));
+    const literal = readManifest(manifestFile('schema_version: 1\nsite: { public_base_url: "${SITE_URL}" }\npaths: { models: "${HOME}/models.yaml" }\n'));
+    assert.equal(literal.site?.public_base_url, '${SITE_URL}', 'no environment interpolation');
+    assert.equal(literal.paths?.models, '${HOME}/models.yaml');
   });
 
   it('treats modes: dark validates only, active applies, anything else is misconfigured with one warning', () => {
@@ -62,6 +65,21 @@ describe('distribution manifest', () => {
     assert.ok(overridden.logs.lines.some((l) => /^Explicit override: MODELS_CONFIG_PATH=.*env-models.yaml takes precedence over manifest paths.models$/.test(String(l.msg))));
     const dark = run({ DISTRIBUTION_CONFIG_PATH: MANIFEST, DISTRIBUTION_CONFIG_MODE: 'dark' });
     assert.ok(dark.registry.source.endsWith(join('config', 'models.yaml')) && !dark.registry.source.startsWith(dir), 'dark mode keeps the bundled default');
+  });
+
+  it('reads an overlay directory\'s config/models.yaml and config/routing.yaml when the active manifest names no paths', () => {
+    const overlay = mkdtempSync(join(tmpdir(), 'overlay-'));
+    mkdirSync(join(overlay, 'config'));
+    writeFileSync(join(overlay, 'config', 'models.yaml'), 'models:\n  - { id: from-overlay, name: O, provider: engine_a, base_url: "http://127.0.0.1:9" }\n');
+    writeFileSync(join(overlay, 'config', 'routing.yaml'), 'default_router: fixed\n');
+    writeFileSync(join(overlay, 'manifest.yaml'), 'schema_version: 1\ndistribution: { id: overlay }\n');
+    const { log } = captureLogs();
+    const settings = { DISTRIBUTION_CONFIG_PATH: join(overlay, 'manifest.yaml'), DISTRIBUTION_CONFIG_MODE: 'active' };
+    const { registry, distribution } = loadGatewayConfiguration({ settings, env: {}, cwd: dir, log });
+    assert.deepEqual(registry.models.map((m) => m.id), ['from-overlay']);
+    assert.deepEqual(manifestPaths(distribution)?.paths, { models: 'config/models.yaml', routing: 'config/routing.yaml' });
+    const dark = loadGatewayConfiguration({ settings: { ...settings, DISTRIBUTION_CONFIG_MODE: 'dark' }, env: {}, cwd: dir, log });
+    assert.notDeepEqual(dark.registry.models.map((m) => m.id), ['from-overlay'], 'a dark manifest\'s overlay is not applied');
   });
 
   it('serves no models and logs CRITICAL when an active manifest fails to load', async () => {

@@ -14,7 +14,7 @@ function deps(options: { distribution?: DistributionState; env?: Record<string, 
     settings: loadSettings(options.env ?? {}),
     database: { configured: options.configured ?? true } as never,
     siteSettings: {
-      ready: options.ready ?? true,
+      current: options.ready ?? true,
       flag: (key: string, fallback: boolean) => (typeof stored[key] === 'boolean' ? (stored[key]) : fallback),
     } as never,
   };

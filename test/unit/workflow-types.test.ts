@@ -19,6 +19,7 @@ import { HOST_WORKFLOW_TYPE } from '../../workflows/definitions/host';
 import { DELETION_SWEEP_WORKFLOW_TYPE } from '../../workflows/definitions/deletion-sweep';
 import { IDLE_SANDBOX_STOP_WORKFLOW_TYPE } from '../../workflows/definitions/idle-sandbox-stop';
 import { PUBLISH_WORKFLOW_TYPE } from '../../workflows/definitions/publish';
+import { PUBLIC_STATS_WORKFLOW_TYPE } from '../../workflows/definitions/public-stats';
 
 type Exported = keyof typeof workflows;
 
@@ -37,6 +38,7 @@ const CONSTANTS: { readonly [Name in Exported]: Name } = {
   deletionSweepWorkflow: DELETION_SWEEP_WORKFLOW_TYPE,
   idleSandboxStopWorkflow: IDLE_SANDBOX_STOP_WORKFLOW_TYPE,
   publishWorkflow: PUBLISH_WORKFLOW_TYPE,
+  publicStatsWorkflow: PUBLIC_STATS_WORKFLOW_TYPE,
 };
 /** `WORKFLOW_TYPES` names exactly the exports, both ways. */
 const sameNames: [Exported] extends [WorkflowType] ? ([WorkflowType] extends [Exported] ? true : false) : false = true;

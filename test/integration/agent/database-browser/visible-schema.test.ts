@@ -20,11 +20,11 @@ const HIDDEN_COLUMNS = [
   'agent_turns.prompt', 'agent_turns.result', 'agent_events.payload', 'provider_api_keys.api_key', 'provider_api_keys.key_prefix',
   'provider_api_keys.fingerprint', 'provider_definitions.api_key', 'provider_definitions.api_key_fingerprint', 'provider_route_candidates.api_key',
   'provider_route_candidates.api_key_fingerprint', 'provider_route_candidates.settings', 'provider_route_configs.config', 'provider_route_configs.api_key',
-  'provider_route_configs.api_key_fingerprint', 'site_settings.value', 'login_events.email', 'api_logs.user_message_hash',
+  'provider_route_configs.api_key_fingerprint', 'site_settings.value', 'login_events.email', 'api_logs.user_message_hash', 'api_logs.user_message_text',
   'agent_mcp_connections.credentials_sealed', 'agent_mcp_connections.oauth_sealed', 'agent_mcp_connections.endpoint_url', 'agent_mcp_connectors.secret_hash', 'agent_mcp_connectors.secret_prefix',
   'agent_turn_patches.patch', 'agent_turn_patches.capture_error', 'agent_turn_patches.publish_error',
 ];
-const HIDDEN_TABLES = ['email_outbox', 'email_verifications', 'refresh_sessions', 'disabled_provider_env_keys', 'provider_env_key_min_roles', 'knex_migrations_lock', 'agent_mcp_credentials', 'agent_mcp_oauth_states'];
+const HIDDEN_TABLES = ['public_stats_snapshots', 'email_outbox', 'email_verifications', 'refresh_sessions', 'disabled_provider_env_keys', 'provider_env_key_min_roles', 'knex_migrations_lock', 'agent_mcp_credentials', 'agent_mcp_oauth_states'];
 
 describe('database browser: visible schema against the migrations (PostgreSQL)', () => {
   let t: TestDatabase;
