@@ -77,6 +77,8 @@ export const settingsShape = {
   TRUSTED_DIRECT_CLIENT_NETWORKS: optionalString(),
   /** Static admin credential for `/admin/*` (`Authorization: Bearer`). Unset: only admin JWTs. A secret. */
   ADMIN_TOKEN: optionalString(),
+  /** Bearer credential of Prometheus scrapes (`GET /metrics` on the gateway and the API, docs/metrics.md); unset: only administrators may scrape. A secret. */
+  METRICS_TOKEN: optionalString(),
   // ---- identity (spec 5) ----
   /** HMAC key signing access tokens (JWT, HS256); at least 32 bytes. Unset: a random key per process (tokens die with it; logged). A secret. */
   AUTH_JWT_SECRET: optionalString().refine((v) => v === undefined || Buffer.byteLength(v) >= 32, 'must be at least 32 bytes'),
@@ -415,7 +417,7 @@ export const settingsVariableNames: readonly string[] = Object.keys(settingsShap
 
 /** Variables whose values are secrets: never echoed in errors or logs. */
 export const secretVariableNames: ReadonlySet<string> = new Set([
-  'ADMIN_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
+  'ADMIN_TOKEN', 'METRICS_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
   'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
   'AGENT_GITHUB_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_ADMIN_PASSWORD',
 ]);

@@ -11,7 +11,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { hostOf, ownerOf, requireHost, requireOperator, requireOwner, type AgentState, type PrincipalDeps } from '../auth/principals';

@@ -6,7 +6,7 @@
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
 import * as hostApi from '../../lib/contracts/host-api';
 import { issueToolCredentials } from '../../agent/tools/relay-credentials';

@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { sourceControlAppOf } from '../process-services';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { ChatDelivery } from '../../agent/jobs/chat-delivery';

@@ -11,7 +11,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createRouter } from '../../lib/http/route-access';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { mcpSessionsOf } from '../process-services';
 import { relayOf, requireRelay, type RelayState } from '../auth/relay-principal';
 import { relayCall, relayTools, type RelayDeps } from '../../agent/tools/relay';

@@ -11,7 +11,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { hostOf, ownerOf, requireHost, requireOwner, type AgentState } from '../auth/principals';
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { answerQuestion, answerSchema, hostQuestionState, listJobQuestions } from '../../agent/questions/native-questions';

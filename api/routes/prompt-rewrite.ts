@@ -5,7 +5,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { grantClientOr503 } from '../../agent/grants/host-grant';
 import { rewritePrompt } from '../../agent/prompts/prompt-rewrite';

@@ -10,7 +10,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { findOwnedAccount, listAccounts, listGrants, unlinkAccount } from '../../agent/source/accounts';
 import { refreshAccountGrants } from '../../agent/source/grants';

@@ -13,7 +13,7 @@ import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { createRouter } from '../../lib/http/route-access';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { AppError } from '../../lib/errors';
 import { requireOwner, ownerOf, type AgentState } from '../auth/principals';
 import { findOwnedJob } from '../../agent/jobs/job-store';

@@ -7,7 +7,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { ROLES, type Role } from '../registry/types';
 import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';

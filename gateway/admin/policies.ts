@@ -10,7 +10,7 @@ import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { AVAILABLE_STRATEGIES } from '../registry';
 import type { Model } from '../registry/types';
 import { offloadRefusal as refusalFor, offloadStatus, routerOf } from '../routing/offload';

@@ -9,7 +9,7 @@ import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { ROLES, type Role } from '../registry/types';
 import { probeUpstream } from '../runtime-config/probe';
 import { keyFingerprint, keyPrefix, keyView } from '../runtime-config/secrets';

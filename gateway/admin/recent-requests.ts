@@ -18,7 +18,7 @@ import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';
 import { adminDb } from './guard';

@@ -8,7 +8,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { Route } from '../registry/types';
 import { retargetRoute } from '../runtime-config/overlay';
 import { probeUpstream } from '../runtime-config/probe';

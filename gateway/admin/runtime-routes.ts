@@ -7,7 +7,7 @@ import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import type { Knex } from 'knex';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { Model } from '../registry/types';
 import { probeUpstream } from '../runtime-config/probe';
 import { writeSetting } from '../runtime-config/store';

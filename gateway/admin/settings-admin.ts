@@ -9,7 +9,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { SIGNUP_SWITCH, VERIFICATION_SWITCH } from '../identity/signup-policy';
 import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';

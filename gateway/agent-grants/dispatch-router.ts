@@ -15,7 +15,7 @@ import { AppError } from '../../lib/errors';
 import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
 import { tokenEquals } from '../../lib/identity/constant-time';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { GatewayState } from '../surfaces/state';
 import { grantIssue, grantRenew, grantRevoke, modelCheck, type ValidIssueRequest } from '../../lib/contracts/grant-dispatch';
 import type { ResponseOf } from '../../lib/contracts/endpoint';

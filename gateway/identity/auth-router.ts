@@ -12,7 +12,7 @@ import { readJsonBody, validateBody, bearerToken } from '../../lib/http/json-bod
 import { accessGuard, createRouter, publicAccess } from '../../lib/http/route-access';
 import { issueApiKey, listApiKeys, revokeApiKey } from '../../lib/identity/api-keys';
 import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/identity/passwords';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { ClientIpInfo } from '../../lib/client-address/client-address';
 import { blocklistSource } from '../auth/auth-failure-blocklist';
 import type { GatewayState } from '../surfaces/state';

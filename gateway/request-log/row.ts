@@ -1,5 +1,5 @@
 /**
- * Turns a queued {@link LogEntry} into an `api_logs` row: surface name, caller, tokens, cost,
+ * Turns a queued {@link RequestRecord} into an `api_logs` row (the one place a record becomes a row): surface name, caller, tokens, cost,
  * the user-message shape and the metadata JSON. Runs at flush time (off the request path).
  * Secrets never reach a row: the caller is named by ids only, headers other than `User-Agent`
  * and `X-Session-Id` are not read.
@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { declaredAgent } from './client-agent';
 import { cachedPromptTokens, costOf } from './cost';
-import type { LogEntry } from './entry';
+import type { RequestRecord } from '../surfaces/request-record';
 import { messageShape } from './message-shape';
 
 /** An `api_logs` row as inserted (column names). */
@@ -39,15 +39,6 @@ export interface ApiLogRow {
   metadata: Record<string, unknown>;
 }
 
-/** Surface names by inference path; other paths are logged as they are. */
-const SURFACES: ReadonlyMap<string, string> = new Map([
-  ['/v1/chat/completions', 'chat'],
-  ['/v1/completions', 'completions'],
-  ['/v1/responses', 'responses'],
-  ['/v1/embeddings', 'embeddings'],
-  ['/v1/messages', 'messages'],
-]);
-
 const FIELD_LIMIT = 256;
 
 function tokens(value: unknown): number | null {
@@ -58,7 +49,7 @@ function cut(value: string | undefined): string | undefined {
   return value === undefined ? undefined : value.slice(0, FIELD_LIMIT);
 }
 
-function metadataOf(entry: LogEntry): Record<string, unknown> {
+function metadataOf(entry: RequestRecord): Record<string, unknown> {
   const meta: Record<string, unknown> = {};
   const agent = declaredAgent(entry.userAgent);
   if (agent) meta.agent = agent;
@@ -79,8 +70,8 @@ function metadataOf(entry: LogEntry): Record<string, unknown> {
   return meta;
 }
 
-/** The row for one entry; `newId` gives its idempotency key (a random UUID by default). */
-export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID): ApiLogRow {
+/** The row of one request's record; `newId` gives its idempotency key (a random UUID by default). */
+export function toApiLogRow(entry: RequestRecord, newId: () => string = randomUUID): ApiLogRow {
   const usage = entry.usage;
   const shape = entry.lastUserMessage === undefined ? undefined : messageShape(entry.lastUserMessage);
   const answered = entry.routing !== undefined;
@@ -96,7 +87,7 @@ export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID): 
     model: entry.model ?? null,
     provider: entry.routing?.provider ?? null,
     endpoint_id: entry.routing?.endpoint_id ?? null,
-    surface: entry.surface ?? SURFACES.get(entry.path) ?? entry.path,
+    surface: entry.surface,
     status: entry.status,
     stream: entry.stream,
     latency_ms: Math.round(entry.latencyMs),

@@ -12,7 +12,7 @@ import type Router from '@koa/router';
 import { createHash } from 'node:crypto';
 import { AppError } from '../../lib/errors';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { signupState } from '../identity/signup-policy';
 import { siteIdentity } from '../identity/site-identity';
 import { neutralBranding, type Branding } from '../registry/branding';

@@ -23,9 +23,10 @@ import { describeTextProblem, textProblem } from '../text';
  * host's credential; `internal` a service-to-service token; `relay` a tool-relay credential (an
  * attempt-fenced `mcp_…` token or an `amr.…` residency credential, docs/mcp.md); `forwarded` the
  * gateway decides nothing and forwards the request to the control-plane API, whose own route
- * declares and checks its access (docs/one-origin.md).
+ * declares and checks its access (docs/one-origin.md); `metrics` a Prometheus scrape: `METRICS_TOKEN`
+ * or an administrator credential of the service (docs/metrics.md).
  */
-export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded';
+export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded' | 'metrics';
 
 /** The first middleware of every route: checks the caller, then the path and query text. */
 export interface AccessGuard<StateT = unknown> extends Middleware<StateT> {
