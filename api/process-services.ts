@@ -5,7 +5,7 @@
  */
 import { McpSessionPool } from '../agent/tools/mcp-sessions';
 import { SourceControlApp } from '../agent/jobs/source-control-app';
-import type { ApiDeps } from './app';
+import type { ApiDeps } from './deps';
 import { ApiMetrics } from './metrics/api-metrics';
 
 /** The process's source-control app (job creation's 503, repo tokens): one per process, so its key is loaded and retried in one place. */

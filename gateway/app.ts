@@ -3,54 +3,25 @@
  * tests construct the dependencies and pass them in.
  */
 import Koa from 'koa';
-import type { Logger } from '../lib/logger';
-import type { Settings } from '../lib/settings';
 import { errorMiddleware } from '../lib/http/error-middleware';
 import { koaErrorListener } from '../lib/http/koa-errors';
 import { beginRequest } from '../lib/http/request-context';
 import { mountRoutes, type RouteEntry } from '../lib/http/route-access';
 import { openApiRouter } from '../lib/http/openapi-route';
-import type { AccessTokens } from '../lib/identity/access-tokens';
 import { adminRouters } from './admin';
 import { consoleRouter } from './console/serve';
 import { grantDispatchRouter } from './agent-grants/dispatch-router';
 import { describeRequest } from '../lib/client-address/request-origin';
 import { authRouter } from './identity/auth-router';
-import type { ApiKeyCache } from './identity/api-keys';
 import { healthRouter } from './surfaces/health';
 import { deepHealthRouter } from './surfaces/health-deep';
-import type { DistributionState } from './registry/manifest';
-import type { RequestLog } from './request-log';
-import type { RoutingFile } from './routing-file';
-import type { RuntimeConfig } from './runtime-config/runtime-state';
-import type { DatabaseState } from './store/database-state';
-import type { SiteSettings } from './store/site-settings';
 import { modelsRouter } from './surfaces/models';
 import { routingStatusRouter } from './surfaces/routing-status';
 import { publicStatsRouter } from './surfaces/public-stats';
 import { siteConfigRouter } from './surfaces/site-config';
-import type { GatewayContextDeps, GatewayState } from './surfaces/state';
-
-export interface GatewayDeps extends GatewayContextDeps {
-  log: Logger;
-  database: DatabaseState;
-  settings: Settings;
-  /** The distribution manifest's state (sign-up and `/site-config` depend on it). */
-  distribution: DistributionState;
-  /** Runtime settings (`site_settings`), cached in memory. */
-  siteSettings: SiteSettings;
-  /** API keys (absent without a database). */
-  keys: ApiKeyCache | undefined;
-  /** Access-token issuing and checking. */
-  tokens: AccessTokens;
-  /** Runtime configuration: the overlay of stored admin changes over the files. */
-  runtimeConfig: RuntimeConfig;
-  /** The request log (`api_logs`); absent without a database. */
-  requestLog?: RequestLog | undefined;
-  /** The routing file (spec 2.6): status, split adjustments, local endpoint health. */
-  routingFile: RoutingFile;
-  cacheRefreshSeconds?: number;
-}
+import { metricsRouter } from './ops/metrics-router';
+import type { GatewayDeps } from './deps';
+import type { GatewayState } from './surfaces/state';
 
 /** The gateway's Koa app with its route table (every route and what it requires). */
 export type GatewayApp = Koa<GatewayState> & { routes: readonly RouteEntry[] };
@@ -91,6 +62,6 @@ export function createGatewayApp(deps: GatewayDeps, servedRoutes?: () => readonl
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
   const description = openApiRouter<GatewayState>(GATEWAY_INFO, servedRoutes ?? (() => routes));
-  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
+  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), metricsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
   return Object.assign(app, { routes });
 }

@@ -8,12 +8,13 @@ import type { Db } from '../lib/db';
 import { accessTokensFrom } from '../lib/identity/access-tokens';
 import type { Logger } from '../lib/logger';
 import type { Settings } from '../lib/settings';
-import type { GatewayDeps } from './app';
+import type { GatewayDeps } from './deps';
 import { gatewayContextDeps } from './deps';
 import { GrantCache } from './agent-grants/grant-cache';
 import { ApiKeyCache } from './identity/api-keys';
 import { siteIdentity } from './identity/site-identity';
 import { loadGatewayConfiguration } from './registry';
+import { GatewayMetrics } from './ops/metrics';
 import { createRequestLog } from './request-log';
 import { RegistryHolder } from './registry/holder';
 import { prepareRoutingFile } from './routing-file';
@@ -82,9 +83,14 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   context.routewise.storedSettings = () => runtimeConfig.state.settings.get(SETTING.routewise);
   context.offload.source = () => runtimeConfig.state.settings;
   const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
+  const metrics = new GatewayMetrics({
+    registry: context.registry, breakers: context.routing.breakers, concurrency: context.concurrency,
+    requestLog: requestLog ? () => requestLog.requestLog.writer : undefined,
+  });
+  context.routing.upstreamAnswers = metrics.requests.upstream;
   const deps: GatewayDeps = {
     ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
-    routingFile,
+    routingFile, metrics,
   };
   const onReady: ReadyStep[] = [
     () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(), async () => grants?.start(),

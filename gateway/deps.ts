@@ -1,7 +1,10 @@
 /**
- * The inference surfaces' dependencies, built from settings (used by `gateway/assemble.ts`).
+ * The gateway's dependencies: their types ({@link GatewayDeps}, what every route and the listener
+ * receive; routes import them from here, never from `app.ts`, so no route depends on the app that
+ * mounts it) and the inference surfaces' part built from settings (used by `gateway/assemble.ts`).
  */
 import type { Logger } from '../lib/logger';
+import type { AccessTokens } from '../lib/identity/access-tokens';
 import type { Settings } from '../lib/settings';
 import { AuthFailureBlocklist } from './auth/auth-failure-blocklist';
 import { createAuthenticator } from './auth/caller';
@@ -10,6 +13,13 @@ import { clientAddressResolverFrom } from '../lib/client-address/request-origin'
 import { UserLimits } from './auth/user-limits';
 import type { GrantCache } from './agent-grants/grant-cache';
 import type { ApiKeyCache } from './identity/api-keys';
+import type { GatewayMetrics } from './ops/metrics';
+import type { DistributionState } from './registry/manifest';
+import type { RequestLog } from './request-log';
+import type { RoutingFile } from './routing-file';
+import type { RuntimeConfig } from './runtime-config/runtime-state';
+import type { DatabaseState } from './store/database-state';
+import type { SiteSettings } from './store/site-settings';
 import type { RegistryHolder } from './registry/holder';
 import { AffinityTable } from './routing/affinity';
 import { CircuitBreakers } from './routing/breaker';
@@ -23,6 +33,29 @@ import { SETTING } from './runtime-config/types';
 import type { HeaderOptions } from './adapters';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
+
+export interface GatewayDeps extends GatewayContextDeps {
+  log: Logger;
+  database: DatabaseState;
+  settings: Settings;
+  /** The distribution manifest's state (sign-up and `/site-config` depend on it). */
+  distribution: DistributionState;
+  /** Runtime settings (`site_settings`), cached in memory. */
+  siteSettings: SiteSettings;
+  /** API keys (absent without a database). */
+  keys: ApiKeyCache | undefined;
+  /** Access-token issuing and checking. */
+  tokens: AccessTokens;
+  /** Runtime configuration: the overlay of stored admin changes over the files. */
+  runtimeConfig: RuntimeConfig;
+  /** The request log (`api_logs`); absent without a database. */
+  requestLog?: RequestLog | undefined;
+  /** Prometheus metrics (`GET /metrics`, docs/metrics.md). */
+  metrics: GatewayMetrics;
+  /** The routing file (spec 2.6): status, split adjustments, local endpoint health. */
+  routingFile: RoutingFile;
+  cacheRefreshSeconds?: number;
+}
 
 export interface ContextOptions {
   registry: RegistryHolder;

@@ -9,11 +9,12 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { performance } from 'node:perf_hooks';
 import { AppError } from '../lib/errors';
 import { sendError, toAppError, type ErrorBodyShape } from '../lib/http/error-middleware';
-import { beginRequest } from '../lib/http/request-context';
+import { beginRequest, requestIdFrom, trackRequest } from '../lib/http/request-context';
 import type { RouteEntry } from '../lib/http/route-access';
 import { DEFAULT_AGENT_API_URL } from '../lib/settings';
 import { AgentApiProxy, agentApiNotServed, forwardedRoutes, isAgentApiPath } from './agent-api/agent-api-proxy';
-import { createGatewayApp, type GatewayDeps } from './app';
+import { createGatewayApp } from './app';
+import type { GatewayDeps } from './deps';
 import type { Caller, CredentialHeader } from './auth/caller';
 import { describeRequest } from '../lib/client-address/request-origin';
 import { ensureGrantCached, isGrantToken } from './agent-grants/grant-cache';
@@ -26,7 +27,8 @@ import { upstreamTokenCount } from './surfaces/messages-count-upstream';
 import { messagesErrorBody } from './translate/messages-surface/errors';
 import { responsesHandler } from './surfaces/responses';
 import { inferenceRouteDoc } from './surfaces/inference-docs';
-import type { GatewayContextDeps, GatewayState, InferenceContext, InferenceHandler } from './surfaces/state';
+import { RequestRecord } from './surfaces/request-record';
+import type { GatewayContextDeps, InferenceContext, InferenceHandler } from './surfaces/state';
 
 /**
  * An inference route's handler; `errorShape` re-shapes its error bodies (absent: chat-shaped);
@@ -70,7 +72,7 @@ export function inferenceRoutes(deps: GatewayContextDeps, options: { messagesPre
 }
 
 class Context implements InferenceContext {
-  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly state: GatewayState) {}
+  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly state: RequestRecord) {}
   header(name: string): string | undefined {
     const value = this.req.headers[name];
     return Array.isArray(value) ? value.join(', ') : value || undefined;
@@ -78,10 +80,9 @@ class Context implements InferenceContext {
 }
 
 async function runInference(handler: InferenceRoute, req: IncomingMessage, res: ServerResponse, path: string, deps: GatewayDeps): Promise<void> {
+  const startedAt = performance.now();
   const origin = describeRequest(deps.clientAddress, deps.log, req);
-  const state: GatewayState = beginRequest(req, res, deps.log, path, origin.fields);
-  state.client = origin.client;
-  state.startedAt = performance.now();
+  const record = trackRequest(new RequestRecord(requestIdFrom(req.headers['x-request-id']), deps.log, path, origin.client, startedAt), req, res, deps.log, path, origin.fields);
   try {
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
@@ -93,16 +94,18 @@ async function runInference(handler: InferenceRoute, req: IncomingMessage, res: 
       const token = bearerToken(authorization);
       if (token !== undefined && isGrantToken(token)) await ensureGrantCached(deps.grants, token, () => deps.gate.blocklist.blocked(origin.client));
     }
-    state.caller = deps.gate.admit(origin.client, authorization, path, state, header);
-    if (req.headers['x-probe'] !== undefined) state.synthetic = honoursProbe(state.caller, req.headers['x-probe']);
-    await handler(new Context(req, res, state));
+    record.caller = deps.gate.admit(origin.client, authorization, path, record, header);
+    if (req.headers['x-probe'] !== undefined) record.synthetic = honoursProbe(record.caller, req.headers['x-probe']);
+    await handler(new Context(req, res, record));
   } catch (thrown) {
-    state.errorCode = toAppError(thrown).code;
-    sendError(thrown, res, state.log, handler.errorShape);
+    record.errorCode = toAppError(thrown).code;
+    sendError(thrown, res, record.log, handler.errorShape);
   } finally {
-    // The response has ended (or the client left): charge the quota, queue one request-log row.
-    if (state.usage !== undefined) deps.limits.charge(state.caller?.userId, state);
-    deps.requestLog?.finish(req, res, state, path);
+    // The response has ended (or the client left): seal the record, charge the quota, count it, queue one request-log row.
+    record.end(req, res);
+    if (record.usage !== undefined) deps.limits.charge(record.caller?.userId, record);
+    deps.metrics.requests.observe(record);
+    deps.requestLog?.finish(record);
   }
 }
 

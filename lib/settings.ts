@@ -77,7 +77,7 @@ export const settingsShape = {
   TRUSTED_DIRECT_CLIENT_NETWORKS: optionalString(),
   /** Static admin credential for `/admin/*` (`Authorization: Bearer`). Unset: only admin JWTs. A secret. */
   ADMIN_TOKEN: optionalString(),
-  /** Bearer token a Prometheus scraper presents on `GET /metrics` (an administrator credential also passes). Unset: administrators only. A secret. */
+  /** Bearer credential of Prometheus scrapes (`GET /metrics` on the gateway and the API, docs/metrics.md); unset: only administrators may scrape. A secret. */
   METRICS_TOKEN: optionalString(),
   // ---- identity (spec 5) ----
   /** HMAC key signing access tokens (JWT, HS256); at least 32 bytes. Unset: a random key per process (tokens die with it; logged). A secret. */

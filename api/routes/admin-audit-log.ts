@@ -10,7 +10,7 @@ import { validateBody } from '../../lib/http/json-body';
 import { AppError } from '../../lib/errors';
 import { requireOperator, type AgentState } from '../auth/principals';
 import { auditQuerySchema, listAuditLog } from '../../agent/audit/audit-query';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 export function adminAuditLogRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();

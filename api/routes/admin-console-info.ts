@@ -7,7 +7,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { requireOperator, type AgentState } from '../auth/principals';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 /** The answer: the Temporal UI's base URL (no trailing slash) and the workers' namespace. */
 export interface ConsoleInfo {

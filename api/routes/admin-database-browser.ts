@@ -19,7 +19,7 @@ import { browserQuerySchema, planQuery, visibleSchemaView } from '../../agent/da
 import { runBrowserQuery } from '../../agent/database-browser/run-query';
 import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 const BODY_LIMIT = 32 * 1024;
 

@@ -28,7 +28,7 @@ import {
 } from '../../agent/database-tool/database-tool';
 import { authenticateOperator, currentOperator, requireOperator, type AgentState, type PrincipalDeps } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 const BODY_LIMIT = 16 * 1024;
 const UPSTREAM_TIMEOUT_MS = 30_000;

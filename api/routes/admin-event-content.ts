@@ -12,7 +12,7 @@ import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
 import { parseContentIds, readEventContent } from '../../agent/events/event-content';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 /** Bytes of request body read at most: `{}` with room for whitespace. */
 const BODY_LIMIT = 1024;

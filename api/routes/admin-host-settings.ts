@@ -16,7 +16,7 @@ import { operatorAudit } from '../auth/audit-actor';
 import { parseSettingsPatch, saveSettings } from '../../agent/settings/admin-settings';
 import { HOST_SETTING_DEFINITIONS, HOST_SETTING_KEYS, RETIRED_HOST_SETTINGS, type HostSettingKey } from '../../agent/settings/host-settings';
 import type { AgentSettings } from '../../agent/settings/settings-sync';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 const BODY_LIMIT = 64 * 1024;
 

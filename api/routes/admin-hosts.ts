@@ -22,7 +22,7 @@ import { sendHostAction } from '../../agent/hosts/host-delivery';
 import { refuseAllocatedHost } from '../../agent/servers/host-allocations';
 import type { HostViewContext } from '../../agent/hosts/host-view';
 import type { HostActionBy } from '../../workflows/definitions/host';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 /** `{slots: N}` (integer 2..128) or `{slots: null}` for the host's environment default. */
 export const slotsBodySchema = z.object({

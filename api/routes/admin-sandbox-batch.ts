@@ -21,7 +21,7 @@ import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
 import type { SandboxAction, SandboxActionAccepted, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
 import { requireOperator, type AgentState, type OperatorPrincipal } from '../auth/principals';
 import { callerAddress } from '../auth/audit-actor';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { acceptedAnswer, SANDBOX_ACTIONS, sandboxActionRequest, type SandboxActionBody, type SandboxActionBodySchema } from './admin-sandboxes';
 
 /** Items a batch may carry. */

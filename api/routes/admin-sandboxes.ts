@@ -19,7 +19,7 @@ import { PENDING_STATES } from '../../agent/sandboxes/sandbox-actions';
 import type { SandboxAction, SandboxActionAccepted, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
 import { requireOperator, type AgentState, type OperatorPrincipal } from '../auth/principals';
 import { callerAddress } from '../auth/audit-actor';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 const BODY_LIMIT = 16 * 1024;
 const generation = z.number().int().min(1);

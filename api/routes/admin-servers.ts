@@ -20,7 +20,7 @@ import {
   allocationIdOf, createAllocation, createAllocationSchema, getAllocation, listAllocations, listAllocationsQuerySchema,
 } from '../../agent/servers/server-allocations';
 import { releaseAllocation } from '../../agent/servers/allocation-release';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 /** Largest revision a release may name (the column is a PostgreSQL integer). */
 const MAX_REVISION = 2_147_483_647;

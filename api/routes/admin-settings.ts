@@ -14,7 +14,7 @@ import { requireOperator, type AgentState } from '../auth/principals';
 import { operatorAudit } from '../auth/audit-actor';
 import { parseSettingsPatch, saveSettings, SETTING_DEFINITIONS, SETTING_KEYS } from '../../agent/settings/admin-settings';
 import type { AgentSettings } from '../../agent/settings/settings-sync';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 const BODY_LIMIT = 256 * 1024;
 

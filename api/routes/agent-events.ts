@@ -12,7 +12,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { documentEndpoint, documentRoute } from '../../lib/http/route-docs';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import { hostOf, ownerOf, requireHost, requireOperator, requireOwner, type AgentState, type PrincipalDeps } from '../auth/principals';

@@ -19,7 +19,7 @@ import { requestPermanentDeletion, restoreChat, softDeleteChat } from '../../age
 import { ChatDelivery } from '../../agent/jobs/chat-delivery';
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { jobView } from '../../agent/jobs/job-views';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 
 const BODY_LIMIT = 1024;

@@ -6,7 +6,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { documentEndpoint } from '../../lib/http/route-docs';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { grantClientOr503, issueHostGrant } from '../../agent/grants/host-grant';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
 import * as hostApi from '../../lib/contracts/host-api';

@@ -11,7 +11,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { documentEndpoint } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
 import { attemptContext } from '../../agent/jobs/attempt-context';
 import { attemptCloneCredential, attemptScmToken } from '../../agent/source/repo-credentials';

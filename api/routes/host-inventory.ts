@@ -12,7 +12,7 @@ import * as hostApi from '../../lib/contracts/host-api';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
 import { reconcileHostInventory } from '../../agent/sandboxes/reconciler';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 export function hostInventoryRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();

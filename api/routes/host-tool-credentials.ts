@@ -7,7 +7,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { documentEndpoint } from '../../lib/http/route-docs';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { hostOf, requireHost, type AgentState } from '../auth/principals';
 import * as hostApi from '../../lib/contracts/host-api';
 import { issueToolCredentials } from '../../agent/tools/relay-credentials';

@@ -13,7 +13,7 @@ import { recordHeartbeat } from '../../agent/hosts/host-registry';
 import { HostHeartbeatNotifier } from '../../agent/hosts/host-delivery';
 import * as hostApi from '../../lib/contracts/host-api';
 import type { ResponseOf } from '../../lib/contracts/endpoint';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 export function hostsRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();

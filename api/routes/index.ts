@@ -2,7 +2,7 @@
  * Every router of the control-plane API, in the order they are mounted.
  */
 import type Router from '@koa/router';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { apiHealthRouter } from './health';
 import { hostGrantRouter } from './grants';
 import { hostsRouter } from './hosts';

@@ -7,7 +7,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { sourceControlAppOf } from '../process-services';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { ChatDelivery } from '../../agent/jobs/chat-delivery';

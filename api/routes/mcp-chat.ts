@@ -7,7 +7,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { approvalSchema, bindingsSchema, decideApproval, listApprovals, listBindings, setBindings } from '../../agent/tools/chat-tools';
 

@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import {
   bindConnectorColumns, connectorNameSchema, connectorView, findOwnedConnector, listConnectors, registerConnector, renameConnector, revokeConnector,

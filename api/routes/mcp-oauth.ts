@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { mcpSessionsOf } from '../process-services';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { connectionView, findOwnedConnection } from '../../agent/tools/connections';

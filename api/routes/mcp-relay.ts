@@ -12,7 +12,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { mcpSessionsOf } from '../process-services';
 import { relayOf, requireRelay, type RelayState } from '../auth/relay-principal';
 import { relayCall, relayTools, type RelayDeps } from '../../agent/tools/relay';

@@ -10,7 +10,7 @@ import { documentRoute } from '../../lib/http/route-docs';
 import { bearerToken } from '../../lib/http/json-body';
 import { tokenEquals } from '../../lib/identity/constant-time';
 import { AppError } from '../../lib/errors';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { authenticateOperator, type AgentState } from '../auth/principals';
 import { apiMetricsOf } from '../process-services';
 

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
 import { documentEndpoint, documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { hostOf, ownerOf, requireHost, requireOwner, type AgentState } from '../auth/principals';
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { answerQuestion, answerSchema, hostQuestionState, listJobQuestions } from '../../agent/questions/native-questions';

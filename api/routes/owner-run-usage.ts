@@ -10,7 +10,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { runUsage } from '../../agent/usage/run-usage';
 import { parseUsageDays } from '../../agent/usage/usage-window';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 export function ownerRunUsageRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();

@@ -11,7 +11,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { listOwnerContainers, ownerDailyUsage } from '../../agent/usage/container-usage';
 import { parseUsageDays } from '../../agent/usage/usage-window';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 
 export function ownerUsageRouter(deps: ApiDeps): Router<AgentState> {
   const router = createRouter<AgentState>();

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { ownerOf, requireOwner, type AgentState } from '../auth/principals';
 import { findOwnedAccount, listAccounts, listGrants, unlinkAccount } from '../../agent/source/accounts';
 import { refreshAccountGrants } from '../../agent/source/grants';

@@ -14,7 +14,7 @@ import type { ParameterizedContext } from 'koa';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { AppError } from '../../lib/errors';
 import { requireOwner, ownerOf, type AgentState } from '../auth/principals';
 import { findOwnedJob } from '../../agent/jobs/job-store';

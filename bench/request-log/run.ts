@@ -1,7 +1,7 @@
 /**
  * `npx tsx bench/request-log/run.ts`: what the request log costs. Prints (does not assert):
  *
- * 1. the hot-path call, `RequestLog.finish` (flag checks and one pushed object), in ns per request;
+ * 1. the hot-path calls, `RequestRecord.end` and `RequestLog.finish` (flag checks, the record pushed), in ns per request;
  * 2. flush throughput into PostgreSQL (row building at flush time plus one statement per batch,
  *    `provider_hourly_stats` included), in rows per second, against a fresh test database, and the
  *    longest the flush kept the event loop from turning (what a request arriving meanwhile waits),
@@ -17,9 +17,10 @@ import { postgresSink } from '../../gateway/request-log/postgres-sink';
 import { toApiLogRow } from '../../gateway/request-log/row';
 import { Spool } from '../../gateway/request-log/spool';
 import { RequestLogWriter, type LogSink } from '../../gateway/request-log/writer';
-import type { GatewayState } from '../../gateway/surfaces/state';
+import type { RequestRecord } from '../../gateway/surfaces/request-record';
 import { freshDatabase } from '../../test/support/db';
 import { captureLogs } from '../../test/support/logs';
+import { requestRecord } from '../../test/support/request-log-fakes';
 
 const N = 200_000;
 const req = { headers: { 'user-agent': 'claude-cli/1.0.3 (external, cli)', 'x-session-id': 's' } } as unknown as IncomingMessage;
@@ -60,12 +61,12 @@ async function withStallProbe(work: () => Promise<void>): Promise<{ stall: numbe
   return { stall: longest, gc };
 }
 
-function state(i: number, lastUserMessage = message): GatewayState {
-  return {
+function state(i: number, lastUserMessage = message): RequestRecord {
+  return requestRecord({
     requestId: `r${i}`, startedAt: performance.now(), caller: { role: 'pro', via: 'api_key', userId: 1, apiKeyId: 2 }, model: 'm', stream: false,
     routing: { provider: 'p', base_url: 'http://u/v1', endpoint_id: 'ep' }, usage: { prompt_tokens: 900, completion_tokens: 120, cache_read_tokens: 512 },
     pricing: { prompt: '3', completion: '15', input_cache_reads: '0.3' }, numUserTurns: 3, numToolCalls: 1, lastUserMessage,
-  } as GatewayState;
+  });
 }
 
 function writer(sink: LogSink, dir: string): RequestLogWriter {
@@ -79,17 +80,21 @@ function writer(sink: LogSink, dir: string): RequestLogWriter {
 async function timeFinish(dir: string): Promise<void> {
   const states = Array.from({ length: N }, (_, i) => state(i));
   const noop: LogSink = { write: () => Promise.resolve(), purge: () => Promise.resolve() };
-  const log = new RequestLog(writer(noop, dir), { flag: () => false });
+  const log = new RequestLog(writer(noop, dir), { flag: () => false }, captureLogs('bench', 'warn').log);
   // Requests arrive in waves with the event loop turning between them, so the writer drains the
   // queue as in production; only the synchronous finish() calls are timed.
   let spent = 0;
   for (let wave = 0; wave < N; wave += 500) {
     const started = performance.now();
-    for (let i = wave; i < wave + 500; i += 1) log.finish(req, res, states[i]!, '/v1/chat/completions');
+    for (let i = wave; i < wave + 500; i += 1) {
+      const record = states[i]!;
+      record.end(req, res);
+      log.finish(record);
+    }
     spent += performance.now() - started;
     await new Promise((r) => setImmediate(r));
   }
-  console.log(`finish() on the request path: ${((spent * 1e6) / N).toFixed(0)} ns per request (${N} requests in waves of 500)`);
+  console.log(`end() + finish() on the request path: ${((spent * 1e6) / N).toFixed(0)} ns per request (${N} requests in waves of 500)`);
   await log.writer.stop();
 }
 
@@ -99,9 +104,13 @@ async function main(): Promise<void> {
   try {
     // First, while the heap holds only what this phase makes (GC pauses depend on the heap).
     for (const [label, text] of [[`${message.length}-character`, message], ['16 KiB', LONG_MESSAGE]] as const) {
-      const pg = new RequestLog(writer(postgresSink(t.db), dir), { flag: () => false });
+      const pg = new RequestLog(writer(postgresSink(t.db), dir), { flag: () => false }, captureLogs('bench', 'warn').log);
       const rows = 20_000;
-      for (let i = 0; i < rows; i += 1) pg.finish(req, res, state(i, text), '/v1/chat/completions');
+      for (let i = 0; i < rows; i += 1) {
+        const record = state(i, text);
+        record.end(req, res);
+        pg.finish(record);
+      }
       const flushStarted = performance.now();
       const { stall, gc } = await withStallProbe(() => pg.writer.stop());
       const seconds = (performance.now() - flushStarted) / 1000;
@@ -118,13 +127,8 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
-function baseEntry(i: number): Parameters<typeof toApiLogRow>[0] {
-  const s = state(i);
-  return {
-    at: Date.now(), requestId: s.requestId, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 10, firstTokenMs: undefined,
-    errorCode: undefined, caller: s.caller, model: 'm', stream: false, routing: s.routing, usage: s.usage, pricing: s.pricing, client: undefined,
-    numUserTurns: 3, numToolCalls: 1, lastUserMessage: message, userAgent: 'claude-cli/1.0.3', sessionId: 's', synthetic: false, rejection: undefined,
-  };
+function baseEntry(i: number): RequestRecord {
+  return Object.assign(state(i), { at: Date.now(), status: 200, latencyMs: 10, userAgent: 'claude-cli/1.0.3', sessionId: 's' });
 }
 
 main().catch((err: unknown) => {

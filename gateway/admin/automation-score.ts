@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { DEFAULT_WINDOW_DAYS, MAX_WINDOW_DAYS, scorePage, scoreUser } from '../ops/automation-score';
 import type { GatewayState } from '../surfaces/state';
 import { adminQuery, adminRoute, dbOf } from './http';

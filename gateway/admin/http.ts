@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { Model, Route } from '../registry/types';
 import type { AccessGuard } from '../../lib/http/route-access';
 import type { GatewayState } from '../surfaces/state';

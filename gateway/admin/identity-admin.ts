@@ -8,7 +8,7 @@ import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { ROLES, type Role } from '../registry/types';
 import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';

@@ -3,7 +3,7 @@
  * by the app for every `/admin` path). Add an area by listing its router here.
  */
 import type Router from '@koa/router';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { GatewayState } from '../surfaces/state';
 import { automationScoreRouter } from './automation-score';
 import { identityAdminRouter } from './identity-admin';

@@ -8,7 +8,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { ROLES, type Role } from '../registry/types';
 import type { GatewayState } from '../surfaces/state';
 import { adminBody, dbOf, modelOr404, adminRoute } from './http';

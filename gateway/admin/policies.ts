@@ -11,7 +11,7 @@ import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { AVAILABLE_STRATEGIES } from '../registry';
 import type { Model } from '../registry/types';
 import { offloadRefusal as refusalFor, offloadStatus, routerOf } from '../routing/offload';

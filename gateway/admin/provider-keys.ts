@@ -10,7 +10,7 @@ import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { ROLES, type Role } from '../registry/types';
 import { probeUpstream } from '../runtime-config/probe';
 import { keyFingerprint, keyPrefix, keyView } from '../runtime-config/secrets';

@@ -10,7 +10,7 @@ import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { BUILTIN_ADAPTER_KINDS, resolveAdapterKind } from '../adapters';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { registryLabels } from '../runtime-config/overlay';
 import { probeUpstream } from '../runtime-config/probe';
 import { keyFingerprint, keyView } from '../runtime-config/secrets';

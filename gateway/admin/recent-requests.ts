@@ -18,7 +18,7 @@ import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { readJsonBody, validateBody } from '../../lib/http/json-body';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { adminQuery, adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';
 import { adminDb } from './guard';

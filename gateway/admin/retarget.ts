@@ -9,7 +9,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { Route } from '../registry/types';
 import { retargetRoute } from '../runtime-config/overlay';
 import { probeUpstream } from '../runtime-config/probe';

@@ -9,7 +9,7 @@ import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { AVAILABLE_STRATEGIES, STRATEGIES } from '../registry';
 import { SETTING } from '../runtime-config/types';
 import { writeSetting } from '../runtime-config/store';

@@ -8,7 +8,7 @@ import { createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import type { Knex } from 'knex';
 import { AppError } from '../../lib/errors';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { Model } from '../registry/types';
 import { probeUpstream } from '../runtime-config/probe';
 import { writeSetting } from '../runtime-config/store';

@@ -16,7 +16,7 @@ import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-bod
 import { tokenEquals } from '../../lib/identity/constant-time';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { documentEndpoint } from '../../lib/http/route-docs';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { GatewayState } from '../surfaces/state';
 import { grantIssue, grantRenew, grantRevoke, modelCheck, type ValidIssueRequest } from '../../lib/contracts/grant-dispatch';
 import type { ResponseOf } from '../../lib/contracts/endpoint';

@@ -9,7 +9,7 @@ import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';
 import { secretPrefix } from '../../lib/crypto';
 import { bearerToken } from '../../lib/http/json-body';
-import type { Rejection } from '../request-log/entry';
+import type { Rejection } from '../surfaces/request-record';
 import { BLOCKED_MESSAGE, blocklistSource, type AuthFailureBlocklist } from './auth-failure-blocklist';
 import { unauthorizedVia, type Authenticator, type Caller, type CredentialHeader } from './caller';
 import type { ClientIpInfo } from '../../lib/client-address/client-address';

@@ -82,9 +82,9 @@ export class UserLimits {
    * the answering route's pricing in force now (its `pricing_schedule`), images included.
    * Synthetic probes are charged too (spec 5.9).
    */
-  charge(userId: number | undefined, request: { pricing?: Pricing | undefined; usage?: Usage | undefined; numImages?: number | undefined }): void {
+  charge(userId: number | undefined, request: { pricing?: Pricing | undefined; usage?: Usage | undefined; images?: number | undefined }): void {
     if (userId === undefined || this.options.dailyQuotaUsd === 0 || !request.pricing) return;
-    const usd = costOf(request.pricing, request.usage, { at: this.now(), images: request.numImages });
+    const usd = costOf(request.pricing, request.usage, { at: this.now(), images: request.images });
     if (usd !== null) this.spend(userId, usd);
   }
 

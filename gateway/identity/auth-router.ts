@@ -13,7 +13,7 @@ import { accessGuard, createRouter, publicAccess } from '../../lib/http/route-ac
 import { documentRoute } from '../../lib/http/route-docs';
 import { issueApiKey, listApiKeys, revokeApiKey } from '../../lib/identity/api-keys';
 import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/identity/passwords';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import type { ClientIpInfo } from '../../lib/client-address/client-address';
 import { blocklistSource } from '../auth/auth-failure-blocklist';
 import type { GatewayState } from '../surfaces/state';

@@ -7,7 +7,7 @@
  *   at all), sign-up is closed until a read answers in time (the settings cache retries every 5 seconds).
  * `signup_require_email_verification` likewise overrides `SIGNUP_REQUIRE_EMAIL_VERIFICATION`.
  */
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 
 export interface SignupState {
   open: boolean;

@@ -10,7 +10,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { cleanRow, mayNeedCleaning } from './clean-row';
-import type { LogEntry } from './entry';
+import type { RequestRecord } from '../surfaces/request-record';
 import { toApiLogRow, type ApiLogRow, type RowOptions } from './row';
 
 /** Synchronous work, in milliseconds, after which batch building yields to the event loop. */
@@ -43,7 +43,7 @@ export interface BuiltRow {
  * without a `\u` escape is clean as it is (clean-row.ts); otherwise the row is cleaned and
  * serialized again. PostgreSQL then never sees a NUL or an unpaired surrogate from a live row.
  */
-export function buildRow(entry: LogEntry, options: RowOptions = {}): BuiltRow {
+export function buildRow(entry: RequestRecord, options: RowOptions = {}): BuiltRow {
   const row = toApiLogRow(entry, undefined, options);
   const text = JSON.stringify(row);
   if (!mayNeedCleaning(text)) return { row, text, cleaned: false };
@@ -72,7 +72,7 @@ async function sliced<T>(items: readonly T[], build: (item: T) => BuiltRow): Pro
 }
 
 /** Rows (and their texts) for queued entries, each built by {@link buildRow}. */
-export function buildBatch(entries: readonly LogEntry[]): Promise<RowBatch> {
+export function buildBatch(entries: readonly RequestRecord[]): Promise<RowBatch> {
   return sliced(entries, buildRow);
 }
 

@@ -3,10 +3,10 @@
  * how many `user` turns, how many images they carry (priced per image), how many tool calls the history's `assistant` messages made, and a
  * reference to the newest user message. One pass over the messages, no allocation.
  */
-import type { GatewayState } from '../surfaces/state';
+import type { RequestRecord } from '../surfaces/request-record';
 
-/** Notes `numUserTurns`, `numToolCalls` and `lastUserMessage` of `messages` on the request's state. */
-export function noteChatFacts(state: GatewayState, messages: readonly unknown[]): void {
+/** Notes `numUserTurns`, `numToolCalls`, `images` and `lastUserMessage` of `messages` on the request's record. */
+export function noteChatFacts(state: RequestRecord, messages: readonly unknown[]): void {
   let users = 0;
   let toolCalls = 0;
   let last: unknown;
@@ -24,7 +24,7 @@ export function noteChatFacts(state: GatewayState, messages: readonly unknown[])
   state.numUserTurns = users;
   state.numToolCalls = toolCalls;
   state.lastUserMessage = last;
-  state.numImages = images;
+  state.images = images;
 }
 
 function imageParts(parts: readonly unknown[]): number {

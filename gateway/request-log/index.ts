@@ -3,33 +3,28 @@
  * path by the batching writer. {@link RequestLog.finish} is what the hot path calls when a
  * request's response has ended; it only decides whether the request is logged (synthetic probes
  * and rejections follow the runtime flags `log_synthetic_probes` / `log_rejected_requests`) and
- * pushes one small object. Without a database there is no RequestLog and nothing is queued.
+ * pushes the request's record. Without a database there is no RequestLog and nothing is queued.
  * See docs/request-log.md.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import type { ClientIpInfo } from '../../lib/client-address/client-address';
-import type { GatewayState } from '../surfaces/state';
-import type { LogEntry, Rejection } from './entry';
+import { RequestRecord, type Rejection } from '../surfaces/request-record';
 import { Journal } from './journal';
 import { postgresSink } from './postgres-sink';
 import { Spool } from './spool';
 import { RequestLogWriter } from './writer';
 
-export type { LogEntry, Rejection } from './entry';
+export { CLIENT_CLOSED_STATUS, type Rejection } from '../surfaces/request-record';
 export { costOf } from './cost';
 
 /** Runtime flags (the site settings cache). */
 export interface RuntimeFlags {
   flag(key: string, fallback: boolean): boolean;
 }
-
-/** Status recorded when the client went away before the response ended (nginx's convention). */
-export const CLIENT_CLOSED_STATUS = 499;
 
 /** A refused request logged by code outside the inference routes (see {@link RequestLog.logRejection}). */
 export interface RejectionInput {
@@ -41,78 +36,36 @@ export interface RejectionInput {
   client?: ClientIpInfo;
 }
 
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** The rejection of a refused request (no caller): the label set by auth code, else missing or invalid key. */
-function rejectionOf(state: GatewayState, req: IncomingMessage, status: number): Rejection {
-  if (state.rejection) return state.rejection;
-  if (status === 401) {
-    return req.headers.authorization
-      ? { reason: 'invalid_api_key', credentialState: 'unknown' }
-      : { reason: 'missing_api_key', credentialState: 'missing' };
-  }
-  return { reason: state.errorCode ?? 'rejected' };
-}
-
 export class RequestLog {
-  constructor(readonly writer: RequestLogWriter, private readonly flags: RuntimeFlags) {}
+  /** `log`: the root logger of records this log builds itself ({@link logRejection}). */
+  constructor(readonly writer: RequestLogWriter, private readonly flags: RuntimeFlags, private readonly log: Logger) {}
 
   /**
-   * Records an inference request whose response has ended (or whose client left). Called by the
-   * hot path: a flag lookup for the rare synthetic or rejected request, and one object pushed.
+   * Queues the record of an inference request whose response has ended (after
+   * {@link RequestRecord.end}). Called by the hot path: a flag lookup for the rare synthetic or
+   * rejected request, and the record itself pushed (no copy).
    */
-  finish(req: IncomingMessage, res: ServerResponse, state: GatewayState, path: string): void {
-    const clientGone = res.destroyed && !res.writableEnded;
-    const status = clientGone ? CLIENT_CLOSED_STATUS : res.statusCode;
-    if (state.synthetic && !this.flags.flag('log_synthetic_probes', false)) return;
-    const rejected = state.rejection !== undefined || state.caller === undefined;
-    if (rejected && !this.flags.flag('log_rejected_requests', false)) return;
-    const rejection = rejected ? rejectionOf(state, req, status) : undefined;
-    this.writer.push({
-      at: Date.now(),
-      requestId: state.requestId,
-      path,
-      surface: state.surface,
-      status,
-      latencyMs: state.startedAt === undefined ? 0 : performance.now() - state.startedAt,
-      firstTokenMs: state.firstTokenMs,
-      errorCode: clientGone ? 'client_disconnected' : state.errorCode,
-      caller: state.caller,
-      model: state.model,
-      stream: state.stream === true,
-      routing: state.routing,
-      usage: state.usage,
-      pricing: state.pricing,
-      client: state.client,
-      numUserTurns: state.numUserTurns,
-      numToolCalls: state.numToolCalls,
-      images: state.numImages,
-      lastUserMessage: state.lastUserMessage,
-      userAgent: header(req, 'user-agent'),
-      sessionId: header(req, 'x-session-id'),
-      synthetic: state.synthetic === true,
-      rejection,
-    });
+  finish(record: RequestRecord): void {
+    if (record.synthetic && !this.flags.flag('log_synthetic_probes', false)) return;
+    if (record.rejected && !this.flags.flag('log_rejected_requests', false)) return;
+    this.writer.push(record);
   }
 
   /**
    * Logs a refused request (e.g. `ip_blocked` 429 from the auth-failure blocklist) when
    * `log_rejected_requests` is on; returns whether it was queued. For requests that go through
-   * the inference routes, setting `state.rejection` before throwing is enough.
+   * the inference routes, setting `rejection` on their record before throwing is enough.
    */
   logRejection(input: RejectionInput): boolean {
     if (!this.flags.flag('log_rejected_requests', false)) return false;
-    const entry: LogEntry = {
-      at: Date.now(), requestId: input.requestId, path: input.path, surface: undefined, status: input.status, latencyMs: 0,
-      firstTokenMs: undefined, errorCode: input.rejection.reason, caller: undefined, model: undefined, stream: false,
-      routing: undefined, usage: undefined, pricing: undefined, client: input.client, numUserTurns: undefined,
-      numToolCalls: undefined, images: undefined, lastUserMessage: undefined, userAgent: header(input.req, 'user-agent'),
-      sessionId: header(input.req, 'x-session-id'), synthetic: false, rejection: input.rejection,
-    };
-    this.writer.push(entry);
+    const record = new RequestRecord(input.requestId, this.log, input.path, input.client, 0);
+    record.rejection = input.rejection;
+    record.errorCode = input.rejection.reason;
+    record.status = input.status;
+    record.at = Date.now();
+    record.userAgent = typeof input.req.headers['user-agent'] === 'string' ? input.req.headers['user-agent'] : undefined;
+    record.sessionId = typeof input.req.headers['x-session-id'] === 'string' ? input.req.headers['x-session-id'] : undefined;
+    this.writer.push(record);
     return true;
   }
 }
@@ -142,7 +95,7 @@ export function createRequestLog(options: { settings: Settings; db: Db | null; l
     storeMessageText: settings.DB_STORE_FULL_CONTENT,
   });
   return {
-    requestLog: new RequestLog(writer, options.flags),
+    requestLog: new RequestLog(writer, options.flags, log),
     start: async () => {
       try {
         await spool.open();

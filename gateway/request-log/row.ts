@@ -1,5 +1,5 @@
 /**
- * Turns a queued {@link LogEntry} into an `api_logs` row: surface name, caller, tokens, cost,
+ * Turns a queued {@link RequestRecord} into an `api_logs` row (the one place a record becomes a row): surface name, caller, tokens, cost,
  * the user-message shape and the metadata JSON. Runs at flush time (off the request path).
  * Secrets never reach a row: the caller is named by ids only, headers other than `User-Agent`
  * and `X-Session-Id` are not read.
@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { declaredAgent } from './client-agent';
 import { cachedPromptTokens, costOf } from './cost';
-import type { LogEntry } from './entry';
+import type { RequestRecord } from '../surfaces/request-record';
 import { messageShape, messageText } from './message-shape';
 
 /** An `api_logs` row as inserted (column names). */
@@ -50,15 +50,6 @@ export interface RowOptions {
   storeMessageText?: boolean | undefined;
 }
 
-/** Surface names by inference path; other paths are logged as they are. */
-const SURFACES: ReadonlyMap<string, string> = new Map([
-  ['/v1/chat/completions', 'chat'],
-  ['/v1/completions', 'completions'],
-  ['/v1/responses', 'responses'],
-  ['/v1/embeddings', 'embeddings'],
-  ['/v1/messages', 'messages'],
-]);
-
 const FIELD_LIMIT = 256;
 
 function tokens(value: unknown): number | null {
@@ -69,7 +60,7 @@ function cut(value: string | undefined): string | undefined {
   return value === undefined ? undefined : value.slice(0, FIELD_LIMIT);
 }
 
-function metadataOf(entry: LogEntry): Record<string, unknown> {
+function metadataOf(entry: RequestRecord): Record<string, unknown> {
   const meta: Record<string, unknown> = {};
   const agent = declaredAgent(entry.userAgent);
   if (agent) meta.agent = agent;
@@ -91,13 +82,13 @@ function metadataOf(entry: LogEntry): Record<string, unknown> {
 }
 
 /** The stripped text of the newest user message, cut; null when there is none or it is blank. */
-function storedText(entry: LogEntry): string | null {
+function storedText(entry: RequestRecord): string | null {
   const text = entry.lastUserMessage === undefined ? undefined : messageText(entry.lastUserMessage)?.trim();
   return text ? text.slice(0, MESSAGE_TEXT_LIMIT) : null;
 }
 
-/** The row for one entry; `newId` gives its idempotency key (a random UUID by default). */
-export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID, options: RowOptions = {}): ApiLogRow {
+/** The row of one request's record; `newId` gives its idempotency key (a random UUID by default). */
+export function toApiLogRow(entry: RequestRecord, newId: () => string = randomUUID, options: RowOptions = {}): ApiLogRow {
   const usage = entry.usage;
   const shape = entry.lastUserMessage === undefined ? undefined : messageShape(entry.lastUserMessage);
   const answered = entry.routing !== undefined;
@@ -113,7 +104,7 @@ export function toApiLogRow(entry: LogEntry, newId: () => string = randomUUID, o
     model: entry.model ?? null,
     provider: entry.routing?.provider ?? null,
     endpoint_id: entry.routing?.endpoint_id ?? null,
-    surface: entry.surface ?? SURFACES.get(entry.path) ?? entry.path,
+    surface: entry.surface,
     status: entry.status,
     stream: entry.stream,
     latency_ms: Math.round(entry.latencyMs),

@@ -24,7 +24,7 @@
  *   than {@link MAX_SPILLING} full queues wait for the disk at once.
  */
 import type { Logger } from '../../lib/logger';
-import type { LogEntry } from './entry';
+import type { RequestRecord } from '../surfaces/request-record';
 import { buildRow, type RowTexts } from './batch';
 import type { RowOptions } from './row';
 import { cleanRow } from './clean-row';
@@ -116,7 +116,7 @@ const WARN_EVERY_MS = 10_000;
 
 export class RequestLogWriter {
   /** Entries pushed during the current event-loop turn, built and journaled at its end. */
-  private fresh: LogEntry[] = [];
+  private fresh: RequestRecord[] = [];
   private queue: QueuedRow[] = [];
   private readonly spilling: QueuedRow[][] = [];
   private inFlight: Promise<void> | undefined;
@@ -140,6 +140,11 @@ export class RequestLogWriter {
     this.rowOptions = { storeMessageText: options.storeMessageText };
   }
 
+  /** Bytes held in the spool and quarantine file now. */
+  get spoolBytes(): number {
+    return this.options.spool.bytes;
+  }
+
   /** Rows waiting in memory. */
   get queued(): number {
     return this.fresh.length + this.queue.length + this.spilling.reduce((n, q) => n + q.length, 0);
@@ -149,7 +154,7 @@ export class RequestLogWriter {
    * Queues one entry. Never blocks, never throws, never does I/O: the first entry of an
    * event-loop turn schedules {@link admit} for the end of that turn.
    */
-  push(entry: LogEntry): void {
+  push(entry: RequestRecord): void {
     if (this.fresh.push(entry) === 1) setImmediate(this.admit);
   }
 

@@ -158,6 +158,11 @@ export class ConcurrencyLimiter {
     }
   }
 
+  /** Every lane (the metrics read limits and in-flight counts at scrape time). */
+  allLanes(): IterableIterator<Lane> {
+    return this.lanes.values();
+  }
+
   /** Lanes for `/health/deep` and tests. */
   snapshot(): Array<{ lane: string; limit: number; in_flight: number; waiting: number; paused_ms: number }> {
     return [...this.lanes.values()].map((l) => ({

@@ -47,6 +47,11 @@ export interface RoutingCoreOptions {
   defaultRouter?: string;
 }
 
+/** Counts upstream answers per (provider label, status): the HTTP status, `2xx` for a success, `none` without an HTTP answer. */
+export interface UpstreamAnswerCounter {
+  add(provider: string, status: string | number): void;
+}
+
 /** What the surface knows about the request when asking for a route order. */
 export interface RoutingRequest {
   /** `affinityKey(...)` of the caller (spec 5.12), or undefined (no affinity). */
@@ -61,6 +66,8 @@ export class RoutingCore {
   readonly affinity: AffinityTable;
   readonly prefill: PrefillTracker;
   private readonly strategies: ReadonlyMap<string, RoutingStrategy>;
+  /** Hears every upstream attempt's answer (the metrics' `gateway_upstream_responses_total`); absent: not counted. */
+  upstreamAnswers: UpstreamAnswerCounter | undefined = undefined;
 
   constructor(private readonly options: RoutingCoreOptions) {
     this.breakers = options.breakers;
@@ -158,6 +165,7 @@ export class RoutingTicket implements AttemptObserver {
 
   succeeded(route: Route): void {
     this.endPrefill(route);
+    this.core.upstreamAnswers?.add(route.providerLabel, '2xx');
     if (this.request.synthetic) return;
     this.core.breakers.record(route.endpointId, true, this.probing);
     this.core.breakers.clearCredentialRejected(route.endpointId);
@@ -168,6 +176,7 @@ export class RoutingTicket implements AttemptObserver {
 
   failed(route: Route, err: UpstreamError): void {
     this.endPrefill(route);
+    this.core.upstreamAnswers?.add(route.providerLabel, err.options.upstreamStatus ?? 'none');
     this.failedAny = true;
     if (this.request.synthetic) return;
     if (this.pinKey !== undefined && this.core.affinity.lookup(this.pinKey) === route.endpointId) this.core.affinity.drop(this.pinKey);

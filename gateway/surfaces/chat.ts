@@ -29,15 +29,16 @@ import type { FailedAttempt, UpstreamError } from '../upstream/upstream-error';
 import { localCompletion, localStream, offloadPlan } from './chat-offload';
 import { relayChatStream, type StreamOutcome, type StreamShape } from './chat-stream';
 import { assertLoggableText, FORWARDED_TEXT, parseChatRequest, type ChatRequest } from './chat-request';
-import { attribute, sendJson, type GatewayContextDeps, type GatewayState, type InferenceContext, type InferenceHandler, type RoutingAttribution } from './state';
+import type { RequestRecord, RoutingAttribution } from './request-record';
+import { attribute, sendJson, type GatewayContextDeps, type InferenceContext, type InferenceHandler } from './state';
 import { finishCompletionUsage, type Usage } from './usage';
 
 /**
  * Routes for one request and the ticket that hears its attempts: the `X-Route-Pin` route alone,
  * or the routing core's order (affinity pin, strategy, prefill-aware choice; spec 3.2, 8).
  */
-export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'routing'>, request: { state: GatewayState; promptTokens: number }): { ticket: RoutingTicket; pinned: boolean } {
-  const synthetic = request.state.synthetic === true;
+export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'routing'>, request: { state: RequestRecord; promptTokens: number }): { ticket: RoutingTicket; pinned: boolean } {
+  const synthetic = request.state.synthetic;
   if (!pin) {
     const callerKey = affinityKey({ apiKeyHash: apiKeyRef(request.state), grantId: request.state.caller?.grantId, clientIp: request.state.client });
     return { ticket: deps.routing.plan(model, { callerKey, promptTokens: request.promptTokens, synthetic }), pinned: false };
@@ -48,7 +49,7 @@ export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<
 }
 
 /** The API key's affinity identity (its id; never the secret). */
-function apiKeyRef(state: GatewayState): string | undefined {
+function apiKeyRef(state: RequestRecord): string | undefined {
   const id = state.caller?.apiKeyId;
   return id === undefined ? undefined : `key:${id}`;
 }

@@ -51,7 +51,7 @@ export function embeddingsHandler(deps: GatewayContextDeps): InferenceHandler {
     const signal = abortOnClientClose(ctx.res);
     const attempt = (route: Route) =>
       deps.upstream.postJson<Record<string, unknown>>(route, 'embeddings', JSON.stringify(buildEmbeddingsBody(route, request.body)), signal);
-    const ticket = deps.routing.fixedOrder(model.routes.filter((r) => r.weight > 0), ctx.state.synthetic === true);
+    const ticket = deps.routing.fixedOrder(model.routes.filter((r) => r.weight > 0), ctx.state.synthetic);
     const done = await runWithFallback(ticket.routes, attempt, {
       modelId: model.id, state: ctx.state, pinned: false, observer: ticket,
       onUpstreamAuthFailure: (route) => ctx.state.log.warn(

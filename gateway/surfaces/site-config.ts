@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { AppError } from '../../lib/errors';
 import { createRouter, publicAccess } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
-import type { GatewayDeps } from '../app';
+import type { GatewayDeps } from '../deps';
 import { signupState } from '../identity/signup-policy';
 import { siteIdentity } from '../identity/site-identity';
 import { neutralBranding, type Branding } from '../registry/branding';

@@ -6,8 +6,6 @@ import { writeJson } from '../../lib/http/json-response';
 import type { RequestState } from '../../lib/http/request-context';
 import type { GrantCache } from '../agent-grants/grant-cache';
 import type { Authenticator, Caller } from '../auth/caller';
-import type { Rejection } from '../request-log/entry';
-import type { Pricing } from '../registry/types';
 import type { AdminPrincipal } from '../admin/guard';
 import type { AuthGate } from '../auth/gate';
 import type { UserLimits } from '../auth/user-limits';
@@ -15,62 +13,27 @@ import type { ClientAddressResolver, ClientIpInfo } from '../../lib/client-addre
 import type { RegistryHolder } from '../registry/holder';
 import type { TierThresholds } from '../routing/prompt-estimate';
 import type { ConcurrencyLimiter } from '../routing/concurrency';
-import type { OffloadAttribution, OffloadPolicies } from '../routing/offload';
+import type { OffloadPolicies } from '../routing/offload';
 import type { RoutingCore } from '../routing/selector';
 import type { Rng } from '../routing/weighted-order';
 import type { Routewise } from '../routing/routewise-runtime';
 import type { UpstreamClient } from '../upstream/client';
-import type { FailedAttempt } from '../upstream/upstream-error';
-import type { Usage } from './usage';
+import type { RequestRecord, RoutingAttribution } from './request-record';
 
-/** The internal `_routing` attribution (spec 2.10): kept for logs and analytics, never sent to clients. */
-export interface RoutingAttribution {
-  provider: string;
-  base_url: string;
-  endpoint_id: string;
-  fallback?: boolean;
-  failed_attempts?: FailedAttempt[];
-  /** Set when the request was offloaded (spec 2.9): the reason flag, `offload_endpoint_id` when the offload route failed. */
-  offload?: OffloadAttribution;
-}
-
+/**
+ * The state of a request served by the Koa app (health, models, auth, admin): request id and
+ * logger, the client address, and the principal its route's guard set. Inference requests carry a
+ * {@link RequestRecord} instead.
+ */
 export interface GatewayState extends RequestState {
   /** The resolved client address (spec 5.12). */
-  client?: ClientIpInfo;
-  /** Who is calling (inference routes; set before the handler runs). */
-  caller?: Caller;
+  client?: ClientIpInfo | undefined;
+  /** Who is calling (routes that take an API key, e.g. the model list). */
+  caller?: Caller | undefined;
   /** The administrator (admin routes). */
   admin?: AdminPrincipal;
   /** The account of an access token (account routes: `/auth/api-keys`). */
   accountId?: number;
-  routing?: RoutingAttribution;
-  usage?: Usage | undefined;
-  // Per-request facts for the request log (`api_logs`), set by the server and handlers; references only.
-  /** `performance.now()` when the request arrived. */
-  startedAt?: number;
-  /** The surface, when it differs from the path's (e.g. a messages prefix). */
-  surface?: string;
-  /** The model asked for (public id once resolved). */
-  model?: string;
-  stream?: boolean;
-  /** Milliseconds from arrival to the first upstream stream chunk (streams only). */
-  firstTokenMs?: number;
-  /** `user` messages in the request. */
-  numUserTurns?: number;
-  /** Tool calls made by `assistant` messages in the request's history. */
-  numToolCalls?: number;
-  /** The newest user message's content as sent (string or parts array); measured at flush time. */
-  lastUserMessage?: unknown;
-  /** Images (`image_url` parts) in the request's user messages. */
-  numImages?: number;
-  /** The pricing of the route that answered. */
-  pricing?: Pricing | undefined;
-  /** The error code of the response, when it failed. */
-  errorCode?: string;
-  /** `X-Probe: synthetic` honoured for this request (spec 5.9): omitted from logs unless `log_synthetic_probes`. */
-  synthetic?: boolean;
-  /** Why the request was refused (set by auth code before throwing): logged only with `log_rejected_requests`. */
-  rejection?: Rejection;
 }
 
 export interface GatewayContextDeps {
@@ -105,7 +68,8 @@ export interface GatewayContextDeps {
 export interface InferenceContext {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  readonly state: GatewayState;
+  /** The request's record (its state): what the handler learns goes here. */
+  readonly state: RequestRecord;
   /** A request header (lower-case name); repeated values joined by `, `. */
   header(name: string): string | undefined;
 }

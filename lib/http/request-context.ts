@@ -57,8 +57,15 @@ export function loggableHeaders(req: IncomingMessage): Record<string, string> {
  * `http_request_headers` line.
  */
 export function beginRequest(req: IncomingMessage, res: ServerResponse, root: Logger, path: string, fields?: () => Record<string, unknown>): LazyRequestState {
+  return trackRequest(new LazyRequestState(requestIdFrom(req.headers['x-request-id']), root), req, res, root, path, fields);
+}
+
+/**
+ * {@link beginRequest} with a state the caller built (its id from {@link requestIdFrom}): the
+ * gateway's inference requests use their request record as their state.
+ */
+export function trackRequest<S extends RequestState>(state: S, req: IncomingMessage, res: ServerResponse, root: Logger, path: string, fields?: () => Record<string, unknown>): S {
   const started = process.hrtime.bigint();
-  const state = new LazyRequestState(requestIdFrom(req.headers['x-request-id']), root);
   res.setHeader('X-Request-Id', state.requestId);
   if (root.isLevelEnabled('debug')) {
     root.debug({ event: 'http_request_headers', request_id: state.requestId, headers: loggableHeaders(req) }, 'http_request_headers');

@@ -24,8 +24,8 @@ import { routeDocKey, routeDocsOf, strayRouteDocs, type RouteDoc } from './route
  * host's credential; `internal` a service-to-service token; `relay` a tool-relay credential (an
  * attempt-fenced `mcp_…` token or an `amr.…` residency credential, docs/mcp.md); `forwarded` the
  * gateway decides nothing and forwards the request to the control-plane API, whose own route
- * declares and checks its access (docs/one-origin.md); `metrics` `METRICS_TOKEN` or the service's
- * administrator credential (the Prometheus scrape, docs/metrics-api.md).
+ * declares and checks its access (docs/one-origin.md); `metrics` a Prometheus scrape: `METRICS_TOKEN`
+ * or an administrator credential of the service (docs/metrics.md).
  */
 export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded' | 'metrics';
 

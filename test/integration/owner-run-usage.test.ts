@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { buildBatch } from '../../gateway/request-log/batch';
-import type { LogEntry } from '../../gateway/request-log/entry';
+import { requestRecord } from '../support/request-log-fakes';
 import { postgresSink } from '../../gateway/request-log/postgres-sink';
 import { AGENT_MODEL, makeOwner, ownerCall, startAgentStack, type AgentStack } from '../support/agent-stack';
 import { waitFor } from '../support/wait';
@@ -80,7 +80,7 @@ describe('owner run usage by day and model (gateway request log, agent turns, Po
     await stack.t.db('agent_grants').insert({
       grant_id: `grant_${attemptId}`, token_hash: randomUUID(), token_prefix: 'agr_past', user_id: ownerId, model, kind: 'turn', job_id: jobId, attempt_id: attemptId, expires_at: new Date(at + 300_000),
     });
-    const entries = requests.map((r, i): LogEntry => ({
+    const entries = requests.map((r, i) => requestRecord({
       at: at + i, requestId: `req-${attemptId}-${i}`, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 10, firstTokenMs: undefined,
       errorCode: undefined, caller: { role: 'pro', via: 'agent_grant', userId: ownerId, grantId: `grant_${attemptId}`, grantModel: model }, model, stream: false,
       routing: { provider: 'generic_compat', base_url: 'http://upstream.invalid', endpoint_id: 'ep-past' }, usage: { prompt_tokens: r.input, completion_tokens: r.output },

@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
-import type { GatewayState } from '../../gateway/surfaces/state';
+import { requestRecord } from '../support/request-log-fakes';
+import type { ClientIpInfo } from '../../lib/client-address/client-address';
 import { REPLACEMENT } from '../../lib/text';
 import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream';
@@ -72,15 +73,12 @@ describe('request log: NUL and unpaired surrogates among thousands of requests',
 
   /** What the request log receives for a request whose headers carried `headers` (HTTP/1.1 cannot deliver these bytes). */
   function finishWithHeaders(requestId: string, headers: Record<string, string>, clientIp: string): void {
-    gw.deps.requestLog!.finish(
-      { headers } as unknown as IncomingMessage,
-      { destroyed: false, writableEnded: true, statusCode: 200 } as ServerResponse,
-      {
-        requestId, caller: { role: 'pro', via: 'api_key', userId: 1, apiKeyId: 2 }, model: 'm', startedAt: undefined,
-        client: { client_ip: clientIp, peer_ip: '127.0.0.1', source: 'x_forwarded_for', resolved: true, reason: null },
-      } as unknown as GatewayState,
-      '/v1/chat/completions',
-    );
+    const record = requestRecord({
+      requestId, caller: { role: 'pro', via: 'api_key', userId: 1, apiKeyId: 2 }, model: 'm',
+      client: { client_ip: clientIp, peer_ip: '127.0.0.1', source: 'x_forwarded_for', resolved: true, reason: null } as unknown as ClientIpInfo,
+    });
+    record.end({ headers } as unknown as IncomingMessage, { destroyed: false, writableEnded: true, statusCode: 200 } as ServerResponse);
+    gw.deps.requestLog!.finish(record);
   }
 
   /** A raw HTTP/1.1 request whose User-Agent holds a NUL: Node's parser answers 400 itself, before the gateway sees it. */

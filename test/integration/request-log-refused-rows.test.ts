@@ -11,7 +11,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LogEntry } from '../../gateway/request-log/entry';
+import type { RequestRecord } from '../../gateway/surfaces/request-record';
+import { requestRecord, type RecordFields } from '../support/request-log-fakes';
 import { toApiLogRow, type ApiLogRow } from '../../gateway/request-log/row';
 import { QUARANTINE_FILE } from '../../gateway/request-log/spool';
 import { REPLACEMENT } from '../../lib/text';
@@ -19,14 +20,14 @@ import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { waitFor } from '../support/wait';
 
-function entry(requestId: string, overrides: Partial<LogEntry> = {}): LogEntry {
-  return {
+function entry(requestId: string, overrides: RecordFields = {}): RequestRecord {
+  return requestRecord({
     at: Date.now(), requestId, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 4, firstTokenMs: undefined,
     errorCode: undefined, caller: { role: 'pro', via: 'api_key', userId: 1, apiKeyId: 2 }, model: 'm', stream: false,
     routing: { provider: 'p-refused', base_url: 'http://u/v1', endpoint_id: 'ep-refused' }, usage: { prompt_tokens: 3, completion_tokens: 1 },
     pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: 'hi', userAgent: 'curl/8', sessionId: undefined,
     synthetic: false, rejection: undefined, ...overrides,
-  };
+  });
 }
 
 /** A pid no process has: a child that has exited. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { buildBatch } from '../../gateway/request-log/batch';
 import { postgresSink } from '../../gateway/request-log/postgres-sink';
-import type { GatewayState } from '../../gateway/surfaces/state';
+import { requestRecord } from '../support/request-log-fakes';
 import { freshDatabaseForBlock, type TestDatabase } from '../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../support/fake-upstream';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -178,12 +178,11 @@ describe('request log (api_logs)', function () {
 
   it('omits synthetic probes unless log_synthetic_probes is on', async () => {
     const log = gw!.deps.requestLog!;
-    const probe = (requestId: string) => log.finish(
-      { headers: {} } as IncomingMessage,
-      { destroyed: false, writableEnded: true, statusCode: 200 } as ServerResponse,
-      { requestId, synthetic: true, caller: { role: 'internal', via: 'api_key', userId: 1, apiKeyId: 2 }, model: 'm' } as GatewayState,
-      '/v1/chat/completions',
-    );
+    const probe = (requestId: string) => {
+      const record = requestRecord({ requestId, synthetic: true, caller: { role: 'internal', via: 'api_key', userId: 1, apiKeyId: 2 }, model: 'm' });
+      record.end({ headers: {} } as IncomingMessage, { destroyed: false, writableEnded: true, statusCode: 200 } as ServerResponse);
+      log.finish(record);
+    };
     const omitted = nextId('probe');
     probe(omitted);
     const marker = nextId('after-probe');
@@ -249,12 +248,12 @@ describe('request log (api_logs)', function () {
   it('stores text beyond ASCII as sent, and a batch written twice once', async () => {
     const text = 'café — ✓ 😀 𝄞 "quoted" \\ back';
     const requestId = nextId('utf8');
-    const batch = await buildBatch([{
-      at: Date.now(), requestId, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 5, firstTokenMs: undefined,
+    const batch = await buildBatch([requestRecord({
+      at: Date.now(), requestId, path: '/v1/chat/completions', status: 200, latencyMs: 5, firstTokenMs: undefined,
       errorCode: undefined, caller: undefined, model: text, stream: false, routing: { provider: 'p-utf8', base_url: 'http://u/v1', endpoint_id: 'ep-utf8' },
       usage: undefined, pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: text, userAgent: text,
       sessionId: undefined, synthetic: false, rejection: undefined,
-    }]);
+    })]);
     const sink = postgresSink(t.db);
     await sink.write(batch);
     await sink.write(batch);

@@ -3,7 +3,8 @@
  * run's Temporal client (or a lazy one that never connects when a test needs no workflows).
  */
 import type { Client } from '@temporalio/client';
-import { createApiApp, type ApiDeps } from '../../api/app';
+import { createApiApp } from '../../api/app';
+import type { ApiDeps } from '../../api/deps';
 import type { RouteEntry } from '../../lib/http/route-access';
 import { serve, type Serving } from '../../lib/http/serve';
 import type { Db } from '../../lib/db';

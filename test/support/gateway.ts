@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { GatewayDeps } from '../../gateway/app';
+import type { GatewayDeps } from '../../gateway/deps';
 import { assembleGateway } from '../../gateway/assemble';
 import type { Db } from '../../lib/db';
 import type { RouteEntry } from '../../lib/http/route-access';

@@ -1,10 +1,12 @@
 /**
  * Replaceable parts for request-log writer tests: a sink that stores rows by `log_id` like the
- * database and can fail, hang or refuse rows on demand, and numbered log entries.
+ * database and can fail, hang or refuse rows on demand, request records built from their fields,
+ * and numbered ones.
  */
 import { batchJsonBytes, type RowTexts } from '../../gateway/request-log/batch';
-import type { LogEntry } from '../../gateway/request-log/entry';
 import type { ApiLogRow } from '../../gateway/request-log/row';
+import { RequestRecord } from '../../gateway/surfaces/request-record';
+import { captureLogs } from './logs';
 import { RowsRefusedError, type LogSink } from '../../gateway/request-log/writer';
 
 /**
@@ -48,12 +50,29 @@ export class FakeSink implements LogSink {
   }
 }
 
-/** A finished request's log entry, numbered (`<prefix>0042`). */
-export function entry(n: number, prefix = 'r'): LogEntry {
-  return {
-    at: Date.now(), requestId: `${prefix}${String(n).padStart(4, '0')}`, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 1,
+/** Any fields of a request record (its id, path and start included), as a test sets them. */
+export type RecordFields = { -readonly [K in keyof RequestRecord as K extends 'log' | 'rejected' | 'end' ? never : K]?: RequestRecord[K] };
+
+const quiet = captureLogs('record', 'fatal').log;
+
+/**
+ * A finished request's record with `fields` set, as the hot path leaves it after `end`: the
+ * request id, path (default the chat path) and start go to the constructor; a surface left
+ * undefined is the path's.
+ */
+export function requestRecord(fields: RecordFields = {}): RequestRecord {
+  const { requestId = 'req-1', path = '/v1/chat/completions', client, startedAt = 0, surface, ...rest } = fields;
+  const record = new RequestRecord(requestId, quiet, path, client, startedAt);
+  if (surface !== undefined) record.surface = surface;
+  return Object.assign(record, rest);
+}
+
+/** A finished request's record, numbered (`<prefix>0042`). */
+export function entry(n: number, prefix = 'r'): RequestRecord {
+  return requestRecord({
+    at: Date.now(), requestId: `${prefix}${String(n).padStart(4, '0')}`, path: '/v1/chat/completions', status: 200, latencyMs: 1,
     firstTokenMs: undefined, errorCode: undefined, caller: undefined, model: 'm', stream: false, routing: undefined, usage: undefined,
     pricing: undefined, client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: 'hi', userAgent: undefined,
     sessionId: undefined, synthetic: false, rejection: undefined,
-  };
+  });
 }

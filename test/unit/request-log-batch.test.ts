@@ -8,17 +8,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { batchJsonBytes, buildBatch, serializeRows } from '../../gateway/request-log/batch';
-import type { LogEntry } from '../../gateway/request-log/entry';
+import type { RequestRecord } from '../../gateway/surfaces/request-record';
 import { Spool } from '../../gateway/request-log/spool';
+import { requestRecord } from '../support/request-log-fakes';
 
-function entry(n: number, lastUserMessage: unknown = `message ${n}`): LogEntry {
-  return {
+function entry(n: number, lastUserMessage: unknown = `message ${n}`): RequestRecord {
+  return requestRecord({
     at: Date.UTC(2026, 10, 21, 12, 0, 0, n), requestId: `r${n}`, path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: n,
     firstTokenMs: undefined, errorCode: undefined, caller: { role: 'pro', via: 'api_key', userId: 7, apiKeyId: 9 }, model: 'm', stream: false,
     routing: { provider: 'p', base_url: 'http://u/v1', endpoint_id: 'ep' }, usage: { prompt_tokens: 10, completion_tokens: 2 }, pricing: undefined,
     client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage, userAgent: 'claude-cli/1.0', sessionId: undefined, synthetic: false,
     rejection: undefined,
-  };
+  });
 }
 
 describe('request log: batch building', () => {
@@ -32,7 +33,7 @@ describe('request log: batch building', () => {
 
   it('encodes the batch JSON as UTF-8 whatever the text fields hold: accents, symbols, astral characters, lone surrogates', async () => {
     const values = ['café — naïve', '✓ done', 'emoji 😀 and 𝄞', 'lone \ud800 surrogate', '', 'quote " and backslash \\ and \\u0000 spelled out'];
-    const batch = await buildBatch(values.map((v, i) => ({ ...entry(i), model: v, userAgent: v, sessionId: v })));
+    const batch = await buildBatch(values.map((v, i) => Object.assign(entry(i), { model: v, userAgent: v, sessionId: v })));
     assert.equal(batch.rows[2]!.model, 'emoji 😀 and 𝄞', 'the values reach the rows');
     assert.equal(batch.rows[3]!.model, 'lone \ufffd surrogate', 'a lone surrogate is replaced (the shared text rule)');
     assert.equal(batch.rows[5]!.model, values[5], 'a backslash before "u0000" is text, kept as it is');

@@ -7,19 +7,20 @@
 import assert from 'node:assert/strict';
 import { buildRow } from '../../gateway/request-log/batch';
 import { cleanValue, mayNeedCleaning } from '../../gateway/request-log/clean-row';
-import type { LogEntry } from '../../gateway/request-log/entry';
+import type { RequestRecord } from '../../gateway/surfaces/request-record';
+import { requestRecord, type RecordFields } from '../support/request-log-fakes';
 import { toApiLogRow } from '../../gateway/request-log/row';
-import type { RoutingAttribution } from '../../gateway/surfaces/state';
+import type { RoutingAttribution } from '../../gateway/surfaces/request-record';
 import { REPLACEMENT, textProblem } from '../../lib/text';
 
-function entry(overrides: Partial<LogEntry> = {}): LogEntry {
-  return {
+function entry(overrides: RecordFields = {}): RequestRecord {
+  return requestRecord({
     at: Date.UTC(2026, 10, 21, 12), requestId: 'r1', path: '/v1/chat/completions', surface: undefined, status: 200, latencyMs: 3,
     firstTokenMs: undefined, errorCode: undefined, caller: { role: 'pro', via: 'api_key', userId: 7, apiKeyId: 9 }, model: 'm', stream: false,
     routing: { provider: 'p', base_url: 'http://u/v1', endpoint_id: 'ep' }, usage: { prompt_tokens: 10, completion_tokens: 2 }, pricing: undefined,
     client: undefined, numUserTurns: 1, numToolCalls: 0, lastUserMessage: 'hi', userAgent: 'curl/8', sessionId: 's', synthetic: false,
     rejection: undefined, ...overrides,
-  };
+  });
 }
 
 /** Every string (values and keys) of a JSON value. */
@@ -39,7 +40,7 @@ describe('request log: the text rule on rows', () => {
     };
     const built = buildRow(entry({
       requestId: `r${'\u0000'}`, model: bad, surface: `s\ud800`, errorCode: `code\u0000`, userAgent: `ua ${bad}`, sessionId: bad, routing,
-      client: { client_ip: bad, peer_ip: '127.0.0.1', source: 'x_forwarded_for', resolved: false, reason: bad } as unknown as LogEntry['client'],
+      client: { client_ip: bad, peer_ip: '127.0.0.1', source: 'x_forwarded_for', resolved: false, reason: bad } as unknown as RequestRecord['client'],
       rejection: { reason: bad, credentialState: bad },
     }));
     assert.equal(built.cleaned, true);

@@ -7,13 +7,13 @@ import { createHash } from 'node:crypto';
 import { declaredAgent, leadingToken } from '../../gateway/request-log/client-agent';
 import { noteChatFacts } from '../../gateway/request-log/chat-facts';
 import { costOf } from '../../gateway/request-log/cost';
-import type { LogEntry } from '../../gateway/request-log/entry';
+import type { RequestRecord } from '../../gateway/surfaces/request-record';
+import { requestRecord, type RecordFields } from '../support/request-log-fakes';
 import { messageShape, shannonEntropy } from '../../gateway/request-log/message-shape';
 import { toApiLogRow } from '../../gateway/request-log/row';
-import type { GatewayState } from '../../gateway/surfaces/state';
 
-function entry(overrides: Partial<LogEntry> = {}): LogEntry {
-  return {
+function entry(overrides: RecordFields = {}): RequestRecord {
+  return requestRecord({
     at: Date.UTC(2026, 10, 21, 12, 0, 0), requestId: 'req-1', path: '/v1/chat/completions', surface: undefined, status: 200,
     latencyMs: 12.6, firstTokenMs: undefined, errorCode: undefined, caller: { role: 'pro', via: 'api_key', userId: 7, apiKeyId: 9, keyPrefix: 'sk-abc' },
     model: 'm', stream: false, routing: { provider: 'route-a', base_url: 'http://u/v1', endpoint_id: 'ep-a' },
@@ -21,7 +21,7 @@ function entry(overrides: Partial<LogEntry> = {}): LogEntry {
     pricing: { prompt: '3', completion: '15', input_cache_reads: '0.3', request: '0.001' }, client: undefined,
     numUserTurns: 2, numToolCalls: 1, lastUserMessage: '  hello  ', userAgent: 'claude-cli/1.0.3 (external, cli)', sessionId: 's-1',
     synthetic: false, rejection: undefined, ...overrides,
-  };
+  });
 }
 
 const AT = { at: Date.parse('2026-11-21T12:00:00Z') };
@@ -80,7 +80,7 @@ describe('request log: user-message shape and agent', () => {
   });
 
   it('counts user turns and history tool calls and keeps the newest user message', () => {
-    const state = {} as GatewayState;
+    const state = requestRecord();
     noteChatFacts(state, [
       { role: 'system', content: 's' }, { role: 'user', content: 'first' },
       { role: 'assistant', content: null, tool_calls: [{ id: '1' }, { id: '2' }] }, { role: 'tool', content: 'r' },
@@ -89,13 +89,13 @@ describe('request log: user-message shape and agent', () => {
     assert.equal(state.numUserTurns, 2);
     assert.equal(state.numToolCalls, 2);
     assert.equal(state.lastUserMessage, 'second');
-    assert.equal(state.numImages, 0);
+    assert.equal(state.images, 0);
     noteChatFacts(state, [
       { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'x' } }] },
       { role: 'assistant', content: [{ type: 'image_url', image_url: { url: 'not counted' } }] },
       { role: 'user', content: [{ type: 'image_url', image_url: { url: 'y' } }, null] },
     ]);
-    assert.equal(state.numImages, 2, 'image_url parts of user messages');
+    assert.equal(state.images, 2, 'image_url parts of user messages');
   });
 });
 

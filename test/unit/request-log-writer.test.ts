@@ -180,7 +180,7 @@ describe('request log: batching writer', () => {
     sink.refuses = (row) => row.latency_ms > 2 ** 31;
     const w = make({ batchSize: 50 });
     w.start();
-    for (let i = 0; i < 50; i += 1) w.push(i === 3 || i === 40 ? { ...entry(i), latencyMs: 3e9 } : entry(i));
+    for (let i = 0; i < 50; i += 1) w.push(i === 3 || i === 40 ? Object.assign(entry(i), { latencyMs: 3e9 }) : entry(i));
     await waitFor(() => w.counters.quarantined === 2, 'two rows quarantined');
     await waitFor(() => sink.stored.size === 48, 'the other rows stored');
     const lines = readFileSync(join(dir, QUARANTINE_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { sqlstate: string; error: string; row: ApiLogRow });
