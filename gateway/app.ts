@@ -21,6 +21,8 @@ import { deepHealthRouter } from './surfaces/health-deep';
 import type { DistributionState } from './registry/manifest';
 import type { RequestLog } from './request-log';
 import type { RoutingFile } from './routing-file';
+import type { Alerts } from './ops/alerts';
+import { alertsAdminRouter } from './ops/alerts/admin-routes';
 import type { RuntimeConfig } from './runtime-config/runtime-state';
 import type { DatabaseState } from './store/database-state';
 import type { SiteSettings } from './store/site-settings';
@@ -47,6 +49,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   requestLog?: RequestLog | undefined;
   /** The routing file (spec 2.6): status, split adjustments, local endpoint health. */
   routingFile: RoutingFile;
+  /** Chat-webhook alerts: the alerts file, snooze and mutes, and the engine when enabled (docs/alerts.md). */
+  alerts: Alerts;
   cacheRefreshSeconds?: number;
 }
 
@@ -79,6 +83,6 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     concurrency: deps.concurrency,
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
-  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
+  const routes = mountRoutes(app, [health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), alertsAdminRouter(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
   return Object.assign(app, { routes });
 }
