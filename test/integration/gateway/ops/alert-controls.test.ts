@@ -16,7 +16,7 @@ import { pollFor, startWebhookReceiver, type WebhookReceiver } from '../../../su
 
 interface View {
   snooze: { active: boolean; until: string | null };
-  mutes: Array<{ type: string; muted: boolean; duration: string | null; until: string | null }>;
+  mutes: Array<{ type: string; muted: boolean; duration: string | null; until: string | null; set_at: string | null }>;
 }
 
 describe('alert snooze and mutes across gateways', function () {
