@@ -59,6 +59,8 @@ export class WebhookDelivery {
   private wake: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: AbortController | undefined;
+  /** The card being posted or waiting for its retry (the queue's head while the pump runs). */
+  private inFlightCard: Queued | undefined;
   delivered = 0;
   dropped = 0;
 
@@ -71,15 +73,15 @@ export class WebhookDelivery {
     return this.queue.length;
   }
 
-  /** Queues a card; never waits. */
+  /** Queues a card; never waits. When full, drops the oldest card that is not being posted right now. */
   enqueue(card: Card, incidentId: string): void {
     if (this.stopped) return;
-    if (this.queue.length >= this.options.config.queueLimit) {
-      const oldest = this.queue.shift()!;
-      this.dropped += 1;
-      this.options.log.warn({ event: 'alert_card_dropped', reason: 'queue_full', incident: oldest.incidentId, dropped_total: this.dropped, webhook: this.options.urlVariable }, `alert queue full (${this.options.config.queueLimit}): dropped the oldest card; ${this.dropped} dropped so far`);
-    }
     this.queue.push({ card, incidentId, queuedAt: this.now(), attempts: 0 });
+    if (this.queue.length > this.options.config.queueLimit) {
+      const [oldest] = this.queue.splice(this.queue[0] === this.inFlightCard ? 1 : 0, 1);
+      this.dropped += 1;
+      this.options.log.warn({ event: 'alert_card_dropped', reason: 'queue_full', incident: oldest!.incidentId, dropped_total: this.dropped, webhook: this.options.urlVariable }, `alert queue full (${this.options.config.queueLimit}): dropped the oldest waiting card; ${this.dropped} dropped so far`);
+    }
     void this.pump();
   }
 
@@ -105,9 +107,11 @@ export class WebhookDelivery {
     const head = this.queue[0]!;
     const { log, urlVariable, config } = this.options;
     head.attempts += 1;
+    this.inFlightCard = head;
     const outcome = await this.post(head.card);
     if (this.stopped) return;
     if (outcome.ok) {
+      this.inFlightCard = undefined;
       this.queue.shift();
       this.delivered += 1;
       log.info({ event: 'alert_card_delivered', incident: head.incidentId, attempts: head.attempts, webhook: urlVariable }, 'alert card delivered');
@@ -116,6 +120,7 @@ export class WebhookDelivery {
     const waitMs = Math.max(backoffMs(head.attempts, this.random), outcome.retryAfterMs ?? 0);
     const deadline = head.queuedAt + config.retryWindow * 1000;
     if (!outcome.retry || this.now() + waitMs > deadline) {
+      this.inFlightCard = undefined;
       this.queue.shift();
       this.dropped += 1;
       const reason = outcome.retry ? 'retry_window_passed' : 'refused';

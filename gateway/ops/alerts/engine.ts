@@ -1,6 +1,6 @@
 /**
  * The in-process alert engine (on with `ALERTS_ENABLED=true`; docs/alerts.md). The auth gate and
- * the circuit breakers push events through {@link AlertSink} and the breaker listener: each push
+ * the circuit breakers push events through the gate's `AuthAlerts` port and the breaker listener: each push
  * is O(1) and allocation-free (a counter and a slot of a preallocated ring). Everything else
  * happens on the engine's own timer, off the request path: draining the ring, aggregating
  * incidents, asking the snooze and mutes, formatting cards and queueing them for the webhook,
