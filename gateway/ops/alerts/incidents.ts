@@ -53,7 +53,7 @@ interface SourceProfile {
 }
 
 interface TypeState {
-  /** Counted events within the window: time and number. */
+  /** Counted events within the window: drain time and number. */
   history: Array<{ at: number; n: number }>;
   /** Events seen while no incident is open, replayed into the next one. */
   pending: AlertEvent[];
@@ -101,12 +101,14 @@ export class IncidentTracker {
    * (overwritten): they count towards the spike, and make its distinct counts floors.
    */
   observe(events: readonly AlertEvent[], lostAuthFailures: number, now: number): void {
+    // One history entry per type and drain (not per event): an attack costs the timer O(window / tick).
+    const counted = new Map<AlertType, number>();
     for (const event of events) {
       if (event.kind === EventKind.AuthFailure) this.profile(event);
       const type = typeOf[event.kind];
       if (!this.rules[type].enabled) continue;
       const s = this.state.get(type)!;
-      if (event.kind !== EventKind.CircuitClosed) s.history.push({ at: event.at, n: 1 });
+      if (event.kind !== EventKind.CircuitClosed) counted.set(type, (counted.get(type) ?? 0) + 1);
       if (s.open) this.aggregate(s.open, event);
       else if (event.kind !== EventKind.CircuitClosed || s.pending.length > 0) {
         if (s.pending.length >= MAX_PENDING) {
@@ -116,6 +118,7 @@ export class IncidentTracker {
         s.pending.push(event);
       }
     }
+    for (const [type, n] of counted) this.state.get(type)!.history.push({ at: now, n });
     if (lostAuthFailures > 0 && this.rules.auth_failure_spike.enabled) {
       const s = this.state.get('auth_failure_spike')!;
       s.history.push({ at: now, n: lostAuthFailures });
