@@ -88,14 +88,3 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     },
   };
 }
-
-/** Polls `check` every 100 ms until it returns a value, or throws after `timeoutMs` naming `what`. */
-export async function pollFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

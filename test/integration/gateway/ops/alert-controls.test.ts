@@ -12,7 +12,8 @@ import { admin, ADMIN_TOKEN, assertInvalid } from '../../../support/admin';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
 import { closeAll, startFakeUpstream, type FakeUpstream } from '../../../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../../../support/gateway';
-import { pollFor, startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver';
+import { waitFor } from '../../../support/wait';
+import { startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver';
 
 interface View {
   snooze: { active: boolean; until: string | null };
@@ -64,10 +65,10 @@ describe('alert snooze and mutes across gateways', function () {
     upstream.setDefault({ kind: 'status', status: 500 });
     assert.notEqual(await chat(gw), 200);
     upstream.setDefault(undefined);
-    const opened = await pollFor('the incident to open', () => gw.logs.lines.slice(seen).find((l) => l.event === 'alert_incident_opened' && l.type === 'circuit_open'));
+    const opened = await waitFor(() => gw.logs.lines.slice(seen).find((l) => l.event === 'alert_incident_opened' && l.type === 'circuit_open'), 'the incident to open');
     await between?.();
-    await pollFor('the circuit to close', async () => (await chat(gw)) === 200);
-    const recovered = await pollFor('the incident to recover', () => logged(gw, 'alert_incident_recovered', { incident: opened.incident }));
+    await waitFor(async () => (await chat(gw)) === 200, 'the circuit to close');
+    const recovered = await waitFor(() => logged(gw, 'alert_incident_recovered', { incident: opened.incident }), 'the incident to recover');
     return { opened, recovered };
   };
 
@@ -89,12 +90,12 @@ describe('alert snooze and mutes across gateways', function () {
     const muted = await admin<View>(a, 'PUT', '/admin/alerts/mutes/circuit_open', { duration: 'until_unmuted' });
     assert.equal(muted.status, 200);
     assert.deepEqual(muteOf(muted.body, 'circuit_open'), { type: 'circuit_open', muted: true, duration: 'until_unmuted', until: null, set_at: muteOf(muted.body, 'circuit_open').set_at });
-    await pollFor('gateway B to see the mute', async () => muteOf((await admin<View>(b, 'GET', '/admin/alerts')).body, 'circuit_open').muted, 10_000);
+    await waitFor(async () => muteOf((await admin<View>(b, 'GET', '/admin/alerts')).body, 'circuit_open').muted, 'gateway B to see the mute', 10_000);
 
     // Opened while muted; unmuted before it recovers: the recovery stays silent too.
     const { opened, recovered } = await flap(b, async () => {
       assert.equal((await admin(a, 'DELETE', '/admin/alerts/mutes/circuit_open')).status, 200);
-      await pollFor('gateway B to see the unmute', async () => !muteOf((await admin<View>(b, 'GET', '/admin/alerts')).body, 'circuit_open').muted, 10_000);
+      await waitFor(async () => !muteOf((await admin<View>(b, 'GET', '/admin/alerts')).body, 'circuit_open').muted, 'gateway B to see the unmute', 10_000);
     });
     assert.equal(opened.suppressed, 'muted');
     assert.equal(recovered.suppressed, 'muted');
@@ -110,14 +111,14 @@ describe('alert snooze and mutes across gateways', function () {
     assert.equal(snoozed.status, 200);
     assert.equal(snoozed.body.snooze.active, true);
     assert.ok(Math.abs(Date.parse(snoozed.body.snooze.until!) - (Date.now() + 3600_000)) < 60_000);
-    await pollFor('gateway B to see the snooze', async () => (await admin<View>(b, 'GET', '/admin/alerts')).body.snooze.active, 10_000);
+    await waitFor(async () => (await admin<View>(b, 'GET', '/admin/alerts')).body.snooze.active, 'gateway B to see the snooze', 10_000);
     const { opened, recovered } = await flap(b);
     assert.equal(opened.suppressed, 'snoozed');
     assert.equal(recovered.suppressed, 'snoozed');
     assert.ok(!receiver.cards.some((c) => c.raw.includes(String(opened.incident))));
 
     assert.equal((await admin<View>(a, 'DELETE', '/admin/alerts/snooze')).body.snooze.active, false);
-    await pollFor('gateway B to see the snooze end', async () => !(await admin<View>(b, 'GET', '/admin/alerts')).body.snooze.active, 10_000);
+    await waitFor(async () => !(await admin<View>(b, 'GET', '/admin/alerts')).body.snooze.active, 'gateway B to see the snooze end', 10_000);
     const loud = await flap(b);
     await receiver.waitFor((c) => c.raw.includes(String(loud.opened.incident)) && !c.text.startsWith(':white_check_mark:'));
   });

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import type { Card } from '../../../../gateway/ops/alerts/cards';
 import { backoffMs, retryAfterMs, WebhookDelivery } from '../../../../gateway/ops/alerts/delivery';
 import { captureLogs, type CapturedLogs } from '../../../support/logs';
-import { pollFor, startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver';
+import { waitFor } from '../../../support/wait';
+import { startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver';
 
 const card = (text: string): Card => ({ text, blocks: [] });
 
@@ -44,11 +45,11 @@ describe('alert webhook delivery', function () {
     const d = start();
     d.enqueue(card('first'), 'i1');
     d.enqueue(card('second'), 'i1');
-    const retry = await pollFor('a retry', () => logs.lines.find((l) => l.event === 'alert_card_retry'));
+    const retry = await waitFor(() => logs.lines.find((l) => l.event === 'alert_card_retry'), 'a retry');
     assert.equal(retry.why, 'HTTP 429');
     assert.equal(retry.retry_in_ms, 2000, 'Retry-After beats the 1 s backoff');
     receiver.setMode({ kind: 'ok' });
-    await pollFor('both cards', () => receiver.cards.length === 2);
+    await waitFor(() => receiver.cards.length === 2, 'both cards');
     assert.deepEqual(receiver.cards.map((c) => c.text), ['first', 'second']);
   });
 
@@ -56,7 +57,7 @@ describe('alert webhook delivery', function () {
     receiver.setMode({ kind: 'status', status: 404 });
     const d = start();
     d.enqueue(card('refused'), 'i1');
-    await pollFor('the drop', () => logs.lines.find((l) => l.event === 'alert_card_dropped' && l.reason === 'refused' && l.why === 'HTTP 404'));
+    await waitFor(() => logs.lines.find((l) => l.event === 'alert_card_dropped' && l.reason === 'refused' && l.why === 'HTTP 404'), 'the drop');
     receiver.setMode({ kind: 'ok' });
     d.enqueue(card('next'), 'i2');
     await receiver.waitFor((c) => c.text === 'next');
@@ -67,20 +68,20 @@ describe('alert webhook delivery', function () {
     receiver.setMode({ kind: 'hang' });
     const d = start({ queueLimit: 2, timeout: 2 });
     d.enqueue(card('c1'), 'i1');
-    await pollFor('c1 in flight', () => receiver.hanging === 1);
+    await waitFor(() => receiver.hanging === 1, 'c1 in flight');
     for (const n of [2, 3, 4]) d.enqueue(card(`c${n}`), `i${n}`);
     const dropped = logs.lines.filter((l) => l.event === 'alert_card_dropped' && l.reason === 'queue_full');
     assert.deepEqual(dropped.map((l) => [l.incident, l.dropped_total]), [['i2', 1], ['i3', 2]]);
     assert.equal(d.queued, 2);
     receiver.setMode({ kind: 'ok' });
-    await pollFor('the kept cards', () => receiver.cards.length === 2);
+    await waitFor(() => receiver.cards.length === 2, 'the kept cards');
     assert.deepEqual(receiver.cards.map((c) => c.text), ['c1', 'c4']);
   });
 
   it('gives a card up once its retry window has passed', async () => {
     receiver.setMode({ kind: 'status', status: 503 });
     start({ retryWindow: 2.5 }).enqueue(card('late'), 'i1');
-    const dropped = await pollFor('the drop', () => logs.lines.find((l) => l.event === 'alert_card_dropped'));
+    const dropped = await waitFor(() => logs.lines.find((l) => l.event === 'alert_card_dropped'), 'the drop');
     assert.equal(dropped.reason, 'retry_window_passed');
     assert.ok(Number(dropped.attempts) >= 2);
   });

@@ -13,7 +13,8 @@ import { admin, ADMIN_TOKEN } from '../../../support/admin';
 import { freshDatabase, type TestDatabase } from '../../../support/db';
 import { closeAll, startUpstreamPair, type FakeUpstream } from '../../../support/fake-upstream';
 import { chatModelYaml, startTestGateway, type TestGateway } from '../../../support/gateway';
-import { pollFor, startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver';
+import { waitFor } from '../../../support/wait';
+import { startWebhookReceiver, type WebhookReceiver } from '../../../support/webhook-receiver';
 
 const WEBHOOK_PATH = '/services/T0001/B0001/very-secret-path';
 
@@ -108,7 +109,7 @@ describe('chat-webhook alerts', function () {
     assert.match(opened.text, /flaky via route-flaky \(ep_[^)]+\) stopped receiving requests/);
     assert.ok(opened.raw.includes('consecutive_failures'));
     flaky.setDefault(undefined);
-    await pollFor('the half-open probe to succeed', async () => (await chat('flaky')) === 200);
+    await waitFor(async () => (await chat('flaky')) === 200, 'the half-open probe to succeed');
     const recovered = await receiver.waitFor((c) => c.text.startsWith(':white_check_mark: Recovered: Circuit breaker opened'));
     assert.match(recovered.text, /Recovered after \d+ s: 1 circuit openings in total/);
     assert.ok(receiver.cards.indexOf(opened) < receiver.cards.indexOf(recovered), 'in order');
@@ -119,15 +120,15 @@ describe('chat-webhook alerts', function () {
     const before = receiver.cards.length;
     flaky.setDefault({ kind: 'status', status: 500 });
     for (let i = 0; i < 2; i += 1) assert.notEqual(await chat('flaky'), 200);
-    await pollFor('the webhook to hold a card', () => receiver.hanging > 0);
+    await waitFor(() => receiver.hanging > 0, 'the webhook to hold a card');
     // While the webhook holds the card, requests and auth failures complete.
     assert.equal(await chat('steady'), 200);
     assert.equal((await post('/v1/chat/completions', '6.6.6.6', 'Bearer gk_zzzzzzzzzzzzzzzz')).status, 401);
     assert.ok(receiver.hanging > 0, 'the webhook was still hanging when those requests completed');
-    await pollFor('the timed-out post to be retried', () => gw.logs.lines.some((l) => l.event === 'alert_card_retry' && l.why === 'timeout'));
+    await waitFor(() => gw.logs.lines.some((l) => l.event === 'alert_card_retry' && l.why === 'timeout'), 'the timed-out post to be retried');
     receiver.setMode({ kind: 'status', status: 500 });
     const attempts = receiver.attempts;
-    await pollFor('a post answered 500', () => receiver.attempts > attempts && gw.logs.lines.some((l) => l.event === 'alert_card_retry' && l.why === 'HTTP 500'));
+    await waitFor(() => receiver.attempts > attempts && gw.logs.lines.some((l) => l.event === 'alert_card_retry' && l.why === 'HTTP 500'), 'a post answered 500');
     assert.equal(await chat('steady'), 200);
     receiver.setMode({ kind: 'ok' });
     const card = await receiver.waitFor((c) => receiver.cards.indexOf(c) >= before && c.text.includes('Circuit breaker opened'), 30_000);
