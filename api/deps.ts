@@ -41,6 +41,6 @@ export interface ApiDeps {
   mcpSessions?: McpSessionPool;
   /** The deployment's source-control app, loaded once per process; created on first use when absent. */
   sourceControlApp?: SourceControlApp;
-  /** The process's Prometheus metrics (docs/metrics-api.md); created when absent, refreshed once started. */
+  /** The process's Prometheus metrics (docs/metrics.md); created when absent, refreshed once started. */
   metrics?: ApiMetrics;
 }

@@ -27,7 +27,7 @@ export function mcpSessionsOf(deps: ApiDeps): McpSessionPool {
   return deps.mcpSessions;
 }
 
-/** The process's metrics registry (docs/metrics-api.md); its refresh is started by api/main.ts. */
+/** The process's metrics registry (docs/metrics.md); its refresh is started by api/main.ts. */
 export function apiMetricsOf(deps: ApiDeps): ApiMetrics {
   deps.metrics ??= new ApiMetrics();
   return deps.metrics;

@@ -15,6 +15,7 @@ import { describeRequest } from '../lib/client-address/request-origin';
 import { authRouter } from './identity/auth-router';
 import { healthRouter } from './surfaces/health';
 import { deepHealthRouter } from './surfaces/health-deep';
+import { alertsAdminRouter } from './ops/alerts/admin-routes';
 import { modelsRouter } from './surfaces/models';
 import { routingStatusRouter } from './surfaces/routing-status';
 import { publicStatsRouter } from './surfaces/public-stats';
@@ -62,6 +63,6 @@ export function createGatewayApp(deps: GatewayDeps, servedRoutes?: () => readonl
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
   const description = openApiRouter<GatewayState>(GATEWAY_INFO, servedRoutes ?? (() => routes));
-  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), metricsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
+  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), metricsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), alertsAdminRouter(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
   return Object.assign(app, { routes });
 }

@@ -16,6 +16,7 @@ import { siteIdentity } from './identity/site-identity';
 import { loadGatewayConfiguration } from './registry';
 import { GatewayMetrics } from './ops/metrics';
 import { createRequestLog } from './request-log';
+import { createAlerts } from './ops/alerts';
 import { RegistryHolder } from './registry/holder';
 import { prepareRoutingFile } from './routing-file';
 import type { Rng } from './routing/weighted-order';
@@ -83,6 +84,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   context.routewise.storedSettings = () => runtimeConfig.state.settings.get(SETTING.routewise);
   context.offload.source = () => runtimeConfig.state.settings;
   const requestLog = createRequestLog({ settings, db, log, flags: siteSettings, cwd });
+  const alerts = createAlerts({ settings, env, cwd, log, distribution, siteSettings, registry: context.registry, gate: context.gate, breakers: context.routing.breakers, ...(options.now ? { now: options.now } : {}) });
   const metrics = new GatewayMetrics({
     registry: context.registry, breakers: context.routing.breakers, concurrency: context.concurrency,
     requestLog: requestLog ? () => requestLog.requestLog.writer : undefined,
@@ -90,7 +92,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   context.routing.upstreamAnswers = metrics.requests.upstream;
   const deps: GatewayDeps = {
     ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
-    routingFile, metrics,
+    routingFile, metrics, alerts,
   };
   const onReady: ReadyStep[] = [
     () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(), async () => grants?.start(),
@@ -106,7 +108,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   ];
   const onStop: StopStep[] = [
     () => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => grants?.stop(), () => routingFile.probe.stop(),
-    () => context.routewise.stop(),
+    () => context.routewise.stop(), () => alerts.stop(),
   ];
   if (requestLog) {
     onReady.push(() => requestLog.start());
@@ -120,6 +122,8 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     start: async () => {
       // Report-only probing of local routing-file entries; independent of the database.
       routingFile.probe.start();
+      // Alerts need no database: snooze and mutes read the settings cache (empty until it loads).
+      alerts.start();
       // The routewise latency prober: leases from the database when there is one (a round is skipped while it is down).
       context.routewise.startProber({ db, registry: () => context.registry.current, log });
       await database.startup(async () => {

@@ -33,6 +33,7 @@ import { SETTING } from './runtime-config/types';
 import type { HeaderOptions } from './adapters';
 import type { GatewayContextDeps } from './surfaces/state';
 import { UpstreamClient } from './upstream/client';
+import type { Alerts } from './ops/alerts';
 
 export interface GatewayDeps extends GatewayContextDeps {
   log: Logger;
@@ -54,6 +55,8 @@ export interface GatewayDeps extends GatewayContextDeps {
   metrics: GatewayMetrics;
   /** The routing file (spec 2.6): status, split adjustments, local endpoint health. */
   routingFile: RoutingFile;
+  /** Chat-webhook alerts: the alerts file, snooze and mutes, and the engine when enabled (docs/alerts.md). */
+  alerts: Alerts;
   cacheRefreshSeconds?: number;
 }
 

@@ -57,6 +57,12 @@ export const settingsShape = {
   ROUTING_CONFIG: optionalString(),
   /** Path of the alerts file; by default a file that is not shipped (built-in thresholds). */
   ALERTS_CONFIG_PATH: optionalString(),
+  /** `true`: the gateway's in-process alert engine posts chat-webhook cards (docs/alerts.md). Default false. */
+  ALERTS_ENABLED: flag(false),
+  /** Incoming-webhook URL the alert cards are posted to; beats `SLACK_WEBHOOK_URL`. A secret (its path is the credential). */
+  SLACK_ALERTS_WEBHOOK_URL: optionalUrl().refine((v) => v === undefined || /^https?:\/\//i.test(v), 'must be an http:// or https:// URL'),
+  /** Fallback webhook URL for alert cards when `SLACK_ALERTS_WEBHOOK_URL` is unset. A secret. */
+  SLACK_WEBHOOK_URL: optionalUrl().refine((v) => v === undefined || /^https?:\/\//i.test(v), 'must be an http:// or https:// URL'),
   /** Path of the distribution manifest (spec 2.7). */
   DISTRIBUTION_CONFIG_PATH: optionalString(),
   /** `dark` (default: validate and log only) or `active`; any other value closes sign-up (spec 2.7). Kept raw. */
@@ -424,6 +430,7 @@ export const secretVariableNames: ReadonlySet<string> = new Set([
   'ADMIN_TOKEN', 'METRICS_TOKEN', 'AUTH_JWT_SECRET', 'AGGREGATOR_API_KEY', 'DATABASE_URL', 'AGENT_HOST_CREDENTIAL', 'GATEWAY_GRANT_DISPATCH_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY',
   'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
   'AGENT_GITHUB_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_OAUTH_CLIENT_SECRET', 'AGENT_GITEA_ADMIN_PASSWORD',
+  'SLACK_ALERTS_WEBHOOK_URL', 'SLACK_WEBHOOK_URL',
 ]);
 
 /** Raised when the environment does not parse; the message names each variable and the fix. */

@@ -1,5 +1,5 @@
 /**
- * The control plane's state as counted for metrics (docs/metrics-api.md): turns by state, sandbox
+ * The control plane's state as counted for metrics (docs/metrics.md): turns by state, sandbox
  * groups by state, each enrolled host's slots (capacity as admission sees it, and the running
  * attempts holding them) and the jobs waiting with a queued turn. Four small aggregate queries,
  * run by the API's periodic refresh, never per scrape.

@@ -1,5 +1,5 @@
 /**
- * The control-plane API's Prometheus metrics (docs/metrics-api.md), in its own prom-client
+ * The control-plane API's Prometheus metrics (docs/metrics.md), in its own prom-client
  * Registry (never the global one). Request counts and latency are recorded per matched route
  * pattern (never the raw URL: ids stay out of label values), method and status class. The
  * database-derived gauges are refreshed every {@link REFRESH_MS} by one periodic read and served

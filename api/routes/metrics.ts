@@ -1,6 +1,6 @@
 /**
  * `GET /metrics` of the control-plane API: the Prometheus text exposition of its own registry
- * (api/metrics/api-metrics.ts, docs/metrics-api.md). Access `metrics`: `Authorization: Bearer
+ * (api/metrics/api-metrics.ts, docs/metrics.md). Access `metrics`: `Authorization: Bearer
  * <METRICS_TOKEN>` (compared in constant time), or an operator credential (`ADMIN_TOKEN` or an
  * account with `agent.admin`); otherwise 401 (403 for a valid credential without the right).
  */
@@ -34,6 +34,6 @@ export function metricsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.type = EXPOSITION;
     ctx.body = await metrics.render();
   });
-  documentRoute(router, 'GET', '/metrics', { produces: EXPOSITION, summary: 'Prometheus metrics of the control-plane API (docs/metrics-api.md).' });
+  documentRoute(router, 'GET', '/metrics', { produces: EXPOSITION, summary: 'Prometheus metrics of the control-plane API (docs/metrics.md).' });
   return router;
 }

@@ -14,6 +14,17 @@ import { BLOCKED_MESSAGE, blocklistSource, type AuthFailureBlocklist } from './a
 import { unauthorizedVia, type Authenticator, type Caller, type CredentialHeader } from './caller';
 import type { ClientIpInfo } from '../../lib/client-address/client-address';
 
+/**
+ * What the gate tells the alert engine (docs/alerts.md): each failed authentication and each new
+ * block, with strings the gate already holds. Implementations must be O(1) and allocation-light.
+ */
+export interface AuthAlerts {
+  /** One failed authentication: the blocklist source, the client address, the presented key's prefix (if any), why, and the path. */
+  authFailure(source: string, address: string, keyPrefix: string | undefined, reason: string, path: string): void;
+  /** A source was just blocklisted. */
+  ipBlocked(source: string, address: string): void;
+}
+
 /** Where a refusal is recorded (the request state). */
 export interface RejectionTarget {
   rejection?: Rejection;
@@ -30,6 +41,9 @@ export function blockedError(): AppError {
 }
 
 export class AuthGate {
+  /** The alert engine (`ALERTS_ENABLED=true`): told of each failure and each new block, off the success path. */
+  alerts: AuthAlerts | undefined;
+
   constructor(
     readonly authenticator: Authenticator,
     readonly blocklist: AuthFailureBlocklist,
@@ -53,18 +67,22 @@ export class AuthGate {
    */
   recordFailure(client: ClientIpInfo, details: { path: string; reason: string; credential?: string | undefined; userId?: number | undefined }): void {
     const started = this.blocklist.recordFailure(client);
+    const source = blocklistSource(client);
+    const keyPrefix = details.credential ? secretPrefix(details.credential) : undefined;
     this.log.warn({
       event: 'auth_failure',
       reason: details.reason,
       path: details.path,
       client_ip: client.client_ip,
       ip_source: client.source,
-      source: blocklistSource(client),
-      ...(details.credential ? { key_prefix: secretPrefix(details.credential) } : {}),
+      source,
+      ...(keyPrefix ? { key_prefix: keyPrefix } : {}),
       ...(this.options.identifyCaller && details.userId !== undefined ? { user_id: details.userId } : {}),
     }, 'auth_failure');
+    this.alerts?.authFailure(source, client.client_ip, keyPrefix, details.reason, details.path);
     if (started) {
-      this.log.warn({ event: 'auth_ip_blocked', source: blocklistSource(client), client_ip: client.client_ip }, `auth_ip_blocked: ${blocklistSource(client)} refused after repeated authentication failures`);
+      this.log.warn({ event: 'auth_ip_blocked', source, client_ip: client.client_ip }, `auth_ip_blocked: ${source} refused after repeated authentication failures`);
+      this.alerts?.ipBlocked(source, client.client_ip);
     }
   }
 

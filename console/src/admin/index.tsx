@@ -3,6 +3,7 @@ import type { JSX } from 'preact';
 import type { ConsolePage } from '../pages';
 import { Link, Page } from '../ui/parts';
 import { AuthBlocksPage, SettingsPage } from './access';
+import { AlertsPage } from './alerts';
 import { HealthPage, RoutingStatusPage } from './health';
 import { KeysPage } from './keys';
 import { adminArea } from './menu';
@@ -16,7 +17,7 @@ import { VisibilityPage } from './visibility';
 function Overview(): JSX.Element {
   return (
     <Page title="Admin">
-      <p>Gateway administration: routing, providers and keys, visibility, users, the request log and health.</p>
+      <p>Gateway administration: routing, providers and keys, visibility, users, the request log, alerts and health.</p>
       <ul>{adminArea.menu.filter((m) => m.path !== '/admin').map((m) => <li key={m.path}><Link to={m.path}>{m.label}</Link></li>)}</ul>
     </Page>
   );
@@ -33,6 +34,7 @@ export const adminPages: readonly ConsolePage[] = [
   { path: '/admin/requests', title: 'Recent requests', access: 'admin', component: RequestsPage },
   { path: '/admin/auth-blocks', title: 'Sign-in blocks', access: 'admin', component: AuthBlocksPage },
   { path: '/admin/settings', title: 'Runtime settings', access: 'admin', component: SettingsPage },
+  { path: '/admin/alerts', title: 'Alerts', access: 'admin', component: AlertsPage },
   { path: '/admin/health', title: 'Health', access: 'admin', component: HealthPage },
   { path: '/admin/routing-status', title: 'Routing status', access: 'admin', component: RoutingStatusPage },
 ];

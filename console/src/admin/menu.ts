@@ -16,6 +16,7 @@ export const adminArea: ConsoleArea = {
     { path: '/admin/requests', label: 'Recent requests', access: 'admin' },
     { path: '/admin/auth-blocks', label: 'Sign-in blocks', access: 'admin' },
     { path: '/admin/settings', label: 'Runtime settings', access: 'admin' },
+    { path: '/admin/alerts', label: 'Alerts', access: 'admin' },
     { path: '/admin/health', label: 'Health', access: 'admin' },
     { path: '/admin/routing-status', label: 'Routing status', access: 'admin' },
   ],

@@ -1,5 +1,5 @@
 /**
- * The control-plane API's `GET /metrics` (docs/metrics-api.md) on a real API over PostgreSQL:
+ * The control-plane API's `GET /metrics` (docs/metrics.md) on a real API over PostgreSQL:
  * gauges counted from real rows (hosts, jobs, turns, attempts), request counts per route
  * pattern (never the raw path), access by METRICS_TOKEN or an operator credential (401
  * otherwise), and a scrape that still answers, with the last values, once PostgreSQL is gone.
