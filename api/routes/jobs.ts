@@ -1,6 +1,6 @@
 /**
  * Owners' chat routes (spec 4.4): create a job, list jobs (also as `/conversations` and
- * `/sessions`), read one, append a turn, cancel a turn. Owners see only their own jobs.
+ * `/sessions`), list them grouped by repository (`/projects`), read one, append a turn, cancel a turn. Owners see only their own jobs.
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
@@ -15,6 +15,7 @@ import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { checkJobModel } from '../../agent/jobs/job-model';
 import { jobView, listJobs, listQuerySchema } from '../../agent/jobs/job-views';
+import { listProjects, projectsQuerySchema } from '../../agent/jobs/job-projects';
 import { parseAllowlist } from '../../agent/jobs/entitlement';
 import { assertRepoEntitledFor } from '../../agent/source/repo-entitlement';
 import { sourceControlFromSettings } from '../../agent/source/source-control';
@@ -62,6 +63,11 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     });
   }
 
+  router.get('/projects', owner, async (ctx) => {
+    validateBody(projectsQuerySchema, ctx.query);
+    ctx.body = await listProjects(deps.db, ownerOf(ctx.state).userId);
+  });
+
   router.get('/jobs/:jobId', owner, async (ctx) => {
     const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', ownerOf(ctx.state).userId);
     ctx.body = await jobView(deps.db, job);
@@ -90,6 +96,7 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
 
   documentRoute(router, 'POST', '/jobs', { body: createJobSchema, success: 201, statuses: [503], summary: 'Creates a job with its first turn.' });
   for (const path of ['/jobs', '/conversations', '/sessions']) documentRoute(router, 'GET', path, { query: listQuerySchema, summary: "The owner's jobs." });
+  documentRoute(router, 'GET', '/projects', { query: projectsQuerySchema, summary: "The owner's chats grouped by repository; temporary chats under repo null." });
   documentRoute(router, 'POST', '/jobs/:jobId/turns', { body: addTurnSchema, success: 201, statuses: [409], summary: 'Appends a turn.' });
   documentRoute(router, 'POST', '/jobs/:jobId/turns/:seq/cancel', { noBody: true, statuses: [409], summary: 'Cancels a turn.' });
   return router;
