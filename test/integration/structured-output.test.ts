@@ -72,6 +72,17 @@ describe('structured output', function () {
     assert.equal(a.requests.length, 1, 'without response_format the usual order applies');
   });
 
+  it('streams a structured request from a supporting route, the schema unchanged', async () => {
+    b.enqueue({ kind: 'sse', pieces: ['{"city":', '"Oslo","temp":3}'] });
+    const res = await chat(gw, { model: 'mixed', stream: true, response_format: SCHEMA_FORMAT });
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /\[DONE\]/);
+    assert.equal(a.requests.length, 0);
+    const sent = b.requests[0]!.body as Json;
+    assert.equal(sent.stream, true);
+    assert.equal(JSON.stringify(sent.response_format), JSON.stringify(SCHEMA_FORMAT));
+  });
+
   it('answers 400 naming the model and the field for a model without structured output, upstream never called', async () => {
     const err = await errorOf(await chat(gw, { model: 'plain', response_format: SCHEMA_FORMAT }));
     assert.equal(err.status, 400);
