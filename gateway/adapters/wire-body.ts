@@ -18,6 +18,8 @@ export interface WireRoute {
   /** Accepted `reasoning_effort` values (only when `reasoning_effort` is supported). */
   readonly reasoningEfforts?: readonly string[] | undefined;
   readonly supportsTools: boolean;
+  /** `supports_structured_output`: the route gets the client's `response_format` as sent. */
+  readonly supportsStructuredOutput?: boolean | undefined;
   /** Operator-set fields merged under core fields and client parameters. */
   readonly extraBody?: Readonly<Record<string, unknown>> | undefined;
   readonly priorityScheduling: boolean;
@@ -68,6 +70,11 @@ function forwardClientField(
     case 'tools':
     case 'tool_choice':
       if (route.supportsTools) body[key] = value;
+      return;
+    case 'response_format':
+      // Structured-output requests reach only supporting routes (surfaces/chat.ts); `text` elsewhere
+      // still follows `supported_params`.
+      if (route.supportsStructuredOutput === true || supported.includes(key)) body.response_format = value;
       return;
     case 'reasoning_effort':
       if (value !== null) body.reasoning_effort = checkedReasoningEffort(value, route.reasoningEfforts, supported);

@@ -26,6 +26,31 @@ export interface ChatRequest {
   stream: boolean;
   /** The body as the client sent it (parameters are filtered per route when the wire body is built). */
   body: Record<string, unknown>;
+  /**
+   * The client field asking for a JSON Schema (`response_format` of type `json_schema`; the
+   * responses surface names its `text.format`): only routes that declare
+   * `supports_structured_output` may serve it. Absent: no schema asked (`json_object` is a hint
+   * forwarded to those routes and dropped elsewhere, never a refusal).
+   */
+  structuredOutput?: string;
+}
+
+const RESPONSE_FORMAT_TYPES = new Set(['text', 'json_object', 'json_schema']);
+
+/**
+ * Checks a `response_format` (docs/inference-surfaces.md "Structured output") and says whether it
+ * asks for a JSON Schema. The value itself is forwarded unchanged, never rebuilt.
+ */
+function asksForSchema(format: unknown): boolean {
+  if (format === null || typeof format !== 'object' || Array.isArray(format)) throw invalid('response_format', 'must be an object with a type');
+  const { type, json_schema: jsonSchema } = format as { type?: unknown; json_schema?: unknown };
+  if (typeof type !== 'string' || !RESPONSE_FORMAT_TYPES.has(type)) throw invalid('response_format.type', `must be one of ${[...RESPONSE_FORMAT_TYPES].join(', ')}`);
+  if (type !== 'json_schema') return false;
+  if (jsonSchema === null || typeof jsonSchema !== 'object' || Array.isArray(jsonSchema)) throw invalid('response_format.json_schema', 'must be an object with a name and a schema');
+  const { name, schema } = jsonSchema as { name?: unknown; schema?: unknown };
+  if (typeof name !== 'string' || name.length === 0) throw invalid('response_format.json_schema.name', 'must be a non-empty string');
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) throw invalid('response_format.json_schema.schema', 'must be a JSON Schema object');
+  return true;
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -56,5 +81,8 @@ export function parseChatRequest(raw: unknown): ChatRequest {
     if (value !== undefined && value !== null && (typeof value !== 'number' || !Number.isFinite(value))) throw invalid(param, 'must be a number');
   }
   if (typeof body.max_tokens === 'number' && body.max_tokens < 1) throw invalid('max_tokens', 'must be at least 1');
-  return { model: body.model, messages: body.messages as unknown[], stream: body.stream === true, body };
+  const request: ChatRequest = { model: body.model, messages: body.messages as unknown[], stream: body.stream === true, body };
+  // Requests without response_format pay one property read here.
+  if (body.response_format !== undefined && body.response_format !== null && asksForSchema(body.response_format)) request.structuredOutput = 'response_format';
+  return request;
 }

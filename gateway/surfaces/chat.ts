@@ -126,6 +126,24 @@ function servableRoutes(routes: readonly Route[], model: Model, shape: SurfaceSh
 }
 
 /**
+ * Structured output (docs/inference-surfaces.md "Structured output"): only routes declaring
+ * `supports_structured_output` serve it; a model with none is a 400 naming the model and the field.
+ */
+function assertStructuredOutput(model: Model, field: string): void {
+  if (model.routes.some((r) => r.supportsStructuredOutput)) return;
+  throw new AppError('invalid_request', `Model ${model.id} does not support structured output ('${field}'): none of its routes declares supports_structured_output`, { param: field });
+}
+
+/** The routes of this request's order that serve structured output; none left is the same 400. */
+function structuredRoutes(routes: readonly Route[], model: Model, field: string): readonly Route[] {
+  const usable = routes.filter((r) => r.supportsStructuredOutput);
+  if (usable.length === 0) {
+    throw new AppError('invalid_request', `Model ${model.id} has no route available here that supports structured output ('${field}')`, { param: field });
+  }
+  return usable;
+}
+
+/**
  * Runs a chat request for any surface on the chat path: model resolution, route order, fallback,
  * streaming relay or one completion; errors become client errors.
  */
@@ -137,6 +155,8 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   noteChatFacts(state, request.messages);
   const model = deps.registry.resolve(request.model, role, 'chat');
   state.model = model.id;
+  const structured = request.structuredOutput;
+  if (structured !== undefined) assertStructuredOutput(model, structured);
   const caller = callerOf(state);
   assertGrantAllows(caller, model.id);
   deps.limits.enter(caller, model.id, ctx.res);
@@ -144,7 +164,8 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   const { ticket, pinned } = candidatesFor(model, routePin(ctx, role), deps, { state, promptTokens });
   // Models without an offload policy pay one map lookup here; a pinned request is never offloaded.
   const offload = pinned ? undefined : offloadPlan(deps, model, ticket, request, promptTokens, state);
-  const routes = servableRoutes(offload?.routes ?? ticket.routes, model, shape);
+  const servable = servableRoutes(offload?.routes ?? ticket.routes, model, shape);
+  const routes = structured === undefined ? servable : structuredRoutes(servable, model, structured);
   const run = offload?.run;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);

@@ -54,6 +54,7 @@ export function responsesHandler(deps: GatewayContextDeps): InferenceHandler {
     if (typeof model === 'string') ctx.state.model = model;
     const translated = translate(raw, deps, caller.role);
     const request = parseChatRequest(translated.chat);
+    if (request.structuredOutput !== undefined) request.structuredOutput = 'text.format'; // the client's name for it
     const context = responseContext(request.model, translated.names);
     const shape: SurfaceShape = {
       completion: (body) => chatToResponse(body, context),

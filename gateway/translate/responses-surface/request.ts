@@ -174,16 +174,27 @@ function inputMessages(input: unknown, instructions: string | undefined, names: 
   return messages;
 }
 
+/** `text.format` as a chat `response_format` (docs/inference-surfaces.md "Structured output"); bad shapes are a 400 naming the field. */
 function responseFormat(text: unknown): Json | undefined {
-  const format = ((text ?? {}) as Json).format as Json | undefined;
-  if (format?.type === 'json_object') return { type: 'json_object' };
-  if (format?.type === 'json_schema') {
-    const schema: Json = { name: typeof format.name === 'string' ? format.name : 'response', schema: format.schema };
-    if (typeof format.strict === 'boolean') schema.strict = format.strict;
-    if (typeof format.description === 'string') schema.description = format.description;
-    return { type: 'json_schema', json_schema: schema };
-  }
-  return undefined;
+  if (text === undefined || text === null) return undefined;
+  if (typeof text !== 'object' || Array.isArray(text)) throw invalid('text', 'must be an object');
+  const format = (text as Json).format;
+  if (format === undefined || format === null) return undefined;
+  if (typeof format !== 'object' || Array.isArray(format)) throw invalid('text.format', 'must be an object with a type');
+  const { type } = format as Json;
+  if (type === 'text') return undefined;
+  if (type === 'json_object') return { type: 'json_object' };
+  if (type !== 'json_schema') throw invalid('text.format.type', 'must be one of text, json_object, json_schema');
+  return jsonSchemaFormat(format as Json);
+}
+
+function jsonSchemaFormat(format: Json): Json {
+  const { schema } = format;
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) throw invalid('text.format.schema', 'must be a JSON Schema object');
+  const named: Json = { name: typeof format.name === 'string' && format.name.length > 0 ? format.name : 'response', schema };
+  if (typeof format.strict === 'boolean') named.strict = format.strict;
+  if (typeof format.description === 'string') named.description = format.description;
+  return { type: 'json_schema', json_schema: named };
 }
 
 /** Fields copied as they are (the chat wire body forwards them per route). */
