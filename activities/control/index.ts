@@ -57,7 +57,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
       db: deps.db, settings: deps.settings, turnLimits: () => turnLimitsFrom(hostSettings()),
       ...(deps.temporal && deps.forgeFor ? { publisher: new PublishDelivery(deps.temporal, deps.settings, log) } : {}),
     }),
-    ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
+    ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, log, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
     ...createHostWorkflowActivities({ db: deps.db }),
     ...createDeletionActivities({ db: deps.db, settings: deps.settings, ...(deps.temporal ? { temporal: deps.temporal } : {}) }),
     ...createIdleStopActivities({

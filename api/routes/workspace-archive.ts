@@ -100,12 +100,22 @@ async function sendArchive(ctx: ParameterizedContext<AgentState>, body: Readable
   }
 }
 
-/** Where the chat's retained container lives; 409 while there is none to archive. */
+/**
+ * Sandbox states in which the workspace cannot be read, with how the refusal describes them:
+ * archive preparation owns the container (its spool is being captured and uploaded, and the
+ * container is removed once the archive is verified), and a cold or restoring group has none.
+ */
+const DOWNLOAD_BLOCKING_STATES: Readonly<Record<string, string>> = {
+  archiving: 'being archived', cold: 'archived', restoring: 'being restored',
+};
+
+/** Where the chat's retained container lives; 409 while there is none to archive or an archive owns it. */
 async function sandboxOf(deps: ApiDeps, groupId: string | null, jobHostId: string | null): Promise<{ hostId: string; containerName: string }> {
   if (!groupId || !jobHostId) throw new AppError('conflict', 'This chat has no sandbox yet: its workspace exists once its first turn has started');
   const row = await deps.db('agent_sandboxes').where({ group_id: groupId }).first<SandboxRow | undefined>(['host_id', 'container_name', 'state']);
-  if (row && (row.state === 'cold' || row.state === 'restoring')) {
-    throw new AppError('conflict', `This chat's sandbox is ${row.state === 'cold' ? 'archived' : 'being restored'}; its workspace cannot be downloaded now`);
+  const blocked = row ? DOWNLOAD_BLOCKING_STATES[row.state] : undefined;
+  if (blocked) {
+    throw new AppError('conflict', `This chat's sandbox is ${blocked} (state ${row!.state}); its workspace cannot be downloaded now`);
   }
   return { hostId: row?.host_id ?? jobHostId, containerName: row?.container_name ?? sandboxContainerName(groupId) };
 }

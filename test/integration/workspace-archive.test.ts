@@ -234,4 +234,20 @@ describe('workspace archive download (API + Temporal + Docker + object store)', 
     assert.equal(res.status, 409);
     assert.match(((await res.json()) as { error: { message: string } }).error.message, /no longer exists/);
   });
+
+  it('answers 409 naming the state while the group is archiving, cold or restoring, and changes nothing', async () => {
+    for (const state of ['archiving', 'cold', 'restoring'] as const) {
+      const held = newId('job');
+      const heldGroup = `grp-${testRunId}-${state}`;
+      await t.db('agent_sandboxes').insert({ group_id: heldGroup, host_id: hostId, container_name: `sbx-${heldGroup}`, state });
+      await t.db('agent_jobs').insert({ job_id: held, owner_id: alice.id, title: state, model: 'm', repo: null, host_id: hostId, group_id: heldGroup });
+      const res = await download(alice.key, held);
+      assert.equal(res.status, 409, state);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, 'conflict');
+      assert.match(body.error.message, new RegExp(`\\(state ${state}\\); its workspace cannot be downloaded now`));
+      const row = await t.db('agent_sandboxes').where({ group_id: heldGroup }).first<{ state: string }>('state');
+      assert.equal(row?.state, state);
+    }
+  });
 });
