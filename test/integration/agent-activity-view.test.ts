@@ -1,7 +1,7 @@
 /**
  * The operator's run activity view (`GET /admin/agent/runs/:jobId/activity`) on real PostgreSQL:
  * envelopes in execution order without payload content, tool names lifted for tool events only,
- * attempt filter, cursor paging, limits, and operator-only access.
+ * attempt filter, cursor paging, limits (default 100), and operator-only access.
  */
 import assert from 'node:assert/strict';
 import { appendEvents, type NewEvent } from '../../agent/events/event-store';
@@ -95,6 +95,17 @@ describe('operator run activity view', () => {
     }
     assert.equal((await get('?limit=200')).status, 200);
     assert.equal((await get('', ADMIN_TOKEN, 'job_aaaaaaaaaaaaaaaaaaaa')).status, 404);
+  });
+
+  it('returns 100 envelopes per page when no limit is given', async () => {
+    const longJob = await createJob(t.db, owner.userId);
+    await appendEvents(t.db, longJob, Array.from({ length: 101 }, (_, seq): NewEvent => ({ turnSeq: 0, attemptId: 'att_long', seq, eventType: 'message', payload: {} })));
+    const first = await get('', ADMIN_TOKEN, longJob);
+    assert.equal(first.status, 200);
+    assert.equal(first.body.events.length, 100, 'default limit 100');
+    assert.notEqual(first.body.next_cursor, null);
+    const rest = await get(`?cursor=${first.body.next_cursor}`, ADMIN_TOKEN, longJob);
+    assert.deepEqual(rest.body.events.map((e) => e.seq), [100]);
   });
 
   it('is for operators only', async () => {

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { DEFAULT_SANDBOX_LIMITS } from '../../activities/docker/sandbox-command';
+import { defaultValues } from '../../agent/settings/admin-settings';
+import { turnLimitsFrom } from '../../agent/settings/host-settings';
 import { databaseConfigured, loadSettings, SettingsError } from '../../lib/settings';
 
 describe('settings schema', () => {
@@ -15,6 +18,18 @@ describe('settings schema', () => {
     assert.equal(s.DATABASE_URL, undefined);
     assert.equal(databaseConfigured(s), false);
     assert.ok(Object.isFrozen(s));
+  });
+
+  it('applies the spec defaults for sandboxes, host inventory and prompt rewrite to an empty environment', () => {
+    const s = loadSettings({});
+    assert.equal(s.AGENT_SANDBOX_MEMORY_BYTES, 4 * 1024 ** 3, 'each sandbox capped at 4g memory');
+    assert.equal(s.AGENT_SANDBOX_CPUS, 2, 'each sandbox capped at 2 CPUs');
+    assert.deepEqual(DEFAULT_SANDBOX_LIMITS, { memoryBytes: 4 * 1024 ** 3, nanoCpus: 2e9 }, 'the same caps for work carrying no limits');
+    assert.equal(s.AGENT_INVENTORY_REFRESH_SECONDS, 30, 'host inventory reported every 30 s');
+    assert.equal(s.AGENT_PROMPT_REWRITE_DEADLINE_SECONDS, 90, 'prompt rewrite deadline 90 s');
+    assert.equal(defaultValues(s).prompt_rewrite_deadline_seconds, 90, 'the admin setting falls back to the same 90 s');
+    const turn = turnLimitsFrom(defaultValues(s));
+    assert.deepEqual([turn.memoryBytes, turn.nanoCpus], [4 * 1024 ** 3, 2e9], 'a turn admitted with default host settings gets 4g and 2 CPUs');
   });
 
   it('parses boolean flags as the spec writes them (false or 0)', () => {
