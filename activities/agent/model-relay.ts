@@ -12,12 +12,16 @@
  * attempt's residency credential (docs/mcp.md "Drivers"). Everything else is answered here (403 for
  * another path or method, 413 for a larger body) and never reaches the gateway. The CLI holds a placeholder key: the relay replaces any credential
  * with the turn's grant, which so never enters the container. Responses stream back unbuffered.
+ * A model call answered 429/408/5xx (or not at all) is retried here with the drivers' one policy
+ * before anything of it reaches the CLI, whose own retries are off (relay-retry.ts;
+ * docs/agent-drivers.md "Retries").
  */
 import { chmodSync, chownSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { RELAY_MOUNT } from '../../agent/sandboxes/names';
+import { forward, readBody, refuse } from './relay-forward';
+import type { RelayRetry, RelayRetryOptions } from './relay-retry';
 
 export { RELAY_MOUNT, relayHostDir } from '../../agent/sandboxes/names';
 
@@ -29,8 +33,8 @@ const FORWARDED_HEADERS = ['content-type', 'accept', 'anthropic-version', 'anthr
 export const TOOL_RELAY_MCP_PATH = '/v1/agent/mcp/relay/mcp';
 /** Request headers passed to the tool relay's MCP endpoint. */
 const MCP_FORWARDED_HEADERS = ['content-type', 'accept', 'user-agent', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
-/** Response headers not passed back (hop-by-hop). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+/** Retries kept in {@link ModelRelay.retries} (the oldest are dropped). */
+const RECORDED_RETRIES = 100;
 /** The longest Unix socket path Linux accepts (108 bytes with its NUL). */
 const SOCKET_PATH_MAX = 107;
 
@@ -58,18 +62,22 @@ export interface ModelRelayOptions {
    * go to the control-plane API with the attempt's residency credential instead of the gateway.
    */
   toolRelay?: { apiUrl: string; credential: string };
+  /**
+   * The retry policy of model calls (relay-retry.ts; docs/agent-drivers.md "Retries"), bounded by
+   * the turn's deadline. Absent: a gateway answer is passed on as it is, never retried.
+   */
+  retries?: RelayRetryOptions;
 }
 
 export interface ModelRelay {
   socketPath: string;
   /** Requests forwarded to the gateway, and refused here. */
   readonly counts: { forwarded: number; refused: number };
+  /** The retries decided so far (the latest {@link RECORDED_RETRIES}), in order. */
+  readonly retries: readonly RelayRetry[];
+  /** Why the relay last gave up retrying a model call, if it did: the reason a failing turn gives. */
+  gaveUp(): string | undefined;
   close(): Promise<void>;
-}
-
-function refuse(res: ServerResponse, status: number, message: string): void {
-  const body = JSON.stringify({ error: { type: 'relay_refused', message } });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
 }
 
 interface Target {
@@ -90,6 +98,17 @@ function targetOf(options: ModelRelayOptions, method: string, path: string): Tar
   return undefined;
 }
 
+/** The headers sent on: the target's credential and the few content headers it accepts. */
+function forwardedHeaders(req: IncomingMessage, target: Target, bodyLength: number): Record<string, string> {
+  const headers: Record<string, string> = { authorization: `Bearer ${target.token}` };
+  for (const name of target.headers) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  if (bodyLength > 0 || req.method === 'POST') headers['content-length'] = String(bodyLength);
+  return headers;
+}
+
 /** Starts a member's relay for one turn; `close` removes the socket. */
 export async function startModelRelay(options: ModelRelayOptions): Promise<ModelRelay> {
   const socketPath = join(options.hostDir, `${options.uid}.sock`);
@@ -97,6 +116,17 @@ export async function startModelRelay(options: ModelRelayOptions): Promise<Model
   mkdirSync(options.hostDir, { recursive: true, mode: 0o755 });
   rmSync(socketPath, { force: true });
   const counts = { forwarded: 0, refused: 0 };
+
+  const retries: RelayRetry[] = [];
+  const state: { gaveUp?: string } = {};
+  const retryOptions = options.retries && {
+    ...options.retries,
+    onRetry: (retry: RelayRetry) => {
+      retries.push(retry);
+      if (retries.length > RECORDED_RETRIES) retries.shift();
+      options.retries?.onRetry?.(retry);
+    },
+  };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? '';
@@ -109,43 +139,29 @@ export async function startModelRelay(options: ModelRelayOptions): Promise<Model
       refuse(res, 403, `The model relay forwards only inference requests (POST ${[...RELAY_POST_PATHS].join(', ')}; GET /v1/models)${options.toolRelay ? ` and the tool relay (${TOOL_RELAY_MCP_PATH})` : ''}`);
       return;
     }
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > options.maxBodyBytes) {
+    const tooLarge = () => {
       counts.refused += 1;
-      req.resume();
       refuse(res, 413, `The request body is larger than the model relay's limit (${options.maxBodyBytes} bytes)`);
+    };
+    if (Number(req.headers['content-length'] ?? 0) > options.maxBodyBytes) {
+      req.resume();
+      tooLarge();
       return;
     }
-    const headers: Record<string, string> = { authorization: `Bearer ${target.token}` };
-    for (const name of target.headers) {
-      const value = req.headers[name];
-      if (typeof value === 'string') headers[name] = value;
-    }
-    if (req.headers['content-length'] !== undefined) headers['content-length'] = String(declared);
-    else if (req.method === 'POST') headers['transfer-encoding'] = 'chunked';
-    const upstream = (target.base.protocol === 'https:' ? httpsRequest : httpRequest)(new URL(url, target.base), { method: req.method, headers }, (answer) => {
-      const back: Record<string, string | string[]> = {};
-      for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
-      res.writeHead(answer.statusCode ?? 502, back);
-      answer.pipe(res);
-    });
-    counts.forwarded += 1;
-    upstream.on('error', () => {
-      if (!res.headersSent) refuse(res, 502, `The model relay could not reach the ${target.what}`);
-      else res.destroy();
-    });
-    res.on('close', () => upstream.destroy());
-    let received = 0;
-    req.on('data', (chunk: Buffer) => {
-      received += chunk.length;
-      if (received > options.maxBodyBytes) {
-        upstream.destroy();
-        req.unpipe(upstream);
-        if (!res.headersSent) refuse(res, 413, `The request body is larger than the model relay's limit (${options.maxBodyBytes} bytes)`);
+    void readBody(req, options.maxBodyBytes).then((body) => {
+      if (body === undefined) {
+        tooLarge();
         req.destroy();
+        return;
       }
-    });
-    req.pipe(upstream);
+      counts.forwarded += 1;
+      const headers = forwardedHeaders(req, target, body.length);
+      // Only model calls are retried: a tool relay call may have had its effect already.
+      const policy = target.what === 'gateway' ? retryOptions : undefined;
+      return forward({ method: req.method ?? 'GET', url: new URL(url, target.base), headers, body, what: target.what, policy }, res).then((gaveUp) => {
+        if (gaveUp) state.gaveUp = gaveUp;
+      });
+    }).catch(() => res.destroy());
   };
 
   const server = createServer(handle);
@@ -164,6 +180,8 @@ export async function startModelRelay(options: ModelRelayOptions): Promise<Model
   return {
     socketPath,
     counts,
+    retries,
+    gaveUp: () => state.gaveUp,
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

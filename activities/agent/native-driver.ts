@@ -74,6 +74,9 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         `base_url = "http://127.0.0.1:${port}/v1"`,
         'wire_api = "responses"',
         'env_key = "AGENT_RELAY_KEY"',
+        // The model relay retries with the drivers' one policy: Codex's own retries would multiply it.
+        'request_max_retries = 0',
+        'stream_max_retries = 0',
         // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
         // `required`: Codex waits for it before the turn's first model request (else the first
         // request may go out without the MCP tools) and fails the turn when it cannot start.
@@ -102,6 +105,8 @@ const SPECS: Record<NativeKind, NativeSpec> = {
         ],
         env: {
           CLAUDE_CONFIG_DIR: `${input.sessionDir}/claude`, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: PLACEHOLDER_KEY,
+          // The model relay retries with the drivers' one policy: Claude Code's own retries would multiply it.
+          CLAUDE_CODE_MAX_RETRIES: '0',
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
           // The chat's MCP tools are offered to the model directly, not deferred behind Claude Code's ToolSearch.
           ...(input.toolRelay ? { ENABLE_TOOL_SEARCH: 'false' } : {}),

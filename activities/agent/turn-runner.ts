@@ -17,6 +17,7 @@ import { explainNoSpace } from './disk-full';
 import { HostQuestionChannel } from './question-channel';
 import { startTurnCapture } from './turn-capture';
 import { ToolRelayRefusedError } from './tool-relay-client';
+import { relayRetryEvent } from './relay-retry';
 import { relayContainerPort, relayContainerSocket, relayHostDir, startModelRelay, type ModelRelay } from './model-relay';
 import { AttemptNotCurrentError, HostApiError, type HostApiClient } from './host-api-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
@@ -133,6 +134,8 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
       relay = await startModelRelay({
         hostDir: relayHostDir(deps.relayRoot, context.container_name), uid: context.uid, gatewayUrl: deps.gatewayUrl,
         grantToken: grant.token, maxBodyBytes: deps.settings.AGENT_RELAY_MAX_BODY_MIB * 1024 * 1024,
+        // The CLIs' one retry policy (their own retries are off): each retry is the turn's `retry` event.
+        retries: { deadline, onRetry: (retry) => void events.emit('retry', relayRetryEvent(retry)).catch(() => undefined) },
         ...(toolRelay ? { toolRelay: { apiUrl: toolRelay.apiUrl, credential: toolRelay.residencyCredential } } : {}),
       });
     }
@@ -151,7 +154,9 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
     if (abort.signal.aborted) throw ApplicationFailure.nonRetryable(`The turn reached its time limit (${context.turn_time_limit_seconds} s)`, FailureType.turnTimeLimit);
     if (err instanceof AttemptNotCurrentError || err instanceof AttemptFencedError || err instanceof ToolRelayRefusedError) throw ApplicationFailure.nonRetryable('The attempt was superseded', FailureType.attemptNotCurrent);
     if (err instanceof SandboxDiedError) throw ApplicationFailure.nonRetryable(err.message, FailureType.sandboxDied);
-    const message = await explainNoSpace(deps.docker, context.container_name, (err as Error).message || 'The agent failed');
+    const failure = (err as Error).message || 'The agent failed';
+    const gaveUp = relay?.gaveUp();
+    const message = await explainNoSpace(deps.docker, context.container_name, gaveUp ? `${gaveUp}. ${failure}` : failure);
     throw ApplicationFailure.nonRetryable(message, FailureType.turnFailed);
   } finally {
     await relay?.close();

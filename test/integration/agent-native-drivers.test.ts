@@ -72,6 +72,12 @@ function askQuestion(driver: 'codex' | 'claude-code'): Behaviour {
   };
 }
 
+async function startJob(stack: AgentStack, driver: string, prompt: string): Promise<string> {
+  const created = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt, model: AGENT_MODEL, repo: null, driver });
+  assert.equal(created.status, 201, await created.clone().text());
+  return ((await created.json()) as { job_id: string }).job_id;
+}
+
 async function turns(stack: AgentStack, jobId: string): Promise<TurnView[]> {
   const res = await ownerCall(stack, 'GET', `/v1/agent/jobs/${jobId}`);
   return ((await res.json()) as { turns: TurnView[] }).turns;
@@ -197,6 +203,41 @@ describe('native drivers in the sandbox (Codex CLI, Claude Code) through the mod
       assert.ok(notices.some((n) => n.payload.kind === 'question_answered'), 'a notice says the question was answered');
       const late = await ownerCall(stack, 'POST', `/v1/agent/jobs/${jobId}/attempts/${String(pending.attempt_id)}/questions/${encodeURIComponent(String(pending.request_id))}/answer`, { answers: { [asked[0]!.id]: ['Postgres'] } });
       assert.equal(late.status, 409, 'a finished attempt refuses another answer');
+    });
+  }
+
+  // The model relay retries for every CLI with the drivers' one policy; the CLIs' own retries are off.
+  for (const driver of ['claude-code', 'codex'] as const) {
+    it(`${driver}: the relay retries a 429 (Retry-After: 1) and a 5xx, then the turn completes; the upstream sees 3 calls`, async () => {
+      const before = stack.upstream.chatRequests().length;
+      stack.upstream.enqueue({ kind: 'status', status: 429, retryAfter: 1 }, { kind: 'status', status: 503 }, finalText);
+      const jobId = await startJob(stack, driver, 'Say something after the retries.');
+      const [first] = await settled(stack, jobId, 1);
+      assert.equal(first!.state, 'completed', `turn 1: ${first!.error ?? ''}`);
+      assert.equal(first!.result, FINAL);
+      assert.equal(stack.upstream.chatRequests().length - before, 3, 'each failure tried once more by the relay, not by the CLI too');
+      const retries = await stack.t.db('agent_events').where({ job_id: jobId, event_type: 'retry' }).orderBy('seq').select<Array<{ payload: Json }>>('payload');
+      assert.deepEqual(retries.map((r) => ({ ...r.payload, reason: undefined, wait_ms: undefined })), [
+        { attempt: 1, status: 429, retry_after: 1, source: 'relay', reason: undefined, wait_ms: undefined },
+        { attempt: 2, status: 502, source: 'relay', reason: undefined, wait_ms: undefined },
+      ]);
+      assert.equal(retries[0]!.payload.wait_ms, 1000, 'Retry-After 1 s honoured (longer than the first 500 ms backoff)');
+      const second = Number(retries[1]!.payload.wait_ms);
+      assert.ok(second >= 1000 && second <= 1250, `retry 2 waits 1 s plus at most 25 % jitter (${second})`);
+    });
+  }
+
+  // Last: a Retry-After of 120 s may pause the gateway's upstream key for the rest of this stack.
+  for (const driver of ['claude-code', 'codex'] as const) {
+    it(`${driver}: a Retry-After above 60 s ends the relay's retries and fails the turn saying so`, async () => {
+      stack.upstream.setDefault({ kind: 'status', status: 429, retryAfter: 120 });
+      const jobId = await startJob(stack, driver, 'Say something.');
+      const [first] = await settled(stack, jobId, 1);
+      stack.upstream.setDefault(undefined);
+      assert.equal(first!.state, 'failed', `turn 1 ended ${first!.state}: ${first!.result ?? ''}`);
+      assert.match(first!.error ?? '', /The gateway answered HTTP 429 and the model relay stopped retrying: the required delay of 1\d\d s exceeds 60 s/);
+      const retries = await stack.t.db('agent_events').where({ job_id: jobId, event_type: 'retry' }).count<Array<{ count: string }>>({ count: '*' });
+      assert.equal(Number(retries[0]!.count), 0, 'no wait was attempted');
     });
   }
 });
