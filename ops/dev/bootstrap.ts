@@ -5,7 +5,9 @@
  * (Gitea, built once per version: ops/dev/gitea.ts) and the
  * pinned coding-agent CLIs (Codex, Claude Code: ops/dev/agent-clis.ts). Idempotent; every step is skipped when already done.
  * Run through `ops/dev/bootstrap.sh` (which takes the lock and runs `npm ci`); `--tests` (from
- * `npm test`) also installs what only the tests need (Debian's Chromium for the console tests).
+ * `npm test`) also installs what only the tests need (Debian's Chromium for the console tests, and
+ * pgAdmin 4 in a venv under `.tools/pgadmin`, the real tool behind the database-tool proxy's test:
+ * ops/dev/pgadmin.ts).
  */
 import { ensureAgentClis } from './agent-clis';
 import { DEB_PACKAGES, ensureDebPackages, TEST_DEB_PACKAGES } from './packages';
@@ -15,12 +17,14 @@ import { ensurePostgres } from './postgres';
 import { ensureSandboxImage } from './sandbox-image';
 import { ensureVersitygwBinary } from './versitygw';
 import { ensureGiteaBuild } from './gitea';
+import { ensurePgadmin } from './pgadmin';
 import { ensureTemporalCli, ensureTemporalServer } from './temporal-server';
 import { BootstrapError, say } from './sh';
 
 async function main(): Promise<void> {
   const started = Date.now();
-  ensureDebPackages(process.argv.includes('--tests') ? [...DEB_PACKAGES, ...TEST_DEB_PACKAGES] : DEB_PACKAGES);
+  const tests = process.argv.includes('--tests');
+  ensureDebPackages(tests ? [...DEB_PACKAGES, ...TEST_DEB_PACKAGES] : DEB_PACKAGES);
   ensureTemporalCli();
   await ensurePostgres();
   // Written before a dockerd start reads it; a dockerd already running reloads it (no restart).
@@ -37,6 +41,8 @@ async function main(): Promise<void> {
   await ensureVersitygwBinary();
   // The tests' forge (docs/forges.md); started per test process by test/support/gitea.ts.
   await ensureGiteaBuild();
+  // The database-tool proxy's test runs the real pgAdmin (started per test process); once per version.
+  if (tests) await ensurePgadmin();
   say(`services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (postgres 127.0.0.1:5432, dockerd, temporal 127.0.0.1:7233, UI http://127.0.0.1:8233)`);
 }
 
