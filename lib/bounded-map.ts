@@ -1,8 +1,7 @@
 /**
  * Runs an async function over a list with at most `limit` calls in flight at once, and answers the
- * results in the list's order (whatever order the calls finish in). Used where the spec bounds how
- * many requests an operation sends together (spec 8: "batch actions run up to four requests at
- * once"; docs/sandboxes.md "Batch actions").
+ * results in the list's order (whatever order the calls finish in). Used where an operation may send only
+ * so many requests together (a batch action runs at most four at once; docs/sandboxes.md "Batch actions").
  *
  * Each call starts as soon as a slot is free, never before: with `limit` 4 the fifth item starts
  * when the first call to finish has finished. `fn` should not throw: a thrown error rejects the

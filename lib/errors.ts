@@ -65,7 +65,7 @@ export interface AppErrorOptions {
   headers?: Record<string, string>;
 }
 
-/** Server-side codes whose message is written for clients (the spec names their texts). */
+/** Server-side codes whose message is written for clients (their texts are part of the documented API, docs/errors-and-health.md). */
 const exposedServerCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'database_not_configured', 'not_implemented', 'service_unavailable', 'no_provider_available', 'gateway_timeout', 'upstream_error',
 ]);

@@ -20,9 +20,9 @@ export const SAFE_PROFILE: ExecutionProfile = 'untrusted-vm-v1';
 
 /** Host attestations besides the profiles themselves (reported in the heartbeat's `capabilities`). */
 export const HOST_ATTESTATIONS = {
-  /** Groups share one retained container between a chat's members (spec's shared-session pin). */
+  /** Groups share one retained container between a chat's members. */
   sharedSandbox: 'shared-sandbox-v1',
-  /** The runner answers a native CLI's questions (the spec's sandbox helper pin 3). */
+  /** The runner answers a native CLI's questions (docs/agent-drivers.md "Native questions"). */
   sandboxHelper: 'sandbox-helper-3',
 } as const;
 

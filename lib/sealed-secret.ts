@@ -1,5 +1,5 @@
 /**
- * Secrets stored encrypted at rest (the credential fields of the admin settings, spec 2.13, 5.8):
+ * Secrets stored encrypted at rest (the credential fields of the admin settings, docs/agent-admin.md):
  * AES-256-GCM under a key derived with HKDF-SHA-256 from a configured key of at least 32 bytes.
  * Each value is bound to its name (the additional authenticated data), so a sealed value copied
  * to another name, or altered, fails to open instead of yielding another secret.

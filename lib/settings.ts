@@ -47,11 +47,11 @@ export const settingsShape = {
    * one origin (docs/one-origin.md). Unset (default): those paths answer 404 saying where the API is.
    */
   GATEWAY_AGENT_API_URL: optionalUrl().refine((v) => v === undefined || /^https?:\/\//i.test(v), 'must be an http:// or https:// URL'),
-  /** Canonical path of the models registry file (spec 2.4); beats `MODELS_CONFIG` and the manifest. */
+  /** Canonical path of the models registry file (docs/registry.md); beats `MODELS_CONFIG` and the manifest. */
   MODELS_CONFIG_PATH: optionalString(),
   /** Older name of `MODELS_CONFIG_PATH`; used only when the canonical name is unset. */
   MODELS_CONFIG: optionalString(),
-  /** Canonical path of the routing file (spec 2.6). */
+  /** Canonical path of the routing file (docs/routing-file.md). */
   ROUTING_CONFIG_PATH: optionalString(),
   /** Older name of `ROUTING_CONFIG_PATH`. */
   ROUTING_CONFIG: optionalString(),
@@ -63,13 +63,13 @@ export const settingsShape = {
   SLACK_ALERTS_WEBHOOK_URL: optionalUrl().refine((v) => v === undefined || /^https?:\/\//i.test(v), 'must be an http:// or https:// URL'),
   /** Fallback webhook URL for alert cards when `SLACK_ALERTS_WEBHOOK_URL` is unset. A secret. */
   SLACK_WEBHOOK_URL: optionalUrl().refine((v) => v === undefined || /^https?:\/\//i.test(v), 'must be an http:// or https:// URL'),
-  /** Path of the distribution manifest (spec 2.7). */
+  /** Path of the distribution manifest (docs/site-config.md). */
   DISTRIBUTION_CONFIG_PATH: optionalString(),
-  /** `dark` (default: validate and log only) or `active`; any other value closes sign-up (spec 2.7). Kept raw. */
+  /** `dark` (default: validate and log only) or `active`; any other value closes sign-up. Kept raw. */
   DISTRIBUTION_CONFIG_MODE: z.string().default('dark'),
-  /** `false`/`0`: inference needs no key and every caller is admin (spec 5.1). Default true. */
+  /** `false`/`0`: inference needs no key and every caller is admin. Default true. */
   USER_AUTH_ENABLED: flag(true),
-  /** `1`: honour `X-Forwarded-For` from peers in `TRUSTED_PROXIES` (spec 5.12). Default off. */
+  /** `1`: honour `X-Forwarded-For` from peers in `TRUSTED_PROXIES` (docs/client-address.md). Default off. */
   TRUST_PROXY_HEADERS: flag(false),
   /** `1`: honour the CDN connecting-IP headers from peers in `TRUSTED_CLOUDFLARE_NETWORKS`; needs `TRUST_PROXY_HEADERS=1`. Default off. */
   TRUST_CDN_HEADERS: flag(false),
@@ -77,7 +77,7 @@ export const settingsShape = {
   TRUST_X_REAL_IP: flag(false),
   /** Comma-separated CIDRs of proxies allowed to assert `X-Forwarded-For`/`X-Real-IP`; an invalid entry stops startup. */
   TRUSTED_PROXIES: optionalString(),
-  /** Comma-separated CIDRs of the CDN's edge networks (the spec's `trusted_cloudflare_networks` setting). */
+  /** Comma-separated CIDRs of the CDN's edge networks (env form of the `trusted_cloudflare_networks` setting). */
   TRUSTED_CLOUDFLARE_NETWORKS: optionalString(),
   /** Comma-separated CIDRs of private client networks whose socket peers count as clients. */
   TRUSTED_DIRECT_CLIENT_NETWORKS: optionalString(),
@@ -85,7 +85,7 @@ export const settingsShape = {
   ADMIN_TOKEN: optionalString(),
   /** Bearer credential of Prometheus scrapes (`GET /metrics` on the gateway and the API, docs/metrics.md); unset: only administrators may scrape. A secret. */
   METRICS_TOKEN: optionalString(),
-  // ---- identity (spec 5) ----
+  // ---- identity (docs/identity.md) ----
   /** HMAC key signing access tokens (JWT, HS256); at least 32 bytes. Unset: a random key per process (tokens die with it; logged). A secret. */
   AUTH_JWT_SECRET: optionalString().refine((v) => v === undefined || Buffer.byteLength(v) >= 32, 'must be at least 32 bytes'),
   /** Lifetime of an access token, seconds. Default 900. */
@@ -103,15 +103,15 @@ export const settingsShape = {
   SITE_SUPPORT_EMAIL: optionalString().refine((v) => v === undefined || /^[^\s@]+@[^\s@]+$/.test(v), 'must be an e-mail address'),
   /** `false`: the refresh cookie is sent without `Secure` (plain-HTTP development only). Default true. */
   COOKIE_SECURE: flag(true),
-  /** Open sign-up (`POST /auth/signup`); the runtime switch overrides it (spec 2.7, 5.10). Default true. */
+  /** Open sign-up (`POST /auth/signup`); the runtime switch overrides it, and an active manifest's `features.public_signup: false` closes it. Default true. */
   SIGNUP_ENABLED: flag(true),
   /** New accounts must confirm their e-mail before logging in; the runtime flag overrides it. Default true. */
   SIGNUP_REQUIRE_EMAIL_VERIFICATION: flag(true),
-  /** Comma-separated e-mails promoted from `free` to `admin` on login and refresh, without proof of ownership (spec 5.10; see docs/identity.md). */
+  /** Comma-separated e-mails promoted from `free` to `admin` on login and refresh, without proof of ownership (see docs/identity.md). */
   ADMIN_EMAILS: optionalString(),
   /** Comma-separated e-mails told about each sign-up; unset falls back to `ADMIN_EMAILS`. */
   SIGNUP_NOTIFY_EMAILS: optionalString(),
-  /** Failed authentications from one source within the window that block it (spec 5.11). Default 200. */
+  /** Failed authentications from one source within the window that block it (docs/identity.md). Default 200. */
   AUTH_FAILURE_BLOCK_THRESHOLD: z.coerce.number().int().positive().default(200),
   /** The counting window, seconds. Default 86400 (a day). */
   AUTH_FAILURE_BLOCK_WINDOW_SEC: z.coerce.number().int().positive().default(86_400),
@@ -133,7 +133,7 @@ export const settingsShape = {
   AGGREGATOR_API_KEY: optionalString(),
 
   /**
-   * The path segment under which the messages surface is mirrored (spec 4.1, 9): `/<prefix>/v1/messages`
+   * The path segment under which the messages surface is mirrored: `/<prefix>/v1/messages`
    * and `/<prefix>/v1/messages/count_tokens` answer like `/v1/…`. One segment of letters, digits, `_`,
    * `-` or `.` (not `v1`, `admin`, `auth` or `health`). Default `anthropic`.
    */
@@ -156,7 +156,7 @@ export const settingsShape = {
   ROUTING_LARGE_PROMPT_TOKENS: z.coerce.number().int().positive().default(8192),
   /** Estimated prompt tokens from which a request is an elephant (upstream priority 0). Default 32768. */
   ROUTING_ELEPHANT_PROMPT_TOKENS: z.coerce.number().int().positive().default(32768),
-  /** Deprecated (spec 9): `true` makes `routewise` the router of models naming none while `default_router` is `fixed`. Default false. */
+  /** Deprecated: `true` makes `routewise` the router of models naming none while `default_router` is `fixed`. Default false. */
   ENABLE_ROUTEWISE: flag(false),
   /** Seconds between re-reads of today's routewise quota use from `api_logs` (picks up other gateway processes' use). Default 30. */
   ROUTEWISE_QUOTA_REFRESH_SECONDS: z.coerce.number().positive().default(30),
@@ -218,7 +218,7 @@ export const settingsShape = {
   // ---- database ----
   /** PostgreSQL URL. Optional for the gateway (no-database mode); required by api and workers. */
   DATABASE_URL: optionalString(),
-  /** `false` runs the gateway without a database even when `DATABASE_URL` is set (spec 4.2). Default true. */
+  /** `false` runs the gateway without a database even when `DATABASE_URL` is set (`/health` then reports `database_configured: false`). Default true. */
   DB_ENABLED: flag(true),
   /** Largest number of pooled connections per process. Default 10. */
   DATABASE_POOL_MAX: z.coerce.number().int().positive().default(10),
@@ -252,13 +252,13 @@ export const settingsShape = {
   // ---- execution host (host runner) ----
   /** Identity of this execution host; its task queue is `host:<id>`. Default: the machine's hostname. */
   AGENT_HOST_ID: optionalString(),
-  /** The host's enrollment-issued credential (spec 5.5). A secret. */
+  /** The host's enrollment-issued credential (docs/agent-hosts.md). A secret. */
   AGENT_HOST_CREDENTIAL: optionalString(),
   /** Base URL of the control-plane API the host runner reports to. Default `http://127.0.0.1:8081`. */
   AGENT_API_URL: z.string().url().default(DEFAULT_AGENT_API_URL),
-  /** Execution slots of a host when no admin value is saved (spec 3.5). Default 3. */
+  /** Execution slots of a host when no admin value is saved (docs/agent-hosts.md). Default 3. */
   AGENT_HOST_SLOTS: z.coerce.number().int().min(2).max(128).default(3),
-  /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s, spec 8). */
+  /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s). */
   AGENT_HOST_HEARTBEAT_SECONDS: z.coerce.number().positive().default(15),
   /**
    * How this host runs `untrusted-vm-v1` work: `vm` (default) under the isolating runtime, attested
@@ -277,9 +277,9 @@ export const settingsShape = {
   DOCKER_SOCKET_PATH: z.string().default('/var/run/docker.sock'),
   /** Image sandboxes start from. Default `agent-sandbox:base` (built by the dev bootstrap). */
   AGENT_SANDBOX_IMAGE: z.string().default('agent-sandbox:base'),
-  /** Memory cap of a sandbox container, in bytes (spec 8: 4g). On the control plane: the default of host setting `container_memory_mib`; on a host runner: only for work carrying no limits. */
+  /** Memory cap of a sandbox container, in bytes (default 4g). On the control plane: the default of host setting `container_memory_mib`; on a host runner: only for work carrying no limits. */
   AGENT_SANDBOX_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(4 * 1024 ** 3),
-  /** CPU cap of a sandbox container (spec 8: 2). On the control plane: the default of host setting `container_cpus`; on a host runner: only for work carrying no limits. */
+  /** CPU cap of a sandbox container (default 2). On the control plane: the default of host setting `container_cpus`; on a host runner: only for work carrying no limits. */
   AGENT_SANDBOX_CPUS: z.coerce.number().positive().max(64).default(2),
   /** The runner's execution timeout: the overall limit of one turn, in seconds; the default of host setting `turn_time_limit_seconds`. Default 1800. */
   AGENT_TURN_TIME_LIMIT_SECONDS: z.coerce.number().int().positive().default(1800),
@@ -297,9 +297,9 @@ export const settingsShape = {
   AGENT_IDLE_STOP_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('agent-idle-sandbox-stop'),
   /** Id of the Temporal Schedule the control worker keeps for the daily public stats snapshot (docs/public-stats.md). One per control task queue. Default `public-stats-snapshot`. */
   PUBLIC_STATS_SCHEDULE_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/, 'letters, digits and _.:-').default('public-stats-snapshot'),
-  /** Seconds without a heartbeat after which a host is stale (spec 8: 90). */
+  /** Seconds without a heartbeat after which a host is stale (default 90). */
   AGENT_HOST_STALE_SECONDS: z.coerce.number().int().positive().default(90),
-  /** Seconds between a host runner's inventory reports (its managed containers with a resource reading; spec 8: 30). */
+  /** Seconds between a host runner's inventory reports (its managed containers with a resource reading; default 30). */
   AGENT_INVENTORY_REFRESH_SECONDS: z.coerce.number().positive().max(3600).default(30),
   /**
    * Where a host runner keeps its sandboxes' disks: one sparse ext4 image per group container and
@@ -318,27 +318,27 @@ export const settingsShape = {
   AGENT_GATEWAY_URL: z.string().url().default('http://127.0.0.1:8080'),
   /** Token the control plane presents to the gateway to issue, renew and revoke grants (>= 32 bytes). A secret. */
   GATEWAY_GRANT_DISPATCH_TOKEN: optionalString(),
-  /** Token of the on-call dispatch (spec 5.8: at least 32 bytes). Checked at startup; no code reads it yet. A secret. */
+  /** Token of the on-call dispatch (at least 32 bytes). Checked at startup; no code reads it yet. A secret. */
   AGENT_ONCALL_DISPATCH_TOKEN: optionalString(),
-  /** Secret that signs the control plane's own short-lived tokens (the database tool's proxy session; spec 5.8: at least 32 bytes). A secret. */
+  /** Secret that signs the control plane's own short-lived tokens (the database tool's proxy session; at least 32 bytes). A secret. */
   AGENT_CONTROL_TOKEN_SECRET: optionalString(),
-  /** Key that encrypts users' source-control tokens at rest (spec 5.6, 5.8: at least 32 bytes). A secret. */
+  /** Key that encrypts users' source-control tokens at rest (at least 32 bytes; docs/source-control.md). A secret. */
   AGENT_SOURCE_CONTROL_ENCRYPTION_KEY: optionalString(),
-  /** Key that encrypts credential fields of the admin settings at rest (spec 5.8: at least 32 bytes; docs/agent-admin.md "Settings"). A secret. */
+  /** Key that encrypts credential fields of the admin settings at rest (at least 32 bytes; docs/agent-admin.md "Settings"). A secret. */
   AGENT_SETTINGS_ENCRYPTION_KEY: optionalString(),
   /** Host names the database tool proxy may reach besides loopback and private-network address literals (comma-separated; docs/agent-admin.md "Database tool"). */
   AGENT_DATABASE_TOOL_HOSTS: z.string().default(''),
   /** Statement timeout of a database browser query, milliseconds (docs/agent-admin.md "Database browser"). Default 5000. */
   AGENT_DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(5000),
-  /** How often every process checks the admin settings for a change, seconds (spec 8: changes apply within 5 s). Default 2. */
+  /** How often every process checks the admin settings for a change, seconds (changes must apply within 5 s). Default 2. */
   AGENT_SETTINGS_SYNC_SECONDS: z.coerce.number().positive().max(5).default(2),
   /** Lifetime of a turn's inference grant between renewals, in seconds. Default 300. */
   AGENT_GRANT_TTL_SECONDS: z.coerce.number().int().min(10).default(300),
   /** Seconds between grant renewals. Default 60. */
   AGENT_GRANT_RENEW_SECONDS: z.coerce.number().int().min(1).default(60),
-  /** Deadline of one prompt rewrite (`POST /v1/agent/prompts/rewrite`), grant issue and model call together, in seconds (spec 8: 90). */
+  /** Deadline of one prompt rewrite (`POST /v1/agent/prompts/rewrite`), grant issue and model call together, in seconds (default 90). */
   AGENT_PROMPT_REWRITE_DEADLINE_SECONDS: z.coerce.number().positive().max(600).default(90),
-  /** Generate a better title for chats titled from their first prompt, with the job's model (spec 8; docs/agent-api.md "Titles"). Default true. */
+  /** Generate a better title for chats titled from their first prompt, with the job's model (docs/agent-api.md "Titles"). Default true. */
   AGENT_TITLE_GENERATION_ENABLED: flag(true),
   /** Execution profile of new jobs that name none (docs/execution-profiles.md). `trusted-v1` applies only to repositories of `AGENT_TRUSTED_REPOSITORIES`; every other job runs `untrusted-vm-v1`. Default `untrusted-vm-v1`. */
   AGENT_DEFAULT_EXECUTION_PROFILE: z.enum(EXECUTION_PROFILES).default('untrusted-vm-v1'),
@@ -365,7 +365,7 @@ export const settingsShape = {
   AGENT_ARCHIVE_MEMORY_SPOOL_MIB: z.coerce.number().int().min(0).default(256),
   /** Largest request body the model relay forwards for a native CLI, MiB. */
   AGENT_RELAY_MAX_BODY_MIB: z.coerce.number().positive().default(32),
-  /** Largest workspace archive download before compression, MiB (spec 8: 1024). */
+  /** Largest workspace archive download before compression, MiB (default 1024). */
   WORKSPACE_DOWNLOAD_MAX_MIB: z.coerce.number().int().positive().default(1024),
 
   // ---- object storage (sandbox archives) ----
@@ -393,7 +393,7 @@ export const settingsShape = {
   S3_CREATE_BUCKET: flag(false),
 } as const;
 
-/** Secrets with a minimum length of 32 bytes (spec 5.8): a shorter one stops the process at startup, naming the variable. */
+/** Secrets with a minimum length of 32 bytes: a shorter one stops the process at startup, naming the variable. */
 const MIN_32_BYTE_SECRETS = [
   'GATEWAY_GRANT_DISPATCH_TOKEN', 'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY',
 ] as const;

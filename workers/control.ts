@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
   const settings = liveSettings(env, agentSettings);
   const grants = new GatewayGrantClient({ gatewayUrl: () => settings.AGENT_GATEWAY_URL, dispatchToken: env.GATEWAY_GRANT_DISPATCH_TOKEN });
-  // Sandbox archives (spec 3.4): the configured store (the embedded fs store by default).
+  // Sandbox archives (docs/sandboxes.md "Archives"): the configured store (the embedded fs store by default).
   const objectStore = await openObjectStore(settings);
   // The publisher's forges (docs/publisher.md): without one, completed turns' patches wait unpublished.
   const sourceControl = new SourceControlApp(settings, log);

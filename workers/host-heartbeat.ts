@@ -1,5 +1,5 @@
 /**
- * The host runner's heartbeat (spec 3.5, 5.5): reports `slots_total`, runtime, runner version and
+ * The host runner's heartbeat (docs/agent-hosts.md): reports `slots_total`, runtime, runner version and
  * attestations with the host's own credential, and applies the operator's saved slots from the
  * answer (`slots_configured`) by reporting them from the next beat (runner version 2). The call is
  * the contract `hostHeartbeat` of lib/contracts/host-api.ts, made through the internal JSON client.
@@ -13,7 +13,7 @@ import type { Preflight } from '../activities/docker/runtime-preflight';
 /** Version 2 applies remote slot changes; version 1 runners ignore `slots_configured`. */
 export const RUNNER_VERSION = '2';
 
-/** The most slots an operator may save for a host (spec 8). */
+/** The most slots an operator may save for a host. */
 export const MAX_HOST_SLOTS = hostApi.MAX_HOST_SLOTS;
 
 /** A beat is small; one that has not arrived in 5 s is worth less than the next one. */

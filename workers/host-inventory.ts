@@ -1,5 +1,5 @@
 /**
- * The host runner's inventory refresh (spec 8: every 30 s; docs/sandboxes.md "Reconciler"): lists
+ * The host runner's inventory refresh (every 30 s by default; docs/sandboxes.md "Reconciler"): lists
  * this host's managed containers with a resource reading, reports them to the API (contract
  * `hostInventory` of lib/contracts/host-api.ts, the host's own credential) and removes exactly the
  * orphan containers the API answers with. Its own call, not part of the heartbeat: the heartbeat

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:sandbox-archive`: archive and restore of a 200 MiB workspace (spec 3.4), as a
+ * `npm run bench:sandbox-archive`: archive and restore of a 200 MiB workspace (docs/sandboxes.md "Archives"), as a
  * ratio to this machine's `tar | sha256sum` floor measured in the same run (issue 17 target:
  * archive ≥ 0.5× the floor's MiB/s). Reports, never asserts, and appends a section to
  * bench/RESULTS.md.

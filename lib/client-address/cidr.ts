@@ -1,5 +1,5 @@
 /**
- * IP address and CIDR primitives for client address resolution (spec 5.12). Pure: no I/O, no
+ * IP address and CIDR primitives for client address resolution (docs/client-address.md). Pure: no I/O, no
  * mutable module state.
  *
  * Every address is held as eight 16-bit words (a `Uint16Array(8)`, the IPv6 layout). An IPv4

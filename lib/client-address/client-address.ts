@@ -1,5 +1,5 @@
 /**
- * Client address resolution (spec 2.11, 5.12): which address a request comes from, given the
+ * Client address resolution (docs/client-address.md): which address a request comes from, given the
  * socket peer and the forwarding headers, trusting those headers only from authorized peers.
  *
  * Pure: no I/O, no `process.env`, no mutable module state. The configuration is validated once
@@ -61,7 +61,7 @@ export type ClientIpUnresolvedReason =
   /** `X-Real-IP` appeared on more than one header line. */
   | 'repeated_x_real_ip';
 
-/** The client address record (spec 2.11). Frozen. */
+/** The client address record (`ClientIpInfo`). Frozen. */
 export interface ClientIpInfo {
   /** The client address in canonical text (IPv4-mapped shown as IPv4), or `unknown`. */
   readonly client_ip: string;
@@ -99,7 +99,7 @@ export interface ClientAddressConfig {
   readonly trustXRealIp: boolean;
   /** `TRUSTED_PROXIES`: CIDRs (or bare addresses) of proxies allowed to assert XFF/X-Real-IP. */
   readonly trustedProxies: readonly string[];
-  /** `TRUSTED_CLOUDFLARE_NETWORKS` (the spec's `trusted_cloudflare_networks` setting): CIDRs of the CDN's edge networks. */
+  /** `TRUSTED_CLOUDFLARE_NETWORKS` (env form of the `trusted_cloudflare_networks` setting): CIDRs of the CDN's edge networks. */
   readonly cdnNetworks: readonly string[];
   /** `TRUSTED_DIRECT_CLIENT_NETWORKS`: private networks whose socket peers count as clients. */
   readonly directClientNetworks: readonly string[];
@@ -116,10 +116,10 @@ export interface ClientAddressResolver {
   resolve(input: ClientAddressInput): ClientIpInfo;
 }
 
-/** Most `X-Forwarded-For` hops inspected; a longer list fails closed (spec 5.12). */
+/** Most `X-Forwarded-For` hops inspected; a longer list fails closed. */
 export const MAX_FORWARDED_HOPS = 32;
 
-/** Log event for a request whose client address stayed `unknown` (spec 6.4); the caller logs it. */
+/** Log event for a request whose client address stayed `unknown`; the caller logs it. */
 export const CLIENT_IP_UNRESOLVED_EVENT = 'client_ip_resolution_unresolved';
 
 /** Names of the configuration variables, as used in startup errors. */
@@ -156,7 +156,7 @@ export function splitNetworkList(value: string | undefined): string[] {
 }
 
 /**
- * The `http_request` log fields of spec 6.4 for a record: `remote_ip`, `peer_ip`, `ip_source`,
+ * The `http_request` log fields for a record: `remote_ip`, `peer_ip`, `ip_source`,
  * and each forwarding header only when the request carried it (an absent header is left out,
  * not written as null: every field costs serialization on the hot path). A fresh object the
  * caller may add to.

@@ -1,11 +1,11 @@
 /**
- * Which addresses count as clients (spec 5.12 non-routable list; IPv4-mapped IPv6 judged by the
+ * Which addresses count as clients (the non-routable list of docs/client-address.md; IPv4-mapped IPv6 judged by the
  * embedded IPv4), how addresses are bucketed (IPv6 /64), and the affinity key order.
  */
 import { CidrSet, formatIp, formatIpv6Slash64, isV4, newIpWords, parseIpInto, type IpWords } from './cidr';
 import type { ClientIpInfo } from './client-address';
 
-/** Non-routable networks (spec 5.12). IPv4 rules also judge IPv4-mapped IPv6 by the embedded IPv4. */
+/** Non-routable networks. IPv4 rules also judge IPv4-mapped IPv6 by the embedded IPv4. */
 export const NON_ROUTABLE_NETWORKS: readonly string[] = Object.freeze([
   // IPv4
   '0.0.0.0/32', // unspecified
@@ -50,7 +50,7 @@ export function routableWords(w: IpWords): boolean {
 
 /**
  * Whether `ip` (exactly one IPv4/IPv6 address, no whitespace, port or zone) is routable: false
- * for unparseable text and the spec 5.12 ranges; IPv4-mapped IPv6 is judged by its IPv4.
+ * for unparseable text and the non-routable ranges; IPv4-mapped IPv6 is judged by its IPv4.
  */
 export function isRoutable(ip: string): boolean {
   const w = newIpWords();
@@ -71,7 +71,7 @@ export function ipBucket(ip: string): string {
 }
 
 /**
- * The upstream affinity key (spec 5.12): the API-key hash, else `grant:<grant_id>`, else
+ * The upstream affinity key: the API-key hash, else `grant:<grant_id>`, else
  * `ip:<bucket>` of a resolved client address; undefined when none applies (an unresolved
  * address is not a key: all unknown clients would share one bucket). Empty strings count as absent.
  */

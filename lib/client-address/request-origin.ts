@@ -1,6 +1,6 @@
 /**
- * Where a request comes from, as the gateway and the control-plane API record it: the resolved client address (spec 5.12)
- * and the `http_request` fields of spec 6.4 (`remote_ip`, `peer_ip`, `ip_source`, forwarding
+ * Where a request comes from, as the gateway and the control-plane API record it: the resolved client address
+ * (docs/client-address.md) and the `http_request` log fields (`remote_ip`, `peer_ip`, `ip_source`, forwarding
  * header values, `user_agent`, `host`, `origin`, `referer`, `session_id`). Resolved once, at the
  * start of the request (the socket's address is gone once it closes).
  */
@@ -42,7 +42,7 @@ function addHeader(out: Record<string, unknown>, field: string, req: IncomingMes
   if (value !== undefined) out[field] = cleanText((Array.isArray(value) ? value.join(', ') : value).slice(0, 256));
 }
 
-/** The `http_request` fields of spec 6.4 for a request: the client address fields plus the request headers present. */
+/** The `http_request` log fields for a request: the client address fields plus the request headers present. */
 export function requestLogFields(client: ClientIpInfo, req: IncomingMessage): Record<string, unknown> {
   const out = clientIpLogFields(client);
   addHeader(out, 'user_agent', req, 'user-agent');

@@ -1,6 +1,6 @@
 /**
  * The gateway's grant dispatch API, called by the control plane with `GATEWAY_GRANT_DISPATCH_TOKEN`
- * (spec 5.3, 5.8; docs/agent-grants.md): issue, renew and revoke inference grants, and check that
+ * (docs/agent-grants.md): issue, renew and revoke inference grants, and check that
  * an owner may run agent turns on a model. Served by gateway/agent-grants/dispatch-router.ts,
  * called by agent/grants/gateway-grant-client.ts through lib/http/internal-client.ts.
  */

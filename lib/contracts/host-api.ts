@@ -1,5 +1,5 @@
 /**
- * The control-plane API a host runner calls with its own credential (`ahc_…`; spec 3.5, 5.3-5.5;
+ * The control-plane API a host runner calls with its own credential (`ahc_…`;
  * docs/agent-hosts.md): the heartbeat, an admitted attempt's context, the attempt's inference
  * grant and its repository's clone credential, its driver's events, and the host's container inventory. Served by
  * api/routes/{hosts,host-attempts,grants,agent-events,host-inventory}.ts,
@@ -12,7 +12,7 @@ import { AGENT_DRIVERS } from '../settings';
 import { EXECUTION_PROFILES, SANDBOX_BACKENDS } from '../execution-profiles';
 import { defineEndpoint } from './endpoint';
 
-/** The most slots a host may report, or an operator may save for it (spec 8). */
+/** The most slots a host may report, or an operator may save for it. */
 export const MAX_HOST_SLOTS = 128;
 
 const text = (max: number) => z.string().max(max);
@@ -308,7 +308,7 @@ const reportedContainer = z.object({
 }).strict();
 
 /**
- * `POST /v1/agent/hosts/:hostId/inventory` (every `AGENT_INVENTORY_REFRESH_SECONDS`, spec 8: 30 s):
+ * `POST /v1/agent/hosts/:hostId/inventory` (every `AGENT_INVENTORY_REFRESH_SECONDS`, default 30 s):
  * every container on the host labelled `agent.managed=true` and `agent.host=<hostId>`, with its
  * reading. The API reconciles it with PostgreSQL (docs/sandboxes.md "Reconciler") and answers the
  * ids of orphan containers past their grace period; the host removes exactly those.

@@ -93,7 +93,7 @@ function errorResponse(status: number): Record<string, unknown> {
 function errorStatuses(route: RouteEntry, method: string, hasParams: boolean, doc: RouteDoc | undefined): number[] {
   const statuses = new Set<number>([400]);
   if (route.access !== 'public') statuses.add(401).add(403);
-  // The gateway's admin API without a database answers 500 `Database not configured` (spec 7).
+  // The gateway's admin API without a database answers 500 `Database not configured`.
   if (route.access === 'admin') statuses.add(500);
   if (hasParams) statuses.add(404);
   if (doc?.body || doc?.bodyText || (BODY_METHODS.has(method) && !doc?.noBody)) statuses.add(413);

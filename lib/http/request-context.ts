@@ -33,7 +33,7 @@ export class LazyRequestState implements RequestState {
   }
 }
 
-/** Header values longer than this are cut in the DEBUG `http_request_headers` line (spec 6.4). */
+/** Header values longer than this are cut in the DEBUG `http_request_headers` line (docs/client-address.md). */
 const HEADER_LOG_LIMIT = 256;
 const MASKED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'cookie']);
 

@@ -1,5 +1,5 @@
 /**
- * The static operator credential `ADMIN_TOKEN` (spec 4.3): it opens the gateway's admin API and
+ * The static operator credential `ADMIN_TOKEN` (docs/identity.md): it opens the gateway's admin API and
  * the control plane's operator routes alike, so both processes check it here.
  */
 import { tokenEquals } from './constant-time';

@@ -3,7 +3,7 @@
  * written once: the gateway applies it to its in-memory caches on the hot path, the control-plane
  * API to rows it has just read from PostgreSQL, so the two can never disagree about a key.
  *
- * Order matters, because the answer labels rejection rows (spec 5.11) and auth-failure log lines:
+ * Order matters, because the answer labels rejection rows (docs/identity.md, blocklist) and auth-failure log lines:
  * a revoked credential is `revoked` whatever its owner's state; then the owner (deleted before
  * suspended); then expiry. Only a credential that passes all of them is `valid`.
  */

@@ -1,5 +1,5 @@
 /**
- * Account roles (spec 5.1), lowest first: `free` < `pro` < `internal` < `admin`. A credential
+ * Account roles, lowest first: `free` < `pro` < `internal` < `admin`. A credential
  * carries its owner's role; model visibility (`required_role`) is decided on it.
  */
 

@@ -1,6 +1,6 @@
 /**
  * `npm run create-admin -- --email <EMAIL> [--password-stdin]`: creates an administrator out of
- * band (spec 5.10's preferred way to get a first admin), or promotes and re-keys an existing
+ * band (the preferred way to get a first admin, safer than `ADMIN_EMAILS`), or promotes and re-keys an existing
  * account. The password comes from a hidden prompt, or from the first line of standard input
  * with `--password-stdin` (for scripts). Uses `DATABASE_URL` (the dev stack's when unset).
  * The account also gets the `agent.use` permission (kept with any it had), so the first

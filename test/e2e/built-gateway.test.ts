@@ -1,6 +1,6 @@
 /**
  * The built gateway (`node dist/gateway/main.js`, what `npm run gateway`, `npm start` and the
- * image run) with no configuration serves the bundled example registry (spec 2.4 rule 8).
+ * image run) with no configuration serves the bundled example registry (docs/registry.md).
  * `npm test` builds before running the tests.
  */
 import assert from 'node:assert/strict';

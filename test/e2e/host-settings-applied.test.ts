@@ -1,5 +1,5 @@
 /**
- * Host settings reach new turns and new sandboxes (spec 4.4; docs/agent-admin.md "Host settings"),
+ * Host settings reach new turns and new sandboxes (docs/agent-admin.md "Host settings"),
  * with the built control worker and host runner as real processes: a limit saved through the API
  * is picked up by the control worker's own settings poll, recorded on the next admitted turn's
  * attempt, and a container created for that turn gets the saved memory and CPU caps (as

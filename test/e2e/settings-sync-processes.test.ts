@@ -1,5 +1,5 @@
 /**
- * Settings sync across real processes (spec 8; docs/agent-admin.md "Settings"): two built
+ * Settings sync across real processes (docs/agent-admin.md "Settings"): two built
  * control-plane APIs (`node dist/api/main.js`) on one database. A change saved through one is
  * answered by the other within 5 s, a credential saved through one is readable (configured) by the
  * other, and the secret appears in neither process's output.

@@ -1,5 +1,5 @@
 /**
- * Spec 5.8: a secret shorter than its minimum stops the process at startup, naming the variable and
+ * A secret shorter than its minimum stops the process at startup, naming the variable and
  * never showing the value. Run against the built entry points (`npm test` builds first): the
  * gateway, the control-plane API, the control worker and the host runner.
  */

@@ -1,5 +1,5 @@
 /**
- * Model visibility overrides and concurrency exemptions (spec 4.3) against real PostgreSQL:
+ * Model visibility overrides and concurrency exemptions (docs/runtime-config.md) against real PostgreSQL:
  * baseline/override/effective listing, the effective required_role deciding resolution
  * (404 for a role that may not see the model) and `/v1/models`, and re-application after restart.
  */

@@ -1,5 +1,5 @@
 /**
- * Offload policies and routewise settings (spec 4.3, 2.9) against real PostgreSQL: validation,
+ * Offload policies and routewise settings (docs/runtime-config.md) against real PostgreSQL: validation,
  * refusals (hybrid models, routes that do not exist), the listing's `active` (or its inactive
  * reason), the refusal to delete a runtime route that is the offload route, restart persistence.
  */

@@ -1,5 +1,5 @@
 /**
- * Providers and provider keys (spec 4.3, 2.8) against real PostgreSQL and fake upstreams: custom
+ * Providers and provider keys (docs/runtime-config.md) against real PostgreSQL and fake upstreams: custom
  * provider definitions (refused slugs, verification without saving, use by runtime routes),
  * provider keys joining the pool of routes with that label, environment keys disabled by
  * fingerprint, the rotation switch, and secrets never shown in responses or logs.

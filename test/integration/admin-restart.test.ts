@@ -1,6 +1,6 @@
 /**
  * Runtime overrides survive a restart: weights, visibility and a runtime model changed through the
- * admin API are re-applied by a new gateway started on the same database (spec 1.3).
+ * admin API are re-applied by a new gateway started on the same database (docs/runtime-config.md).
  */
 import assert from 'node:assert/strict';
 import { admin, ADMIN_TOKEN } from '../support/admin';

@@ -1,5 +1,5 @@
 /**
- * Runtime models, runtime routes and retargets of file routes (spec 4.3, 2.4 rule 11) against
+ * Runtime models, runtime routes and retargets of file routes (docs/runtime-config.md) against
  * real PostgreSQL and fake upstreams: created through the admin API, callable through
  * `/v1/chat/completions`, tagged `runtime`/`override`, re-applied after a restart.
  */

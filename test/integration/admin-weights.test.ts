@@ -1,5 +1,5 @@
 /**
- * Admin routing listing, weight overrides and strategy switch (spec 4.3) against real
+ * Admin routing listing, weight overrides and strategy switch (docs/runtime-config.md) against real
  * PostgreSQL: listing tags, GET/PUT/DELETE of weights, log events, live traffic shift between
  * two fake upstreams, and re-application after a restart on the same database.
  */

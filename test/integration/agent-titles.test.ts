@@ -1,5 +1,5 @@
 /**
- * Generated chat titles (spec 8) over the real stack (PostgreSQL, Temporal, Docker, gateway with
+ * Generated chat titles (docs/agent-api.md "Titles") over the real stack (PostgreSQL, Temporal, Docker, gateway with
  * a fake LLM upstream): a new chat titled from its prompt gets the model's sanitized title through
  * a `title` grant that is revoked afterwards (≤ 4,000 prompt characters, `max_tokens` 256); an
  * owner-given title is never replaced; an owner rename during generation wins; unusable answers

@@ -1,6 +1,6 @@
 /**
  * The turn state machine on real PostgreSQL (agent/jobs/turn-transitions.ts, turn-admission.ts):
- * every allowed transition changes the turn, its attempt and its control event as spec 3.3 says;
+ * every allowed transition changes the turn, its attempt and its control event as docs/agent-api.md says;
  * every transition tried from a state it does not allow changes no row at all; and concurrent
  * claims (or a claim and a cancel) of the same turn let exactly one of them apply.
  */

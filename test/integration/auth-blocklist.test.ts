@@ -1,6 +1,6 @@
 /**
- * The repeated-auth-failure blocklist (spec 5.11) through a real gateway: failures counted per
- * client source (addresses asserted by a trusted proxy), 429 with the spec's message even for a
+ * The repeated-auth-failure blocklist (docs/identity.md) through a real gateway: failures counted per
+ * client source (addresses asserted by a trusted proxy), 429 with the documented message even for a
  * corrected key, exempt sources, the admin listing and lifting of blocks.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Chat deletion and the deletion sweep (spec 3.4 last row, 6.3, 8; docs/chat-deletion.md) over the
+ * Chat deletion and the deletion sweep (docs/chat-deletion.md) over the
  * real stack: the owner routes on the API, the sweep's Temporal Schedule (created by the control
  * worker's own startup call) and workflow on the Temporal dev server, the sandbox group workflow's
  * stop and delete on a host runner with the real Docker engine, PostgreSQL for every record.

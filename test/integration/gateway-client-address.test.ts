@@ -1,5 +1,5 @@
 /**
- * Client addresses in the gateway's request lines (spec 5.12, 6.4): forwarded headers honoured
+ * Client addresses in the gateway's request lines (docs/client-address.md): forwarded headers honoured
  * only from trusted proxies, the unresolved event, the masked DEBUG header line, startup errors.
  */
 import assert from 'node:assert/strict';

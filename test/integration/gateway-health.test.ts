@@ -1,5 +1,5 @@
 /**
- * `GET /health` and `/health/ready` of the gateway (spec 4.2) with a real database, with no
+ * `GET /health` and `/health/ready` of the gateway (docs/errors-and-health.md) with a real database, with no
  * database, and with a configured database that is unreachable at startup.
  */
 import assert from 'node:assert/strict';

@@ -1,8 +1,8 @@
 /**
- * `GET /health/deep` (spec 2.10, 4.2) against real PostgreSQL: per-endpoint circuit state and
+ * `GET /health/deep` (docs/routing.md) against real PostgreSQL: per-endpoint circuit state and
  * availability, `degraded` after an upstream credential rejection, `route_exclusions` from the
  * runtime configuration (admin weight override 0, provider disabled) merged into the providers
- * map, and a verdict that exclusions do not degrade; synthetic probes (spec 5.9) record nothing
+ * map, and a verdict that exclusions do not degrade; synthetic probes (docs/identity.md) record nothing
  * while a key's real traffic moves breaker and affinity (key `key:<id>`).
  */
 import assert from 'node:assert/strict';

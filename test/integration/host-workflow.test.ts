@@ -1,6 +1,6 @@
 /**
  * The host workflow `host:<hostId>` over the real API, PostgreSQL and the Temporal dev server
- * (spec 3.5, 4.4, 8; docs/agent-hosts.md "The host workflow"): slot changes (lower, raise, host
+ * (docs/agent-hosts.md "The host workflow"): slot changes (lower, raise, host
  * default) confirmed by heartbeats with their display states, stale detection at the threshold and
  * back online on the next beat, guarded removal that drains then removes, cancelling a drain, and
  * the refusals (409 with the reason, 404 unknown host, 400 naming the field). Heartbeats are sent by

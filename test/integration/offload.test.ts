@@ -1,5 +1,5 @@
 /**
- * Offload execution (spec 2.9, 8) through a real gateway, real PostgreSQL and two fake upstreams:
+ * Offload execution (docs/routing.md "Offload") through a real gateway, real PostgreSQL and two fake upstreams:
  * a local engine and the offload route. The policy is set through the admin API; waits are small
  * (0.2 s) and nothing asserts on durations, only on which upstream answered, what was aborted,
  * the `route_offload` log line, the request-log row and the admin offload report.

@@ -108,7 +108,7 @@ describe('request log (api_logs)', function () {
     assert.equal(row.metadata.agent, 'claude-cli');
     assert.equal(row.metadata.user_agent, 'claude-cli/1.0.3 (external, cli)');
     assert.equal(row.metadata.session_id, 'sess-1');
-    // A loopback peer is no client address (spec 5.12): the provenance says so.
+    // A loopback peer is no client address (docs/client-address.md): the provenance says so.
     assert.deepEqual(row.metadata.client, { client_ip: 'unknown', peer_ip: '127.0.0.1', source: 'socket', resolved: false, reason: 'peer_not_routable' });
     assert.equal(row.metadata.routing?.provider, 'route-a');
     assert.equal(row.metadata.routing?.endpoint_id, row.endpoint_id);

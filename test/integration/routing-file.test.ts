@@ -1,5 +1,5 @@
 /**
- * The routing file end to end (spec 2.6, 4.2): the local/remote split on a gateway without a
+ * The routing file end to end (docs/routing-file.md): the local/remote split on a gateway without a
  * database (and not with one), report-only health probing of local entries, and `GET /routing`.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Archive to object storage and delete, cold and restoring (spec 3.4) over the real stack: the
+ * Archive to object storage and delete, cold and restoring (docs/sandboxes.md "Archives") over the real stack: the
  * sandbox group workflow on the Temporal dev server, a host runner on the real Docker engine,
  * PostgreSQL, and a real S3 server (versitygw) holding the archives. The archive goes up with a
  * presigned single PUT; its receipt is committed only after verification, only then is the

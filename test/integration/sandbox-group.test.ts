@@ -1,5 +1,5 @@
 /**
- * Operator actions on sandbox groups (spec 3.4) over the real stack: PostgreSQL, the Temporal dev
+ * Operator actions on sandbox groups (docs/sandboxes.md) over the real stack: PostgreSQL, the Temporal dev
  * server (workflow `sandbox:<groupId>`, update-with-start from the API), a host runner on the real
  * Docker engine. For each row: its condition refused (409, nothing changes), its effect (the
  * container as dockerode sees it, the group row), and the refusals every action shares: two

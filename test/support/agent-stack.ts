@@ -70,7 +70,7 @@ export interface AgentStackOptions {
   poolMax?: number;
   /** The object store of the API, the control worker and the host runner (default an fs store in a temporary directory). */
   objectStore?: ObjectStore;
-  /** USD per 1M tokens of `agent-model` (spec 2.1 `pricing`); unpriced by default. */
+  /** USD per 1M tokens of `agent-model` (`pricing`, docs/pricing.md); unpriced by default. */
   pricing?: { prompt: string; completion: string };
   /** More YAML fields of `agent-model`'s entry, e.g. `supports_tools: true` (written after a comma). */
   modelFields?: string;

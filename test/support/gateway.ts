@@ -25,7 +25,7 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   /** Models file contents (`models:` list). */
   modelsYaml?: string;
-  /** Routing file contents (spec 2.6); written to a file named by `ROUTING_CONFIG_PATH`. Default: the bundled file. */
+  /** Routing file contents (docs/routing-file.md); written to a file named by `ROUTING_CONFIG_PATH`. Default: the bundled file. */
   routingYaml?: string;
   /** Environment: settings and `${NAME}` expansion. `USER_AUTH_ENABLED` defaults to false. */
   env?: Record<string, string>;

@@ -244,7 +244,7 @@ async function sandboxGroupLifecycle(stack: AgentStack): Promise<RecordedRun[]> 
 }
 
 /**
- * Archive and delete through the API (spec 3.4): a stopped group is spooled, granted, uploaded,
+ * Archive and delete through the API (docs/sandboxes.md "Archives"): a stopped group is spooled, granted, uploaded,
  * verified and committed, then its container removed (cold), all in one run of `sandbox:<groupId>`.
  */
 async function sandboxGroupArchive(stack: AgentStack): Promise<RecordedRun[]> {

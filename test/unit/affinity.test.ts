@@ -14,7 +14,7 @@ function table(options: { maxAgeMs?: number; enabled?: boolean; sweepAbove?: num
   return { t, clock };
 }
 
-describe('affinity table (spec 3.2)', () => {
+describe('affinity table', () => {
   it('none → pinned on the first answer; the TTL slides with every use', () => {
     const { t, clock } = table();
     const key = AffinityTable.key('ip:8.8.8.8', 'm');
@@ -118,7 +118,7 @@ function serve(routing: RoutingCore, m: Model, fail?: number): string | undefine
   return undefined;
 }
 
-describe('affinity in route selection (spec 3.2 rows)', () => {
+describe('affinity in route selection', () => {
   it('pinned: a request within the TTL goes to the pinned endpoint first, fallback after it', () => {
     const { routing } = core({ draws: [0.9] });
     const m = model([route('a'), route('b'), route('c')]);

@@ -1,5 +1,5 @@
 /**
- * Pure rules of the owner API: initial titles (spec 8), conversation state (spec 3.3),
+ * Pure rules of the owner API: initial titles, conversation state,
  * repository entitlement, and the job body schema.
  */
 import assert from 'node:assert/strict';

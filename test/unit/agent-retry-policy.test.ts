@@ -1,5 +1,5 @@
 /**
- * The spec-8 retry policy of agent drivers: 15 retries, exponential delay from 500 ms capped at
+ * The retry policy of agent drivers (docs/agent-events.md): 15 retries, exponential delay from 500 ms capped at
  * 32 s plus up to 25 % jitter, integer Retry-After honoured, 60 s ordinary-mode ceiling, deadline.
  */
 import assert from 'node:assert/strict';

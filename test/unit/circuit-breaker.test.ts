@@ -20,7 +20,7 @@ function fail(b: CircuitBreakers, id: string, times: number): void {
   }
 }
 
-describe('circuit breaker (spec 3.1)', () => {
+describe('circuit breaker', () => {
   it('closed → open after the threshold of consecutive failures; a success in between resets the count', () => {
     const { b, events } = breakers({ threshold: 3 });
     fail(b, 'e1', 2);

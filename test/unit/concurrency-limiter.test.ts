@@ -34,7 +34,7 @@ function limiter(options: { initial?: number; max?: number; interval?: number; e
 /** Settles pending promise callbacks. */
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('adaptive outbound concurrency (AIMD, spec 8)', () => {
+describe('adaptive outbound concurrency (AIMD)', () => {
   it('starts at the initial limit per (provider label, key); lanes are independent', () => {
     const { l } = limiter({ initial: 2 });
     const lane = l.lane('p', 'k1');

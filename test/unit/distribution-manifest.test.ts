@@ -1,5 +1,5 @@
 /**
- * Distribution manifest (spec 2.7): validation, activation modes, and its `paths:` in registry
+ * Distribution manifest (docs/site-config.md): validation, activation modes, and its `paths:` in registry
  * path resolution (env beats manifest, which beats the bundled default).
  */
 import assert from 'node:assert/strict';

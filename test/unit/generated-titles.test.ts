@@ -1,5 +1,5 @@
 /**
- * Generated chat titles (spec 8): the title call's body (first prompt cut to 4,000 characters,
+ * Generated chat titles (docs/agent-api.md "Titles"): the title call's body (first prompt cut to 4,000 characters,
  * `max_tokens` 256) and the sanitizing of the model's answer (one line, quotes and markdown
  * stripped, at most 80 characters; nothing usable is undefined).
  */

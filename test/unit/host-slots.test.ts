@@ -1,5 +1,5 @@
 /**
- * Effective slots (spec 3.5): the lower of the saved number and the heartbeat-reported total.
+ * Effective slots (docs/agent-hosts.md): the lower of the saved number and the heartbeat-reported total.
  */
 import assert from 'node:assert/strict';
 import { effectiveSlots } from '../../agent/hosts/placement';

@@ -1,5 +1,5 @@
 /**
- * Slot display states of the operator's host view (spec 3.5): applying N, N not applied,
+ * Slot display states of the operator's host view (docs/agent-hosts.md): applying N, N not applied,
  * redeploy to change, or nothing pending.
  */
 import assert from 'node:assert/strict';

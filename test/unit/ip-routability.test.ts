@@ -1,5 +1,5 @@
 /**
- * Address classes of spec 5.12 (every non-routable range, IPv4-mapped IPv6) and the address
+ * Address classes of docs/client-address.md (every non-routable range, IPv4-mapped IPv6) and the address
  * parsers checked against node:net.
  */
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { isRoutable, NON_ROUTABLE_NETWORKS } from '../../lib/client-address/ip-r
 import { CidrSet, formatIp, isV4, newIpWords, parseCidr, parseIpInto } from '../../lib/client-address/cidr';
 
 describe('address classes', () => {
-  describe('non-routable ranges (spec 5.12)', () => {
+  describe('non-routable ranges', () => {
     // [address, routable]
     const table: [string, boolean][] = [
       // unspecified

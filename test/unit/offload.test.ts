@@ -1,5 +1,5 @@
 /**
- * Offload decisions (spec 2.9, 8) as pure functions and through the fallback driver with scripted
+ * Offload decisions (docs/routing.md "Offload") as pure functions and through the fallback driver with scripted
  * attempts: which reason, at most once, `max_input_tokens`, inactive reasons, and what happens
  * when the offload route fails.
  */

@@ -17,7 +17,7 @@ function tracker(options: { intervene?: number; maxElephants?: number; enabled?:
   return { t, clock };
 }
 
-describe('prefill-aware selection (spec 8)', () => {
+describe('prefill-aware selection', () => {
   it('power-of-two choice engages only when the heavier draw has at least the intervention threshold queued', () => {
     const { t } = tracker({ intervene: 1000 });
     t.start('a', 999, false);

@@ -1,5 +1,5 @@
 /**
- * `pricing_schedule` (spec 2.1): validation at registry load (model and route level), the pricing
+ * `pricing_schedule` (docs/pricing.md): validation at registry load (model and route level), the pricing
  * in force at an instant (fake clock: boundaries, midnight wrap, before/after `effective_at`), and
  * `costOf` reading the schedule.
  */

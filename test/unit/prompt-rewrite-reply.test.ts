@@ -1,5 +1,5 @@
 /**
- * Reading the prompt-rewrite model's reply (spec 4.4, 8): which mode a request asks for, the
+ * Reading the prompt-rewrite model's reply (docs/agent-grants.md): which mode a request asks for, the
  * chat body sent, and the refusal (502) of replies that break the JSON shape or the counts.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Registry loading rules of spec 2.4 and 2.5, each with its log line or message.
+ * Registry loading rules and embeddings paths (docs/registry.md), each with its log line or message.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';

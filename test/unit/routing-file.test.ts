@@ -1,5 +1,5 @@
 /**
- * The routing file of spec 2.6: schema and defaults, expansion at any depth, deprecated spellings,
+ * The routing file (docs/routing-file.md): schema and defaults, expansion at any depth, deprecated spellings,
  * validation failures, the default router (with `ENABLE_ROUTEWISE`), and the local/remote split.
  */
 import assert from 'node:assert/strict';
@@ -72,7 +72,7 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 describe('routing file', () => {
   describe('schema and loading', () => {
-    it('applies the defaults of spec 2.6 to an empty file and to the bundled file', async () => {
+    it('applies the documented defaults to an empty file and to the bundled file', async () => {
       assert.deepEqual(DEFAULT_ROUTING_FILE, {
         default_router: 'fixed', timeout: 2, health_check: 0, local_deployment: [], remote_deployment: [], logging: {}, local_fraction: 0.5,
       });

@@ -20,7 +20,7 @@ describe('settings schema', () => {
     assert.ok(Object.isFrozen(s));
   });
 
-  it('applies the spec defaults for sandboxes, host inventory and prompt rewrite to an empty environment', () => {
+  it('applies the documented defaults for sandboxes, host inventory and prompt rewrite to an empty environment', () => {
     const s = loadSettings({});
     assert.equal(s.AGENT_SANDBOX_MEMORY_BYTES, 4 * 1024 ** 3, 'each sandbox capped at 4g memory');
     assert.equal(s.AGENT_SANDBOX_CPUS, 2, 'each sandbox capped at 2 CPUs');
@@ -32,7 +32,7 @@ describe('settings schema', () => {
     assert.deepEqual([turn.memoryBytes, turn.nanoCpus], [4 * 1024 ** 3, 2e9], 'a turn admitted with default host settings gets 4g and 2 CPUs');
   });
 
-  it('parses boolean flags as the spec writes them (false or 0)', () => {
+  it('parses boolean flags written as false or 0', () => {
     for (const value of ['false', '0', 'FALSE', 'off']) assert.equal(loadSettings({ USER_AUTH_ENABLED: value }).USER_AUTH_ENABLED, false);
     for (const value of ['true', '1', 'yes']) assert.equal(loadSettings({ USER_AUTH_ENABLED: value }).USER_AUTH_ENABLED, true);
   });
@@ -58,7 +58,7 @@ describe('settings schema', () => {
     assert.throws(() => loadSettings({ OBJECT_STORE_BACKEND: 's3' }), /S3_ENDPOINT is required when OBJECT_STORE_BACKEND=s3/);
   });
 
-  it('refuses each secret shorter than 32 bytes (spec 5.8), naming the variable and never its value', () => {
+  it('refuses each secret shorter than 32 bytes, naming the variable and never its value', () => {
     for (const name of ['GATEWAY_GRANT_DISPATCH_TOKEN', 'AGENT_ONCALL_DISPATCH_TOKEN', 'AGENT_CONTROL_TOKEN_SECRET', 'AGENT_SOURCE_CONTROL_ENCRYPTION_KEY', 'AGENT_SETTINGS_ENCRYPTION_KEY']) {
       const short = 'x'.repeat(31);
       assert.throws(() => loadSettings({ [name]: short }), (err: unknown) => {

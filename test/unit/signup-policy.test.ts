@@ -1,5 +1,5 @@
 /**
- * Whether sign-up is open (spec 2.7, 5.10): distribution state first, then the runtime switch
+ * Whether sign-up is open (docs/identity.md): distribution state first, then the runtime switch
  * over `SIGNUP_ENABLED`, closed while settings are unreadable.
  */
 import assert from 'node:assert/strict';

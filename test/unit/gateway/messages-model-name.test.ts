@@ -1,5 +1,5 @@
 /**
- * Model-name translation on the messages surface (spec 4.1): the bracketed long-context marker
+ * Model-name translation on the messages surface (docs/inference-surfaces.md): the bracketed long-context marker
  * goes first, then a dashed version at the end (optionally before a date) becomes dotted; every
  * other name passes unchanged.
  */

@@ -1,5 +1,5 @@
 /**
- * The `http_request` header fields (spec 6.4) pass the text rule on their way into the log line
+ * The `http_request` header fields pass the text rule on their way into the log line
  * (docs/security.md): a bad character becomes U+FFFD, and a clean value is kept as it is.
  */
 import assert from 'node:assert/strict';

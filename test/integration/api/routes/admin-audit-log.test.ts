@@ -105,7 +105,7 @@ describe('admin: agent audit log route (PostgreSQL)', () => {
     assert.equal(rest.body.next_before, null);
     for (const category of ['settings', 'servers', 'measurements', 'content']) {
       const page = await get(`?category=${category}`);
-      assert.equal(page.status, 200, `the spec's filter value ${category}`);
+      assert.equal(page.status, 200, `the filter value ${category}`);
       assert.deepEqual(page.body.entries.map((e) => e.id), written.filter((w) => w.category === category).map((w) => w.id));
     }
   });

@@ -1,5 +1,5 @@
 /**
- * Event content is audited before it is returned (spec 4.4, 7; docs/agent-admin.md "Event
+ * Event content is audited before it is returned (docs/agent-admin.md "Event
  * content"), over the real API and PostgreSQL: while the audit table is locked the request waits
  * and nothing is answered, and when the audit insert fails the answer is 503 with no payload.
  */

@@ -1,5 +1,5 @@
 /**
- * Releasing server allocations over the real API, PostgreSQL and Temporal (spec 4.4 `DELETE
+ * Releasing server allocations over the real API, PostgreSQL and Temporal (`DELETE
  * /admin/agent/servers/<allocation_id>` `{expected_revision: N}`; docs/agent-hosts.md "Server
  * allocations"): the host goes through its workflow's guarded removal, run by a control worker on
  * the test's own task queue. An idle host is removed and the allocation released at once (200);

@@ -1,5 +1,5 @@
 /**
- * Server allocations over the real API and PostgreSQL (spec 4.4; docs/agent-hosts.md "Server
+ * Server allocations over the real API and PostgreSQL (docs/agent-hosts.md "Server
  * allocations"): operator only on every route; create, list (state filter, paging), show; the
  * refusals that change nothing (400 naming the field for malformed ids, bodies and queries, 404
  * unknown, 409 already allocated or draining, 409 a stale revision naming the current one); the

@@ -78,7 +78,7 @@ describe('admin: agent settings (PostgreSQL, two API processes)', function () {
     assert.equal(saved.body.settings.title_generation_enabled?.saved, false, 'an omitted key keeps its value');
     assert.equal(api.deps.settings.WORKSPACE_DOWNLOAD_MAX_MIB, 64, 'the live environment view follows');
     assert.equal(api.deps.settings.AGENT_REPO_ALLOWLIST, 'acme/one,https://git.example.test/team/');
-    // The default sync period (AGENT_SETTINGS_SYNC_SECONDS=2) brings it to the other process within spec 8's 5 s.
+    // The default sync period (AGENT_SETTINGS_SYNC_SECONDS=2) brings it to the other process within the promised 5 s.
     await eventually(() => Promise.resolve(second.deps.settings.WORKSPACE_DOWNLOAD_MAX_MIB === 64), 'the second API applies the change', 5000);
     assert.equal((await get(second)).body.settings.repo_allowlist?.value instanceof Array, true);
 

@@ -1,5 +1,5 @@
 /**
- * Per-day running time between two readings (spec 8: gaps count at most 120 s; UTC days): the
+ * Per-day running time between two readings (gaps count at most 120 s; UTC days): the
  * whole gap when short, its last 120 s when longer, split at UTC midnight.
  */
 import assert from 'node:assert/strict';

@@ -23,7 +23,7 @@ describe('host settings', () => {
     assert.equal(values.container_disk_gib, 20, 'every sandbox gets a disk of its own (sparse)');
     assert.equal(values.idle_timeout_seconds, null);
     const spec = defaultValues(loadSettings({}));
-    assert.deepEqual([spec.turn_time_limit_seconds, spec.container_memory_mib, spec.container_cpus], [1800, 4096, 2], 'spec 8: 4g and 2 CPUs');
+    assert.deepEqual([spec.turn_time_limit_seconds, spec.container_memory_mib, spec.container_cpus], [1800, 4096, 2], '4g and 2 CPUs per sandbox');
   });
 
   it('each route parses only its own keys', () => {
