@@ -82,6 +82,25 @@ describe('sandbox lifecycle and turn admission (PostgreSQL, admin inventory rout
     assert.deepEqual(audit, [{ actor_type: 'system', actor_name: 'turn-admission', outcome: 'succeeded' }]);
   });
 
+  it('a stale host\'s hidden entry reappears when its chat\'s turn is admitted after the host came back', async () => {
+    const staleHost = 'lifecycle-stale-host';
+    await insertHost(t.db, staleHost, { slotsTotal: 8 });
+    const { jobId, groupId } = await stoppedChat();
+    await t.db('agent_sandboxes').where({ group_id: groupId }).update({ host_id: staleHost, state: 'running' });
+    await t.db('agent_jobs').where({ job_id: jobId }).update({ host_id: staleHost });
+    await insertHost(t.db, staleHost, { slotsTotal: 8, heartbeatAgeSeconds: 300 });
+    const hidden = await claimSandboxAction(t.db, { groupId, request: request('remove_from_inventory'), staleSeconds: 90, archivesConfigured: false });
+    assert.deepEqual(hidden, { kind: 'done', state: 'running', hidden: true });
+    assert.equal(await listed('running', groupId), undefined);
+    await queueSecondTurn(jobId);
+    assert.deepEqual(await admit(jobId, 2), { kind: 'wait', reason: 'host_offline' });
+    assert.equal((await listed('all', groupId))?.hidden_reason, 'host_stale', 'a turn that waits is no new work yet');
+    await insertHost(t.db, staleHost, { slotsTotal: 8 });
+    assert.equal((await admit(jobId, 2)).kind, 'admitted');
+    assert.equal((await listed('running', groupId))?.hidden, false);
+    await insertHost(t.db, staleHost, { slotsTotal: 8, heartbeatAgeSeconds: 300 }); // the other tests' chats go to HOST
+  });
+
   it('a running observation of the recorded container shows a sandbox removed from the inventory while stopped again', async () => {
     const { groupId, containerId } = await stoppedChat();
     await hide(groupId);
