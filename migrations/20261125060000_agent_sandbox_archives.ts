@@ -33,14 +33,27 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`alter table agent_sandboxes add constraint agent_sandboxes_pending_action_check check (pending_action in (${NEW_ACTIONS}))`);
 }
 
+/**
+ * Refuses while anything depends on the archives this revert drops: a `cold` or `restoring` group
+ * (its workspace exists only as an archive, found and verified through its receipt), an
+ * `archiving` one (an archive under way), or any receipt.
+ */
+async function refuseArchivedData(knex: Knex): Promise<void> {
+  const states = await knex('agent_sandboxes').whereIn('state', ['archiving', 'cold', 'restoring']).orWhere('pending_action', 'archive_delete')
+    .groupBy('state').select<Array<{ state: string; count: string }>>('state', knex.raw('count(*) as count'));
+  const receipts = await knex('agent_sandbox_archives').count<Array<{ count: string }>>({ count: '*' });
+  const held = states.map((r) => `${r.count} group(s) ${r.state}`);
+  const receiptCount = Number(receipts[0]?.count ?? 0);
+  if (receiptCount > 0) held.push(`${receiptCount} archive receipt(s) in agent_sandbox_archives`);
+  if (held.length === 0) return;
+  throw new Error(
+    `Refusing to revert 20261125060000_agent_sandbox_archives: ${held.join(', ')}; their workspaces exist only as archives whose receipts this revert would drop. `
+    + 'Let archiving groups finish, restore (a new turn) or delete the cold and restoring groups, and delete the receipts first.',
+  );
+}
+
 export async function down(knex: Knex): Promise<void> {
-  const held: unknown = await knex('agent_sandboxes')
-    .whereIn('state', ['archiving', 'cold', 'restoring']).orWhere('pending_action', 'archive_delete')
-    .first(knex.raw('1 as present'));
-  const receipts: unknown = await knex('agent_sandbox_archives').first(knex.raw('1 as present'));
-  if (held !== undefined || receipts !== undefined) {
-    throw new Error('Refusing to revert 20261125060000_agent_sandbox_archives: archive receipts or archived (cold, restoring, archiving) groups would be lost. Restore or delete those groups first.');
-  }
+  await refuseArchivedData(knex);
   await knex.raw('alter table agent_sandboxes drop constraint agent_sandboxes_pending_action_check');
   await knex.raw(`alter table agent_sandboxes add constraint agent_sandboxes_pending_action_check check (pending_action in (${OLD_ACTIONS}))`);
   await knex.raw('alter table agent_sandboxes drop constraint agent_sandboxes_state_check');

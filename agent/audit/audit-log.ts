@@ -45,6 +45,9 @@ export const USER_DELETION_SWEEPER = { type: 'system', name: 'user-deletion-swee
 /** The system actor of the idle stop: stops sandboxes idle past the host setting `idle_timeout_seconds` (docs/sandboxes.md "Idle stop"). */
 export const IDLE_SANDBOX_STOPPER = { type: 'system', name: 'idle-sandbox-stopper' } as const satisfies AuditActor;
 
+/** The system actor of turn admission: shows a hidden sandbox again when a turn of its chats is admitted (docs/sandboxes.md "Inventory visibility"). */
+export const TURN_ADMISSION = { type: 'system', name: 'turn-admission' } as const satisfies AuditActor;
+
 /** Who performs an action and from where: what a route or a system job passes down to the domain. */
 export interface AuditBy {
   actor: AuditActor;

@@ -11,6 +11,7 @@ import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { WaitReason } from './wait-reasons';
 import { PENDING_STATES } from '../sandboxes/sandbox-actions';
 import { latestReceipt } from '../sandboxes/sandbox-archives';
+import { recordAudit, TURN_ADMISSION } from '../audit/audit-log';
 import type { SandboxArchiveReceipt } from '../../workflows/definitions/sandbox-group';
 import type { TurnLimits } from '../settings/host-settings';
 import { newId } from './job-store';
@@ -113,6 +114,25 @@ async function groupPlacement(trx: Knex.Transaction, job: ClaimedJob): Promise<{
   return { cold: row?.state === 'cold', profile: row?.execution_profile ?? job.execution_profile };
 }
 
+/**
+ * An admitted turn is the group's latest activity, and new work shows a hidden group again
+ * (docs/sandboxes.md "Inventory visibility"): the operator hid a stopped sandbox or a stale host's
+ * entry, and neither holds once a chat of it runs again. The row is locked (ensureGroup).
+ */
+async function noteNewWork(trx: Knex.Transaction, groupId: string, turnId: string): Promise<void> {
+  const row = await trx('agent_sandboxes').where({ group_id: groupId })
+    .first<{ hidden_reason: string | null; generation: number; state: string }>('hidden_reason', 'generation', 'state');
+  const hidden = row?.hidden_reason ?? null;
+  await trx('agent_sandboxes').where({ group_id: groupId })
+    .update({ last_activity_at: trx.fn.now(), ...(hidden !== null ? { hidden_at: null, hidden_reason: null, updated_at: trx.fn.now() } : {}) });
+  if (hidden === null) return;
+  await recordAudit(trx, {
+    actor: TURN_ADMISSION, category: 'sandboxes', action: 'agent.sandbox.restore_inventory', outcome: 'succeeded',
+    target: { type: 'sandbox', id: groupId }, reason: 'A turn of one of its chats was admitted',
+    details: { generation: row?.generation, state: row?.state, hidden_reason: hidden, turn_id: turnId },
+  });
+}
+
 /** Admits turn `seq` of chat `jobId` when it is next, queued and a slot is free. */
 export async function admitTurn(db: Db, input: { jobId: string; seq: number }, limits: AdmissionLimits): Promise<Admission> {
   const admission = await db.transaction(async (trx): Promise<Admission> => {
@@ -131,7 +151,7 @@ export async function admitTurn(db: Db, input: { jobId: string; seq: number }, l
     if (!(await startAttempt(trx, { jobId: input.jobId, turnId: turn.turn_id, seq: turn.seq, attemptId, hostId: placed.hostId, generation: group.generation }))) {
       throw new Error(`turn ${turn.turn_id} left queued under its row lock`);
     }
-    await trx('agent_sandboxes').where({ group_id: group.groupId }).update({ last_activity_at: trx.fn.now() });
+    await noteNewWork(trx, group.groupId, turn.turn_id);
     await trx('agent_turns').where({ turn_id: turn.turn_id }).whereNotNull('wait_reason').update({ wait_reason: null });
     if (limits.turnLimits) await trx('agent_attempts').where({ attempt_id: attemptId }).update({ limits: JSON.stringify(limits.turnLimits) });
     return {

@@ -6,11 +6,12 @@
  */
 import type { Db } from '../../lib/db';
 import { effectiveSlots } from '../hosts/placement';
+import { INVENTORY_STATES } from '../sandboxes/sandbox-inventory';
 
 /** Every turn state (the `agent_turns_state_check` constraint): each is reported, 0 included. */
 export const TURN_STATES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 /** Every sandbox group state (the `agent_sandboxes_state_check` constraint). */
-export const SANDBOX_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed', 'cold', 'restoring'] as const;
+export const SANDBOX_STATES = INVENTORY_STATES;
 
 export interface HostSlots {
   hostId: string;

@@ -5,8 +5,8 @@
  * which lock the same rows.
  *
  * - A reported container that is a live group's recorded container (id, group and generation
- *   labels) is **observed**: latest reading, per-day running time, and a `host_stale`-hidden
- *   group shown again when it is running (spec 3.4: "reappears on matching running observation").
+ *   labels) is **observed**: latest reading, per-day running time, and a hidden group (stale entry
+ *   or removed while stopped) shown again when it is running: a running sandbox is never hidden.
  * - Any other reported container is an **orphan** (orphans.ts), removed after the grace period,
  *   unless a turn of the group it names runs now with that generation: that is a container being
  *   created (`prepareSandbox` runs before `recordSandbox` records its id), never an orphan.
@@ -139,7 +139,7 @@ async function groupOwners(trx: Knex.Transaction, groupIds: string[]): Promise<M
   return owners;
 }
 
-/** Records the reading, adds running time since the previous running reading, and shows a stale-hidden running group again. */
+/** Records the reading, adds running time since the previous running reading, and shows a hidden running group again. */
 async function observe(
   trx: Knex.Transaction, input: { row: GroupRow; c: Reported; now: Date; ownerId: number | undefined; log: Logger; hostId: string },
 ): Promise<void> {
@@ -152,7 +152,8 @@ async function observe(
       [row.group_id, share.day, input.ownerId, share.seconds]);
     }
   }
-  const reappears = c.state === 'running' && row.hidden_reason === 'host_stale';
+  // Either reason for hiding no longer holds once the recorded container runs (docs/sandboxes.md "Inventory visibility").
+  const reappears = c.state === 'running' && row.hidden_reason !== null;
   await trx('agent_sandboxes').where({ group_id: row.group_id }).update({
     observed_at: now, observed_state: c.state, observed_cpu_percent: c.cpu_percent, observed_memory_bytes: c.memory_bytes,
     observed_disk_bytes: c.disk_bytes ?? trx.raw('observed_disk_bytes'),
@@ -162,9 +163,9 @@ async function observe(
   await recordAudit(trx, {
     actor: SANDBOX_RECONCILER, category: 'sandboxes', action: 'agent.sandbox.restore_inventory', outcome: 'succeeded',
     target: { type: 'sandbox', id: row.group_id }, reason: 'Its host reported the recorded container running again',
-    details: { generation: row.generation, container_id: row.container_id, state: row.state },
+    details: { generation: row.generation, container_id: row.container_id, state: row.state, hidden_reason: row.hidden_reason },
   });
-  input.log.info({ event: 'agent_sandbox_reappeared', host_id: input.hostId, group_id: row.group_id }, 'stale-hidden sandbox observed running: shown again');
+  input.log.info({ event: 'agent_sandbox_reappeared', host_id: input.hostId, group_id: row.group_id }, 'hidden sandbox observed running: shown again');
 }
 
 /** Marks `dead` each watched group whose recorded container the report lacks. */

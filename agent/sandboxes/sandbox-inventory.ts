@@ -11,8 +11,9 @@ import type { SandboxAction, SandboxState } from '../../workflows/definitions/sa
 /** A reading older than this is stale (spec 8: 90 s; the host reports every 30 s). */
 export const OBSERVATION_STALE_SECONDS = 90;
 
+/** Every sandbox group state (the `agent_sandboxes_state_check` constraint). */
 export const INVENTORY_STATES = [
-  'starting', 'running', 'stopping', 'stopped', 'failed', 'cold', 'restoring', 'dead', 'stop_pending', 'deleting', 'deleted', 'archiving',
+  'starting', 'running', 'stopped', 'cold', 'restoring', 'dead', 'stop_pending', 'deleting', 'deleted', 'archiving',
 ] as const satisfies readonly SandboxState[];
 
 export interface SandboxEntry {

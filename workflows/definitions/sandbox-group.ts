@@ -23,9 +23,12 @@ export interface SandboxGroupInput {
   idleSeconds: number;
 }
 
-/** Lifecycle states of `agent_sandboxes.state` (the search attribute `AgentState` shows them). */
+/**
+ * Lifecycle states of `agent_sandboxes.state` (the search attribute `AgentState` shows them). A stop
+ * in progress is `stop_pending`; there is no failed state (docs/sandboxes.md "States").
+ */
 export type SandboxState =
-  | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed' | 'cold' | 'restoring'
+  | 'starting' | 'running' | 'stopped' | 'cold' | 'restoring'
   | 'dead' | 'stop_pending' | 'deleting' | 'deleted' | 'archiving';
 
 /** Operator actions of spec 3.4 (restoring a cold group is a turn's work, not an action). */
