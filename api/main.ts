@@ -29,7 +29,8 @@ async function main(): Promise<void> {
   await agentSettings.start();
   const settings = liveSettings(env, agentSettings);
   const { connection, client } = createTemporalClient(settings);
-  const tokens = accessTokensFrom(settings, log);
+  const tokens = accessTokensFrom(settings, log, db);
+  await tokens.ring.start();
   const grants = settings.GATEWAY_GRANT_DISPATCH_TOKEN
     ? new GatewayGrantClient({ gatewayUrl: () => settings.AGENT_GATEWAY_URL, dispatchToken: settings.GATEWAY_GRANT_DISPATCH_TOKEN })
     : undefined;
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
   shutdown.add({ name: 'http', run: () => serving.close(settings.SHUTDOWN_GRACE_SECONDS * 1000) });
   shutdown.add({ name: 'metrics refresh', run: () => Promise.resolve(metrics.stop()) });
   shutdown.add({ name: 'settings sync', run: () => Promise.resolve(agentSettings.stop()) });
+  shutdown.add({ name: 'signing key sync', run: () => Promise.resolve(tokens.ring.stop()) });
   shutdown.add({ name: 'event notifier', run: () => events.close() });
   shutdown.add({ name: 'mcp sessions', run: () => Promise.resolve(mcpSessions.closeAll()) });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });

@@ -13,6 +13,7 @@ import { consoleRouter } from './console/serve';
 import { grantDispatchRouter } from './agent-grants/dispatch-router';
 import { describeRequest } from '../lib/client-address/request-origin';
 import { authRouter } from './identity/auth-router';
+import { accountSecurityRouter } from './identity/account-security';
 import { healthRouter } from './surfaces/health';
 import { deepHealthRouter } from './surfaces/health-deep';
 import { alertsAdminRouter } from './ops/alerts/admin-routes';
@@ -63,6 +64,6 @@ export function createGatewayApp(deps: GatewayDeps, servedRoutes?: () => readonl
   });
   // Each route declares its access (lib/http/route-access.ts); a route without one stops startup here.
   const description = openApiRouter<GatewayState>(GATEWAY_INFO, servedRoutes ?? (() => routes));
-  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), metricsRouter(deps), modelsRouter(deps), authRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), alertsAdminRouter(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
+  const routes = mountRoutes(app, [description, health, deepHealth, routingStatusRouter(deps), siteConfigRouter(deps), publicStatsRouter(deps), metricsRouter(deps), modelsRouter(deps), authRouter(deps), accountSecurityRouter(deps), grantDispatchRouter(deps), ...adminRouters(deps), alertsAdminRouter(deps), consoleRouter({ dir: deps.settings.CONSOLE_DIR, cwd: process.cwd() })]);
   return Object.assign(app, { routes });
 }

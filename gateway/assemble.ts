@@ -90,12 +90,13 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     requestLog: requestLog ? () => requestLog.requestLog.writer : undefined,
   });
   context.routing.upstreamAnswers = metrics.requests.upstream;
+  const tokens = accessTokensFrom(settings, log, db);
   const deps: GatewayDeps = {
-    ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens: accessTokensFrom(settings, log), requestLog: requestLog?.requestLog,
+    ...context, log, database, settings, distribution, siteSettings, keys, runtimeConfig, tokens, requestLog: requestLog?.requestLog,
     routingFile, metrics, alerts,
   };
   const onReady: ReadyStep[] = [
-    () => siteSettings.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(), async () => grants?.start(),
+    () => siteSettings.start(), () => tokens.ring.start(), () => startRuntimeConfig(runtimeConfig, log), async () => keys?.start(), async () => grants?.start(),
     async () => { if (db) await context.limits.seed(db); },
     async () => {
       if (db) {
@@ -107,7 +108,7 @@ export function assembleGateway(options: AssembleOptions): GatewayAssembly {
     },
   ];
   const onStop: StopStep[] = [
-    () => context.upstream.close(), () => siteSettings.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => grants?.stop(), () => routingFile.probe.stop(),
+    () => context.upstream.close(), () => siteSettings.stop(), () => tokens.ring.stop(), () => runtimeConfig.stop(), () => keys?.stop(), () => grants?.stop(), () => routingFile.probe.stop(),
     () => context.routewise.stop(), () => alerts.stop(),
   ];
   if (requestLog) {

@@ -90,6 +90,11 @@ export const settingsShape = {
   AUTH_JWT_SECRET: optionalString().refine((v) => v === undefined || Buffer.byteLength(v) >= 32, 'must be at least 32 bytes'),
   /** Lifetime of an access token, seconds. Default 900. */
   ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
+  /**
+   * Seconds between re-reads of the rotated signing keys (docs/identity.md "Signing keys"); a new
+   * key starts signing two intervals after its rotation, so every process knows it first. Default 5.
+   */
+  AUTH_SIGNING_KEY_SYNC_SECONDS: z.coerce.number().min(0.05).max(300).default(5),
   /** Lifetime of a refresh session (the cookie), days. Default 30. */
   REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   /** Public base URL of the site (links in e-mails, `/site-config`); else the active manifest's `site.public_base_url`, else `http://localhost:<GATEWAY_PORT>`. */

@@ -18,7 +18,7 @@ import { cleanText } from '../../lib/text';
  * `measurements` and `content` (event payload reads); `sandboxes`, `hosts`, `deletion` (chat and
  * user deletion, the sweeper) and `database` (database browser and its admin tool) are ours.
  */
-export const AUDIT_CATEGORIES = ['settings', 'servers', 'measurements', 'content', 'sandboxes', 'hosts', 'deletion', 'database'] as const;
+export const AUDIT_CATEGORIES = ['settings', 'servers', 'measurements', 'content', 'sandboxes', 'hosts', 'deletion', 'database', 'identity'] as const;
 export type AuditCategory = (typeof AUDIT_CATEGORIES)[number];
 
 /**

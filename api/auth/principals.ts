@@ -15,6 +15,7 @@ import type { AccessTokens } from '../../lib/identity/access-tokens';
 import { readAccount, type AccountRecord } from '../../lib/identity/accounts';
 import { isAdminToken } from '../../lib/identity/admin-token';
 import { authenticateApiKeyFresh } from '../../lib/identity/api-keys';
+import { assertImpersonationLive } from '../../lib/identity/impersonation';
 import { accountState } from '../../lib/identity/credential-state';
 import { authenticateHost } from '../../agent/hosts/host-registry';
 
@@ -27,6 +28,8 @@ export interface OwnerPrincipal {
 export interface OperatorPrincipal {
   via: 'admin_token' | 'access_token';
   userId?: number;
+  /** The operator's sign-in (refresh-session family) behind the access token, when it names one. */
+  sessionId?: string;
 }
 
 export interface AgentState extends RequestState {
@@ -53,7 +56,11 @@ async function activeAccount(db: Db, userId: number): Promise<AccountRecord | un
 /** The active account behind a bearer credential (access token, or an API key that is valid now), or undefined. */
 async function accountFor(deps: PrincipalDeps, token: string): Promise<AccountRecord | undefined> {
   const claims = deps.tokens.verify(token);
-  if (claims) return activeAccount(deps.db, claims.userId);
+  if (claims) {
+    // An impersonation token acts as its user while the impersonation is honoured (docs/identity.md).
+    await assertImpersonationLive(deps.db, claims);
+    return activeAccount(deps.db, claims.userId);
+  }
   const key = await authenticateApiKeyFresh(deps.db, token);
   return key.state === 'valid' ? key.owner : undefined;
 }
@@ -80,7 +87,9 @@ export async function authenticateOperator(deps: PrincipalDeps, authorization: s
     }
     throw new AppError('unauthorized', 'Invalid or expired admin credentials');
   }
-  return currentOperator(deps, claims.userId, 'Invalid or expired admin credentials');
+  if (claims.kind === 'impersonation') throw new AppError('forbidden', "An impersonation token acts as a user only: operator routes need the administrator's own sign-in");
+  const operator = await currentOperator(deps, claims.userId, 'Invalid or expired admin credentials');
+  return claims.sessionId ? { ...operator, sessionId: claims.sessionId } : operator;
 }
 
 /**

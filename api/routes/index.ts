@@ -1,6 +1,7 @@
 /**
  * Every router of the control-plane API, in the order they are mounted.
  */
+import { adminIdentityRouter } from './admin-identity';
 import type Router from '@koa/router';
 import type { ApiDeps } from '../deps';
 import { apiHealthRouter } from './health';
@@ -51,6 +52,7 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     hostAttemptsRouter(deps),
     adminHostsRouter(deps),
     adminServersRouter(deps),
+    adminIdentityRouter(deps),
     adminAuditLogRouter(deps),
     adminConsoleInfoRouter(deps),
     adminEventContentRouter(deps),

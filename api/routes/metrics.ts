@@ -7,8 +7,7 @@
 import type Router from '@koa/router';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
-import { bearerToken } from '../../lib/http/json-body';
-import { tokenEquals } from '../../lib/identity/constant-time';
+import { presentsMetricsToken } from '../../lib/identity/metrics-token';
 import { AppError } from '../../lib/errors';
 import type { ApiDeps } from '../deps';
 import { authenticateOperator, type AgentState } from '../auth/principals';
@@ -20,8 +19,7 @@ function metricsAccess(deps: ApiDeps): AccessGuard<AgentState> {
   const principals = { db: deps.db, tokens: deps.tokens, adminToken: deps.settings.ADMIN_TOKEN };
   return accessGuard<AgentState>('metrics', async (ctx) => {
     const authorization = ctx.get('authorization') || undefined;
-    const configured = deps.settings.METRICS_TOKEN;
-    if (configured !== undefined && tokenEquals(bearerToken(authorization), configured)) return;
+    if (presentsMetricsToken(authorization, deps.settings.METRICS_TOKEN)) return;
     if (authorization === undefined) throw new AppError('unauthorized', 'Metrics need Authorization: Bearer <METRICS_TOKEN> or an operator credential');
     ctx.state.operator = await authenticateOperator(principals, authorization);
   });

@@ -56,6 +56,7 @@ export async function authenticateAdmin(deps: AdminGuardDeps, authorization: str
     deps.gate.recordFailure(client, { path, reason: 'invalid_admin_credential', credential: token });
     throw new AppError('unauthorized', 'Invalid or expired admin credentials');
   }
+  if (principal.kind === 'impersonation') throw new AppError('forbidden', "An impersonation token acts as a user only: the admin API needs the administrator's own sign-in");
   if (principal.role !== 'admin') throw new AppError('forbidden', 'Administrator role required');
   const db = adminDb(deps.db);
   const user = await readAccount(db, principal.userId);

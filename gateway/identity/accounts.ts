@@ -4,6 +4,7 @@
  * `email_outbox` for an operator or a mail relay to send, and a log line names each one.
  */
 import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret } from '../../lib/crypto';
 import type { Logger } from '../../lib/logger';
@@ -76,22 +77,35 @@ export async function recordLoginEvent(db: Db, event: { userId?: number | undefi
 
 export const REFRESH_PREFIX = 'grt';
 
-/** Opens a refresh session; returns the secret for the cookie. */
-export async function openRefreshSession(db: Db, userId: number, ttlDays: number): Promise<string> {
-  const token = generateSecret(REFRESH_PREFIX);
-  await db('refresh_sessions').insert({ user_id: userId, token_hash: hashSecret(token), expires_at: new Date(Date.now() + ttlDays * 86_400_000) });
-  return token;
+/** A refresh session's cookie secret and its family (the sign-in it continues). */
+export interface RefreshSession {
+  token: string;
+  familyId: string;
 }
 
 /**
- * Consumes a refresh token: the session is revoked (rotation) and its user returned; undefined
- * when the token is unknown, revoked or expired. Presenting an already-rotated token revokes
- * every session of that user (the token was copied).
+ * Opens a refresh session; returns the secret for the cookie. A login starts a family; each
+ * rotation continues it (`familyId`), so "this sign-in is still live" survives refreshes and ends
+ * with logout, reuse detection or expiry (impersonation ends with it: docs/identity.md).
  */
-export async function consumeRefreshSession(db: Db, log: Logger, token: string): Promise<UserRow | undefined> {
+export async function openRefreshSession(db: Db | Knex.Transaction, userId: number, ttlDays: number, familyId?: string): Promise<RefreshSession> {
+  const token = generateSecret(REFRESH_PREFIX);
+  const [row] = await db('refresh_sessions')
+    .insert({ user_id: userId, token_hash: hashSecret(token), expires_at: new Date(Date.now() + ttlDays * 86_400_000), ...(familyId ? { family_id: familyId } : {}) })
+    .returning<Array<{ family_id: string }>>('family_id');
+  return { token, familyId: row!.family_id };
+}
+
+/**
+ * Consumes a refresh token: the session is revoked (rotation) and its user returned with the
+ * successor session (same family, opened in the same transaction, only for an active account);
+ * undefined when the token is unknown, revoked or expired. Presenting an already-rotated token
+ * revokes every session of that user (the token was copied).
+ */
+export async function consumeRefreshSession(db: Db, log: Logger, token: string, ttlDays: number): Promise<{ user: UserRow | undefined; next?: RefreshSession } | undefined> {
   return db.transaction(async (trx) => {
     const session = await trx('refresh_sessions').where({ token_hash: hashSecret(token) }).forUpdate()
-      .first<{ id: string; user_id: string; expires_at: Date; revoked_at: Date | null } | undefined>();
+      .first<{ id: string; user_id: string; family_id: string; expires_at: Date; revoked_at: Date | null } | undefined>();
     if (!session) return undefined;
     if (session.revoked_at) {
       await trx('refresh_sessions').where({ user_id: session.user_id }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
@@ -100,7 +114,9 @@ export async function consumeRefreshSession(db: Db, log: Logger, token: string):
     }
     await trx('refresh_sessions').where({ id: session.id }).update({ revoked_at: trx.fn.now() });
     if (session.expires_at.getTime() <= Date.now()) return undefined;
-    return trx('users').where({ id: session.user_id }).first<UserRow | undefined>();
+    const user = await trx('users').where({ id: session.user_id }).first<UserRow | undefined>();
+    if (!user || user.deleted_at || user.suspended_at) return { user };
+    return { user, next: await openRefreshSession(trx, Number(user.id), ttlDays, session.family_id) };
   });
 }
 

@@ -8,8 +8,8 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { AppError } from '../../lib/errors';
-import { readJsonBody, validateBody, bearerToken } from '../../lib/http/json-body';
-import { accessGuard, createRouter, publicAccess } from '../../lib/http/route-access';
+import { readJsonBody, validateBody } from '../../lib/http/json-body';
+import { createRouter, publicAccess } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import { issueApiKey, listApiKeys, revokeApiKey } from '../../lib/identity/api-keys';
 import { hashPassword, UNMATCHABLE_PASSWORD_HASH, verifyPassword } from '../../lib/identity/passwords';
@@ -21,6 +21,7 @@ import {
   consumeRefreshSession, consumeVerification, createUser, emailList, findUserByEmail, findUserById, openRefreshSession,
   promoteListedAdmin, queueEmail, queueVerification, recordLoginEvent, revokeRefreshSession, type LoginOutcome, type UserRow,
 } from './accounts';
+import { accountGuards, accountIdOf } from './account-guard';
 import { FixedWindowLimiter } from './rate-limit';
 import { signupState } from './signup-policy';
 import { siteIdentity } from './site-identity';
@@ -79,32 +80,11 @@ function refreshCookie(ctx: Ctx): string | undefined {
   return undefined;
 }
 
-/** The account behind a Bearer access token, active now (not suspended or deleted); else 401. */
-async function accountOf(ctx: Ctx, deps: GatewayDeps): Promise<UserRow> {
-  const token = bearerToken(ctx.get('authorization') || undefined);
-  const principal = token ? deps.tokens.verify(token) : undefined;
-  if (!principal) {
-    if (token) deps.gate.recordFailure(clientOf(ctx), { path: ctx.path, reason: 'invalid_access_token' });
-    throw new AppError('unauthorized', 'A valid access token is required (Authorization: Bearer <access_token> from POST /auth/login)');
-  }
-  const user = await findUserById(db(deps), principal.userId);
-  if (!user || user.deleted_at || user.suspended_at) throw new AppError('unauthorized', 'The account of this access token is not active');
-  return user;
-}
-
-/** The account id set by the `account` guard. */
-function accountIdOf(state: GatewayState): number {
-  if (state.accountId === undefined) throw new AppError('internal', 'account route without an authenticated account');
-  return state.accountId;
-}
-
 export function authRouter(deps: GatewayDeps): Router<GatewayState> {
   const router = createRouter<GatewayState>({ prefix: '/auth' });
   const open = publicAccess<GatewayState>();
-  // Key management: the account's own access token (refreshed from the database each time).
-  const account = accessGuard<GatewayState>('account', async (ctx) => {
-    ctx.state.accountId = Number((await accountOf(ctx, deps)).id);
-  });
+  // The caller's account (re-read from the database each time); minting keys needs its own sign-in.
+  const { account, credentials: ownSignIn } = accountGuards(deps);
   const adminEmails = emailList(deps.settings.ADMIN_EMAILS);
   const notifyEmails = deps.settings.SIGNUP_NOTIFY_EMAILS ? emailList(deps.settings.SIGNUP_NOTIFY_EMAILS) : adminEmails;
   const signupLimiter = new FixedWindowLimiter(AUTH_RATE_LIMITS.signupPerSource.limit, AUTH_RATE_LIMITS.signupPerSource.windowMs);
@@ -171,23 +151,25 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     const role = await promoteListedAdmin(store, ctx.state.log, user, adminEmails);
     if (role !== user.role) await deps.keys?.reloadUser(Number(user.id));
     await record('success', user);
-    setRefreshCookie(ctx, deps, await openRefreshSession(store, Number(user.id), deps.settings.REFRESH_TOKEN_TTL_DAYS));
-    ctx.body = deps.tokens.issue({ id: user.id, role });
+    const session = await openRefreshSession(store, Number(user.id), deps.settings.REFRESH_TOKEN_TTL_DAYS);
+    setRefreshCookie(ctx, deps, session.token);
+    ctx.body = deps.tokens.issue({ id: user.id, role }, session.familyId);
   });
 
   router.post('/refresh', open, async (ctx) => {
     const token = refreshCookie(ctx);
     if (!token) throw new AppError('unauthorized', `No refresh session (cookie ${REFRESH_COOKIE})`);
     const store = db(deps);
-    const user = await consumeRefreshSession(store, ctx.state.log, token);
-    if (!user || user.deleted_at || user.suspended_at) {
+    const consumed = await consumeRefreshSession(store, ctx.state.log, token, deps.settings.REFRESH_TOKEN_TTL_DAYS);
+    const user = consumed?.user;
+    if (!user || !consumed.next) {
       setRefreshCookie(ctx, deps, null);
       throw new AppError('unauthorized', 'The refresh session is invalid or expired; log in again');
     }
     const role = await promoteListedAdmin(store, ctx.state.log, user, adminEmails);
     if (role !== user.role) await deps.keys?.reloadUser(Number(user.id));
-    setRefreshCookie(ctx, deps, await openRefreshSession(store, Number(user.id), deps.settings.REFRESH_TOKEN_TTL_DAYS));
-    ctx.body = deps.tokens.issue({ id: user.id, role });
+    setRefreshCookie(ctx, deps, consumed.next.token);
+    ctx.body = deps.tokens.issue({ id: user.id, role }, consumed.next.familyId);
   });
 
   router.post('/logout', open, async (ctx) => {
@@ -205,7 +187,7 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { id: Number(user.id), email: user.email, role: user.role, permissions: user.permissions };
   });
 
-  router.post('/api-keys', account, async (ctx) => {
+  router.post('/api-keys', ownSignIn, async (ctx) => {
     const userId = accountIdOf(ctx.state);
     const body = validateBody(keyBody, await readJsonBody(ctx.req, BODY_LIMIT));
     const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
@@ -228,7 +210,7 @@ export function authRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.body = { data: await listApiKeys(db(deps), userId) };
   });
 
-  router.delete('/api-keys/:id', account, async (ctx) => {
+  router.delete('/api-keys/:id', ownSignIn, async (ctx) => {
     const userId = accountIdOf(ctx.state);
     const id = Number(ctx.params.id);
     if (!Number.isSafeInteger(id) || id <= 0 || !deps.keys || !(await revokeApiKey(db(deps), deps.keys, userId, id))) {

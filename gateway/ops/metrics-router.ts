@@ -10,7 +10,8 @@ import type Router from '@koa/router';
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
-import { tokenEquals } from '../../lib/identity/constant-time';
+import { documentRoute } from '../../lib/http/route-docs';
+import { presentsMetricsToken } from '../../lib/identity/metrics-token';
 import { authenticateAdmin, type AdminGuardDeps } from '../admin/guard';
 import type { GatewayDeps } from '../deps';
 import type { GatewayState } from '../surfaces/state';
@@ -21,7 +22,7 @@ export function metricsAccess(metricsToken: string | undefined, admin: AdminGuar
     if (!ctx.state.client) throw new AppError('internal', 'metrics request without a resolved client');
     admin.gate.refuseBlocked(ctx.state.client, undefined);
     const authorization = ctx.get('authorization') || undefined;
-    if (metricsToken !== undefined && tokenEquals(bearerToken(authorization), metricsToken)) return;
+    if (presentsMetricsToken(authorization, metricsToken)) return;
     if (!bearerToken(authorization)) throw new AppError('unauthorized', 'Metrics credentials required (Authorization: Bearer <METRICS_TOKEN, ADMIN_TOKEN or administrator access token>)');
     ctx.state.admin = await authenticateAdmin(admin, authorization, ctx.state.client, ctx.path);
   });
@@ -38,5 +39,6 @@ export function metricsRouter(deps: GatewayDeps): Router<GatewayState> {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = body;
   });
+  documentRoute(router, 'GET', '/metrics', { produces: 'text/plain; version=0.0.4; charset=utf-8', summary: 'Prometheus metrics of the gateway (docs/metrics.md).' });
   return router;
 }

@@ -7,6 +7,7 @@ import type { RequestState } from '../../lib/http/request-context';
 import type { GrantCache } from '../agent-grants/grant-cache';
 import type { Authenticator, Caller } from '../auth/caller';
 import type { AdminPrincipal } from '../admin/guard';
+import type { AccessPrincipal } from '../../lib/identity/access-tokens';
 import type { AuthGate } from '../auth/gate';
 import type { UserLimits } from '../auth/user-limits';
 import type { ClientAddressResolver, ClientIpInfo } from '../../lib/client-address/client-address';
@@ -34,6 +35,8 @@ export interface GatewayState extends RequestState {
   admin?: AdminPrincipal;
   /** The account of an access token (account routes: `/auth/api-keys`). */
   accountId?: number;
+  /** That access token's principal (its kind: the account's own, or an impersonation). */
+  accountToken?: AccessPrincipal;
 }
 
 export interface GatewayContextDeps {

@@ -32,6 +32,7 @@ const SECURITY_OF: Record<Access, { schemes: string[]; who: string }> = {
   public: { schemes: [], who: 'anyone' },
   key: { schemes: ['apiKey'], who: 'a gateway API key or an inference grant (anyone when `USER_AUTH_ENABLED=false`)' },
   account: { schemes: ['accessToken'], who: "an account's access token" },
+  credentials: { schemes: ['accessToken'], who: "the account's own access token (an impersonation token is refused)" },
   admin: { schemes: ['adminToken', 'accessToken'], who: '`ADMIN_TOKEN`, or the access token of an account whose role is `admin`' },
   owner: { schemes: ['apiKey', 'accessToken'], who: 'an API key or access token of an account holding `agent.use`' },
   operator: { schemes: ['adminToken', 'accessToken'], who: '`ADMIN_TOKEN`, or the access token of an account with `agent.admin` or the admin role' },

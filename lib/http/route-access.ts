@@ -18,7 +18,9 @@ import { describeTextProblem, textProblem } from '../text';
 import { routeDocKey, routeDocsOf, strayRouteDocs, type RouteDoc } from './route-docs';
 
 /**
- * What a route requires: `public` nothing; `account` an account's access token; `key` a
+ * What a route requires: `public` nothing; `account` an account's access token (an impersonation
+ * token included); `credentials` the account's own access token, never an impersonation token
+ * (minting API keys, changing how the account signs in: docs/identity.md); `key` a
  * gateway API key; `admin` an administrator (gateway admin API); `owner` an account with
  * `agent.use`; `operator` `ADMIN_TOKEN` or an account with `agent.admin`; `host` an enrolled
  * host's credential; `internal` a service-to-service token; `relay` a tool-relay credential (an
@@ -27,7 +29,7 @@ import { routeDocKey, routeDocsOf, strayRouteDocs, type RouteDoc } from './route
  * declares and checks its access (docs/one-origin.md); `metrics` a Prometheus scrape: `METRICS_TOKEN`
  * or an administrator credential of the service (docs/metrics.md).
  */
-export type Access = 'public' | 'account' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded' | 'metrics';
+export type Access = 'public' | 'account' | 'credentials' | 'key' | 'admin' | 'owner' | 'operator' | 'host' | 'internal' | 'relay' | 'forwarded' | 'metrics';
 
 /** The first middleware of every route: checks the caller, then the path and query text. */
 export interface AccessGuard<StateT = unknown> extends Middleware<StateT> {

@@ -91,6 +91,22 @@ describe('migrations (PostgreSQL)', () => {
     assert.deepEqual(await tables(t), ALL_TABLES, 'nothing was dropped');
   });
 
+  it('refuses to revert signing keys and impersonation while keys or impersonations are stored; reverts cleanly once empty', async () => {
+    t = await freshDatabase();
+    const migration = migrations.find((m) => m.name === '20261208010000_identity_signing_keys_impersonation')!;
+    await t.db('auth_signing_keys').insert({ kid: 'bootstrap', activates_at: new Date(0), retires_at: new Date() });
+    await assert.rejects(migration.down(t.db), /20261208010000_identity_signing_keys_impersonation: auth_signing_keys holds rotated signing keys/);
+    await t.db('auth_signing_keys').del();
+    const [user] = await t.db('users').insert({ email: 'u@example.com', password_hash: 'x' }).returning<Array<{ id: string }>>('id');
+    await t.db('impersonations').insert({ user_id: user!.id, admin_user_id: 1, admin_session: '2b3c4d5e-1234-4abc-9def-0123456789ab', expires_at: new Date() });
+    await assert.rejects(migration.down(t.db), /impersonations holds the impersonation history/);
+    assert.deepEqual(await tables(t), ALL_TABLES, 'nothing was dropped');
+    await t.db('impersonations').del();
+    await migration.down(t.db);
+    assert.ok(!(await tables(t)).includes('auth_signing_keys'));
+    await migration.up(t.db);
+  });
+
   it('enforces the host slot range in the schema', async () => {
     t = await freshDatabase();
     await assert.rejects(

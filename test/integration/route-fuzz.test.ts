@@ -147,6 +147,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
     credential.set('public', undefined);
     credential.set('key', `Bearer ${await createKey(gw.url, session)}`);
     credential.set('account', `Bearer ${session.accessToken}`);
+    credential.set('credentials', `Bearer ${session.accessToken}`);
     credential.set('owner', `Bearer ${session.accessToken}`);
     credential.set('admin', `Bearer ${ADMIN_TOKEN}`);
     credential.set('operator', `Bearer ${ADMIN_TOKEN}`);

@@ -10,7 +10,7 @@ import { serve, type Serving } from '../../lib/http/serve';
 import type { Db } from '../../lib/db';
 import { loadSettings } from '../../lib/settings';
 import { createTemporalClient } from '../../lib/temporal';
-import { AccessTokens } from '../../lib/identity/access-tokens';
+import { accessTokensFrom } from '../../lib/identity/access-tokens';
 import { ADMIN_TOKEN } from './admin';
 import { captureLogs, type CapturedLogs } from './logs';
 import { AgentSettings, liveSettings } from '../../agent/settings/settings-sync';
@@ -47,12 +47,14 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
   const agentSettings = new AgentSettings(options.db, env, logs.log);
   await agentSettings.start();
   const settings = liveSettings(env, agentSettings);
+  const tokens = accessTokensFrom(settings, logs.log, options.db);
+  await tokens.ring.start();
   const deps: ApiDeps = {
     log: logs.log,
     db: options.db,
     settings,
     agentSettings,
-    tokens: new AccessTokens(TEST_JWT_SECRET, settings.ACCESS_TOKEN_TTL_SECONDS),
+    tokens,
     temporal,
     temporalReachable: options.temporalReachable ?? (() => Promise.resolve(true)),
     ...(options.objectStore ? { objectStore: options.objectStore } : {}),
@@ -68,6 +70,7 @@ export async function startTestApi(options: TestApiOptions): Promise<TestApi> {
     routes: app.routes,
     close: async () => {
       agentSettings.stop();
+      tokens.ring.stop();
       await serving.close(1000);
       await deps.events?.close();
       deps.mcpSessions?.closeAll();

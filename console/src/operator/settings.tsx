@@ -9,6 +9,7 @@ import { useState } from 'preact/hooks';
 import { ErrorNote, Freshness, Page } from '../ui/parts';
 import { useResource } from '../ui/resource';
 import { SettingsForm, type SettingsBody } from './settings-form';
+import { SigningKeysSection } from './signing-keys';
 
 function SettingsSection(props: { title: string; path: string; note: string }): JSX.Element {
   const settings = useResource<SettingsBody>(props.path);
@@ -48,6 +49,7 @@ function SettingsPage(): JSX.Element {
         title="Host settings" path="/admin/agent/host-settings"
         note="Sandbox and workspace limits; each applies where it says (new containers, the next turn, the idle stop)."
       />
+      <SigningKeysSection />
     </Page>
   );
 }

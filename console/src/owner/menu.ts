@@ -9,5 +9,6 @@ export const ownerArea: ConsoleArea = {
   menu: [
     { path: '/chats', label: 'Chats', access: 'agent.use' },
     { path: '/settings/usage', label: 'Usage', access: 'agent.use' },
+    { path: '/settings/security', label: 'Security', access: 'agent.use' },
   ],
 };

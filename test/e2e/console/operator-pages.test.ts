@@ -7,6 +7,7 @@
  * - a slot change out of range is refused before anything is sent; a valid one is saved;
  * - a saved secret never reaches the settings page's HTML, an empty replacement keeps it; a bad
  *   value is refused before sending and the server's 400 shows on its field;
+ * - the signing keys section rotates the access-token signing key (confirmed, audited);
  * - a run's activity opens an event's content (audited) and the audit log shows the read;
  * - a batch action hides the selected group and its row button restores it;
  * - removing an allocated host is refused with the server's reason beside the button; a free host
@@ -144,6 +145,19 @@ describe('console: agent operator pages (Chromium, Temporal, Docker, PostgreSQL)
     const html = await page.content();
     assert.ok(!html.includes(SECRET) && !html.includes(NEW_SECRET), 'neither secret is in the page after saving');
     await screenshot(page, 'operator-settings');
+  });
+
+  it('settings: the signing keys section rotates the key after a confirmation and lists the new key as the next signer', async () => {
+    await page.goto('/console/admin/agent/settings');
+    const section = page.getByRole('region', { name: 'Signing keys', exact: true });
+    await section.getByText('Signing now: bootstrap').waitFor();
+    await section.getByRole('button', { name: 'Rotate signing key' }).click();
+    await section.getByRole('status').filter({ hasText: 'Rotated' }).waitFor();
+    const stored = await stack.t.db('auth_signing_keys').whereNot({ kid: 'bootstrap' }).pluck('kid') as string[];
+    assert.equal(stored.length, 1, 'one rotation');
+    await section.getByRole('cell', { name: stored[0]! }).waitFor();
+    assert.ok(await stack.t.db('agent_audit_log').where({ action: 'agent.signing_key.rotate' }).first(), 'audited');
+    await screenshot(page, 'operator-signing-keys');
   });
 
   it('a run\'s activity opens an event\'s content (audited), and the audit log shows the read', async () => {

@@ -198,6 +198,20 @@ describe('console: the owner workspace (real stack, headless Chromium)', functio
     assert.ok(chatUrl);
   });
 
+  it('the Security page lists each support sign-in as the owner: who, why, until when', async () => {
+    const db = stack.t.db;
+    const ownerRow = await db('users').where({ email: `owner-${stack.hostId}@example.com` }).first<{ id: string }>('id');
+    const [adminRow] = await db('users').insert({ email: 'support-agent@example.com', password_hash: 'x', role: 'admin' }).returning<Array<{ id: string }>>('id');
+    await db('impersonations').insert({
+      user_id: ownerRow.id, admin_user_id: adminRow!.id, admin_session: '2b3c4d5e-1234-4abc-9def-0123456789ab', reason: 'ticket 4711',
+      expires_at: db.raw("now() + interval '15 minutes'"),
+    });
+    await page.getByRole('link', { name: 'Security' }).first().click();
+    const table = page.getByRole('table', { name: 'Sign-ins as you by support' });
+    await table.getByRole('cell', { name: 'support-agent@example.com' }).waitFor();
+    await table.getByRole('cell', { name: 'ticket 4711' }).waitFor();
+  });
+
   it('shows the API refusal when a question was already answered elsewhere (the page still showed it pending)', async () => {
     stack.upstream.enqueue(askDatabase, finalText);
     await page.goto('/console/chats/new');

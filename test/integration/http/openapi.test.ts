@@ -145,6 +145,14 @@ describe('the OpenAPI documents of the gateway and the control-plane API (Postgr
     assert.equal(doc.paths['/v1/agent/{rest}']!.get!['x-access'], 'forwarded');
   });
 
+  it('describes both services\' /metrics as the Prometheus text format, not JSON', async () => {
+    for (const base of [gw.url, api.url]) {
+      const { doc } = await fetchDocument(base);
+      const ok = (doc.paths['/metrics']!.get!.responses['200'] ?? {}) as { content?: Record<string, unknown> };
+      assert.deepEqual(Object.keys(ok.content ?? {}), ['text/plain; version=0.0.4; charset=utf-8'], base);
+    }
+  });
+
   it('the validator refuses a broken document (the check can fail)', async () => {
     const { doc } = await fetchDocument(api.url);
     const broken = { ...doc, paths: { ...doc.paths, 'no-leading-slash': {} } };

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { AccessTokens, accessTokensFrom } from '../../../../lib/identity/access-tokens';
-import { signJwt } from '../../../../lib/identity/jwt';
+import { jwtKid, signJwt } from '../../../../lib/identity/jwt';
 import { captureLogs } from '../../../support/logs';
 
 const SECRET = 'unit-test-jwt-secret-of-32-bytes-or-more';
@@ -16,12 +16,12 @@ describe('access tokens (lib/identity)', () => {
     const grant = tokens.issue({ id: '42', role: 'pro' });
     assert.equal(grant.token_type, 'bearer');
     assert.equal(grant.expires_in, 900);
-    assert.deepEqual(tokens.verify(grant.access_token), { userId: 42, role: 'pro' });
+    assert.deepEqual(tokens.verify(grant.access_token), { userId: 42, role: 'pro', kind: 'user' });
   });
 
   it('another process with the same secret verifies it; another secret does not', () => {
     const token = new AccessTokens(SECRET, 900).issue({ id: 7, role: 'admin' }).access_token;
-    assert.deepEqual(new AccessTokens(SECRET, 60).verify(token), { userId: 7, role: 'admin' });
+    assert.deepEqual(new AccessTokens(SECRET, 60).verify(token), { userId: 7, role: 'admin', kind: 'user' });
     assert.equal(new AccessTokens(`${SECRET}x`, 900).verify(token), undefined);
   });
 
@@ -41,8 +41,28 @@ describe('access tokens (lib/identity)', () => {
     const a = accessTokensFrom({ AUTH_JWT_SECRET: undefined, ACCESS_TOKEN_TTL_SECONDS: 900 }, logs.log);
     const b = accessTokensFrom({ AUTH_JWT_SECRET: undefined, ACCESS_TOKEN_TTL_SECONDS: 900 }, logs.log);
     const token = a.issue({ id: 1, role: 'free' }).access_token;
-    assert.deepEqual(a.verify(token), { userId: 1, role: 'free' });
+    assert.deepEqual(a.verify(token), { userId: 1, role: 'free', kind: 'user' });
     assert.equal(b.verify(token), undefined);
     assert.equal(logs.lines.filter((l) => /AUTH_JWT_SECRET is not set/.test(String(l.msg))).length, 2);
+  });
+});
+
+describe('access tokens: key ids and impersonation claims (lib/identity)', () => {
+  it('a bootstrap token has no kid (as before rotation existed); a forged kid or a kid-less token of another secret is refused', () => {
+    const tokens = new AccessTokens(SECRET, 900);
+    const token = tokens.issue({ id: 7, role: 'free' }).access_token;
+    assert.equal(jwtKid(token), undefined);
+    const forged = signJwt({ sub: '7', role: 'free', typ: 'access' }, { secret: SECRET, kid: 'kForged' }, 60);
+    assert.equal(jwtKid(forged), 'kForged');
+    assert.equal(tokens.verify(forged), undefined, 'a kid the ring does not hold is refused even when signed with the bootstrap secret');
+  });
+
+  it('an impersonation token names the user as subject and the administrator as actor; half an impersonation is refused', () => {
+    const tokens = new AccessTokens(SECRET, 900);
+    const sid = '2b3c4d5e-1234-4abc-9def-0123456789ab';
+    const token = tokens.issueImpersonation({ id: 12, role: 'pro' }, { id: 3, adminUserId: 1, adminSession: sid }, 900);
+    assert.deepEqual(tokens.verify(token), { userId: 12, role: 'pro', kind: 'impersonation', sessionId: sid, impersonation: { id: 3, adminUserId: 1, adminSession: sid } });
+    assert.equal(tokens.verify(signJwt({ sub: '12', role: 'pro', typ: 'access', act: { sub: '1' } }, SECRET, 60)), undefined, 'act without imp and sid');
+    assert.equal(tokens.verify(signJwt({ sub: '12', role: 'pro', typ: 'access', imp: 3, sid }, SECRET, 60)), undefined, 'imp without act');
   });
 });
