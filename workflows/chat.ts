@@ -9,7 +9,7 @@
  */
 import {
   ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, setHandler, startChild, upsertMemo, upsertSearchAttributes, workflowInfo,
-  allHandlersFinished, ParentClosePolicy, WorkflowIdReusePolicy, type ChildWorkflowHandle,
+  allHandlersFinished, patched, ParentClosePolicy, WorkflowIdReusePolicy, type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { ChatActivities, AdmittedTurn, TurnOutcome } from '../activities/control/chat-activities';
 import {
@@ -29,6 +29,9 @@ const control = proxyActivities<ChatActivities>({
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
+/** Marks histories whose admission a wake signal interrupts (older runs replay without it). */
+const ADMISSION_WAKES_PATCH = 'admission-wakes';
+
 /** Waits for a free slot: `NoFreeSlot` failures retry every few seconds without growing history. */
 const admission = proxyActivities<ChatActivities>({
   startToCloseTimeout: '30 seconds',
@@ -40,6 +43,8 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
   let running: { seq: number; scope: CancellationScope } | undefined;
   const cancelRequests = new Set<number>();
   let turnsRun = 0;
+  // Counts wake signals: a host's claim that admitted this chat's turn wakes it (docs/agent-hosts.md "The claim queue").
+  let wakes = 0;
 
   setHandler(submitTurnUpdate, (turn) => {
     wake = true;
@@ -51,6 +56,7 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
   });
   setHandler(wakeSignal, () => {
     wake = true;
+    wakes += 1;
   });
   setHandler(cancelTurnSignal, ({ seq }) => {
     wake = true;
@@ -85,14 +91,14 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
       }
       continue;
     }
-    if (next.state === 'running') {
+    if (next.state === 'running' && next.claimed !== true) {
       // A turn left running by an earlier run of this workflow (terminated or reset): its host
       // activity is gone with that run, so the attempt is fenced off and the turn fails cleanly.
       await control.abandonTurn({ jobId: input.jobId, seq: next.seq, reason: 'The chat workflow restarted while this turn was running' });
       continue;
     }
     turnsRun += 1;
-    await runTurn(input, next.seq, (scope) => {
+    await runTurn(input, next.seq, () => wakes, (scope) => {
       running = { seq: next.seq, scope };
       if (cancelRequests.delete(next.seq)) scope.cancel();
     });
@@ -100,8 +106,8 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
   }
 }
 
-async function runTurn(input: ChatInput, seq: number, onScope: (scope: CancellationScope) => void): Promise<void> {
-  const admitted = await admission.admitTurn({ jobId: input.jobId, seq });
+async function runTurn(input: ChatInput, seq: number, wakes: () => number, onScope: (scope: CancellationScope) => void): Promise<void> {
+  const admitted = await admit(input.jobId, seq, wakes);
   if (admitted.kind !== 'admitted') return;
   upsertSearchAttributes([
     { key: searchAttributes.state, value: 'running' },
@@ -124,6 +130,34 @@ async function runTurn(input: ChatInput, seq: number, onScope: (scope: Cancellat
   if (outcome.kind === 'lost') {
     // The host runner vanished mid-turn: make sure nothing of that attempt keeps running.
     await fenceOnHost(admitted).catch(() => undefined);
+  }
+}
+
+/**
+ * Admission of turn `seq`. While it waits for a slot (the activity retrying `NoFreeSlot`), a wake
+ * signal (sent by a host that claimed the turn) cancels the waiting call and asks again at once,
+ * so a claimed turn is dispatched without waiting out the retry timer. An answer lost to the
+ * cancellation is not lost: the next call takes the same admission (it is recorded for this run).
+ */
+function admit(jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
+  // Not wrapped in another async function: older histories order their commands by this exact await.
+  if (!patched(ADMISSION_WAKES_PATCH)) return admission.admitTurn({ jobId, seq });
+  return admitUntilAnswered(jobId, seq, wakes);
+}
+
+async function admitUntilAnswered(jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
+  for (;;) {
+    const seen = wakes();
+    const scope = new CancellationScope();
+    const call = scope.run(() => admission.admitTurn({ jobId, seq }));
+    const first = await Promise.race([call.then(() => 'answered' as const, () => 'answered' as const), condition(() => wakes() !== seen).then(() => 'woken' as const)]);
+    if (first === 'answered') return call;
+    scope.cancel();
+    try {
+      return await call;
+    } catch (err) {
+      if (!isCancellation(err)) throw err;
+    }
   }
 }
 

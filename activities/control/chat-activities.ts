@@ -5,10 +5,11 @@
  * worker never runs a turn twice or skips one; domain answers that Temporal must act on become
  * typed `ApplicationFailure`s here. PostgreSQL is the source of truth.
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../../lib/db';
 import type { Settings } from '../../lib/settings';
-import { admitTurn, type AdmittedTurn } from '../../agent/jobs/turn-admission';
+import { admitTurn, type AdmissionLimits, type AdmittedTurn } from '../../agent/jobs/turn-admission';
+import { claimAndWake, type ClaimDeps } from '../../agent/jobs/turn-claims';
 import { abandonRunningTurn, finishAttempt, nextActiveTurn, type TurnOutcome, type TurnState } from '../../agent/jobs/turn-transitions';
 import { FailureType } from '../../workflows/definitions/failures';
 import type { TurnLimits } from '../../agent/settings/host-settings';
@@ -25,32 +26,44 @@ export interface ChatActivityDeps {
   turnLimits?: () => TurnLimits;
   /** Starts the publication of a completed turn's patch (docs/publisher.md); without it the reconciler does. */
   publisher?: PublishDelivery;
+  /** The claim queue (docs/agent-hosts.md "The claim queue"): with it, a finished attempt's freed slot is claimed at once. */
+  claims?: Omit<ClaimDeps, 'db' | 'limits'>;
 }
 
 export function createChatActivities(deps: ChatActivityDeps) {
   const { db } = deps;
+  const limits = (): AdmissionLimits => ({
+    staleSeconds: deps.settings.AGENT_HOST_STALE_SECONDS, defaultSlots: deps.settings.AGENT_HOST_SLOTS,
+    ...(deps.turnLimits ? { turnLimits: deps.turnLimits() } : {}),
+  });
 
   return {
-    /** The next turn the chat must deal with (its lowest non-terminal turn), or null when idle. */
-    async nextTurn(input: { jobId: string }): Promise<{ seq: number; state: TurnState } | null> {
+    /**
+     * The next turn the chat must deal with (its lowest non-terminal turn), or null when idle.
+     * `claimed`: the turn is running on an attempt a host's claim admitted that this workflow run
+     * may still take (docs/agent-hosts.md "The claim queue"), so it is dispatched, not abandoned.
+     */
+    async nextTurn(input: { jobId: string }): Promise<{ seq: number; state: TurnState; claimed?: true } | null> {
       const row = await nextActiveTurn(db, input.jobId);
-      return row ? { seq: row.seq, state: row.state } : null;
+      if (!row) return null;
+      if (row.state === 'running' && row.attempt_id && (await takeable(db, row.attempt_id, workflowRunId()))) return { seq: row.seq, state: row.state, claimed: true };
+      return { seq: row.seq, state: row.state };
     },
 
     /**
      * Claims a host slot for turn `seq` when it is still the chat's first non-terminal turn and
-     * queued. Throws the retryable `NoFreeSlot` while no slot is free; returns `skipped` when the
+     * queued, or takes the admission a host's claim made for it. Throws the retryable `NoFreeSlot`
+     * while no slot is free (or a claim holds the chat this instant); returns `skipped` when the
      * turn is no longer queued (cancelled meanwhile) or is not next.
      */
     async admitTurn(input: { jobId: string; seq: number }): Promise<AdmittedTurn | { kind: 'skipped'; state: TurnState | 'not_next' }> {
-      const admission = await admitTurn(db, input, {
-        staleSeconds: deps.settings.AGENT_HOST_STALE_SECONDS, defaultSlots: deps.settings.AGENT_HOST_SLOTS,
-        ...(deps.turnLimits ? { turnLimits: deps.turnLimits() } : {}),
-      });
+      const runId = workflowRunId();
+      const admission = await admitTurn(db, { ...input, ...(runId !== undefined ? { runId } : {}) }, limits());
       switch (admission.kind) {
         case 'job_missing': throw ApplicationFailure.nonRetryable(`job ${input.jobId} does not exist`, FailureType.jobMissing);
         case 'sandbox_missing': throw ApplicationFailure.nonRetryable(admission.message, FailureType.sandboxMissing);
         case 'wait': throw ApplicationFailure.retryable(`No free execution slot (${admission.reason})`, FailureType.noFreeSlot);
+        case 'busy': throw ApplicationFailure.retryable('Another admission holds this chat now', FailureType.noFreeSlot);
         default: return admission;
       }
     },
@@ -85,6 +98,11 @@ export function createChatActivities(deps: ChatActivityDeps) {
           .update({ state: 'cold', updated_at: trx.fn.now() });
       });
       if (input.outcome.kind === 'completed' && deps.publisher) await startPublication(db, deps.publisher, input.attemptId);
+      if (deps.claims) {
+        // The attempt's slot is free: its host claims the oldest queued turns it may run.
+        const host = await db('agent_attempts').where({ attempt_id: input.attemptId }).first<{ host_id: string } | undefined>('host_id');
+        if (host) await claimAndWake({ ...deps.claims, db, limits }, host.host_id);
+      }
     },
 
     /** Fails a turn whose running attempt no workflow is watching any more (its end, too, is the sandbox's last activity). */
@@ -94,6 +112,23 @@ export function createChatActivities(deps: ChatActivityDeps) {
       });
     },
   };
+}
+
+/** The workflow run calling this activity (undefined outside an activity: direct calls in tests). */
+function workflowRunId(): string | undefined {
+  try {
+    return Context.current().info.workflowExecution?.runId;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether run `runId` may take the running attempt: admitted by a host's claim and not taken by another run. */
+async function takeable(db: Db, attemptId: string, runId: string | undefined): Promise<boolean> {
+  if (runId === undefined) return false;
+  const row = await db('agent_attempts').where({ attempt_id: attemptId, state: 'running' }).whereNotNull('admission')
+    .where((q) => q.whereNull('dispatched_run').orWhere('dispatched_run', runId)).first<{ attempt_id: string } | undefined>('attempt_id');
+  return row !== undefined;
 }
 
 /**

@@ -17,7 +17,10 @@ export interface ReconcilerDeps {
   minQueuedSeconds: number;
 }
 
-/** Wakes every chat with a queued turn older than the threshold and no running turn; returns how many. */
+/**
+ * Wakes every chat with a queued turn older than the threshold and no running turn, or with a turn a
+ * host's claim admitted longer ago than the threshold that no workflow has taken; returns how many.
+ */
 export async function reconcileQueuedTurns(deps: ReconcilerDeps): Promise<number> {
   const rows = await deps.db('agent_turns as t')
     .join('agent_jobs as j', 'j.job_id', 't.job_id')
@@ -25,6 +28,11 @@ export async function reconcileQueuedTurns(deps: ReconcilerDeps): Promise<number
     .whereNull('j.deleted_at')
     .where('t.created_at', '<', deps.db.raw(`now() - make_interval(secs => ?)`, [deps.minQueuedSeconds]))
     .whereNotExists((q) => q.select(deps.db.raw('1')).from('agent_turns as r').whereRaw('r.job_id = t.job_id').where('r.state', 'running'))
+    // A turn a host's claim admitted that no chat workflow has taken yet (its wake was lost).
+    .orWhere((q) => q.where('t.state', 'running').whereNull('j.deleted_at')
+      .whereExists((a) => a.select(deps.db.raw('1')).from('agent_attempts as a').whereRaw('a.attempt_id = t.attempt_id')
+        .where('a.state', 'running').whereNotNull('a.admission').whereNull('a.dispatched_run')
+        .where('a.started_at', '<', deps.db.raw(`now() - make_interval(secs => ?)`, [deps.minQueuedSeconds]))))
     .distinct<Array<{ job_id: string; owner_id: string; execution_profile: ExecutionProfile }>>('t.job_id', 'j.owner_id', 'j.execution_profile')
     .limit(500);
   let woken = 0;

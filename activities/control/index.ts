@@ -20,6 +20,8 @@ import { defaultValues } from '../../agent/settings/admin-settings';
 import { turnLimitsFrom } from '../../agent/settings/host-settings';
 import type { AgentSettings } from '../../agent/settings/settings-sync';
 import { PublishDelivery } from '../../agent/source/publish-delivery';
+import { ChatDelivery } from '../../agent/jobs/chat-delivery';
+import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { Forge } from '../forge/forge';
 import { createPublishActivities, type PrTitleGenerator } from './publish-activities';
 import { createPrTitleGenerator } from './pr-title';
@@ -56,6 +58,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
     ...createChatActivities({
       db: deps.db, settings: deps.settings, turnLimits: () => turnLimitsFrom(hostSettings()),
       ...(deps.temporal && deps.forgeFor ? { publisher: new PublishDelivery(deps.temporal, deps.settings, log) } : {}),
+      ...(deps.temporal ? { claims: { wake: chatWaker(deps.temporal, deps.settings, log), log } } : {}),
     }),
     ...createSandboxGroupActivities({ db: deps.db, settings: deps.settings, log, ...(deps.objectStore ? { objectStore: deps.objectStore } : {}) }),
     ...createHostWorkflowActivities({ db: deps.db }),
@@ -77,4 +80,10 @@ function prTitles(deps: ControlActivityDeps, log: Logger): { generateTitle?: PrT
   if (deps.generatePrTitle) return { generateTitle: deps.generatePrTitle };
   if (!deps.settings.AGENT_TITLE_GENERATION_ENABLED) return {};
   return { generateTitle: createPrTitleGenerator({ grants: deps.grants, gatewayUrl: () => deps.settings.AGENT_GATEWAY_URL, log, ...(deps.titleLimits ? { limits: deps.titleLimits } : {}) }) };
+}
+
+/** Wakes a chat workflow whose turn a host's claim admitted (docs/agent-hosts.md "The claim queue"). */
+function chatWaker(temporal: Client, settings: Settings, log: Logger): (job: { jobId: string; ownerId: number; executionProfile: ExecutionProfile }) => Promise<boolean> {
+  const delivery = new ChatDelivery(temporal, settings, log);
+  return (job) => delivery.wake(job);
 }

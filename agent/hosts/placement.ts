@@ -36,6 +36,8 @@ export interface PlaceTurnInput {
   defaultSlots: number;
   /** The chat's execution profile: only a host that attests it (in its heartbeat's capabilities) may run the turn. */
   profile: ExecutionProfile;
+  /** Only this host (a host claiming work for itself, docs/agent-hosts.md "The claim queue"): no other host row is locked. */
+  onlyHostId?: string;
 }
 
 /** Why a turn cannot be admitted now (it waits and is placed again later). */
@@ -61,6 +63,7 @@ async function lockHosts(trx: Knex.Transaction, input: PlaceTurnInput): Promise<
     .select(trx.raw('capabilities @> ?::jsonb as attests', [JSON.stringify([input.profile])]))
     .orderBy('host_id')
     .forUpdate();
+  if (input.onlyHostId !== undefined) query.where('host_id', input.onlyHostId);
   if (input.jobHostId !== null) {
     query.where('host_id', input.jobHostId);
   } else {

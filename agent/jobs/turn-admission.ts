@@ -15,7 +15,7 @@ import { recordAudit, TURN_ADMISSION } from '../audit/audit-log';
 import type { SandboxArchiveReceipt } from '../../workflows/definitions/sandbox-group';
 import type { TurnLimits } from '../settings/host-settings';
 import { newId } from './job-store';
-import { claimNextTurn, startAttempt, type ClaimedJob, type TurnState } from './turn-transitions';
+import { claimNextTurn, startAttempt, type ActiveTurn, type ClaimedJob, type TurnState } from './turn-transitions';
 
 /** The first member of a group runs as this UID; later members (forks) take the next free one. */
 export const FIRST_MEMBER_UID = 10001;
@@ -47,6 +47,8 @@ export type Admission =
   /** No slot now: try again later. */
   | { kind: 'wait'; reason: WaitReason }
   | { kind: 'job_missing' }
+  /** Another admission of this chat holds its row now (a host's claim): try again shortly. */
+  | { kind: 'busy' }
   /** The chat's sandbox group record is gone: it cannot run here again. */
   | { kind: 'sandbox_missing'; message: string };
 
@@ -133,35 +135,77 @@ async function noteNewWork(trx: Knex.Transaction, groupId: string, turnId: strin
   });
 }
 
-/** Admits turn `seq` of chat `jobId` when it is next, queued and a slot is free. */
-export async function admitTurn(db: Db, input: { jobId: string; seq: number }, limits: AdmissionLimits): Promise<Admission> {
+/** Who admits: the chat workflow run (`runId`, it dispatches the turn itself) or a host's claim (`claimHostId`: only that host). */
+export type Admitter = { runId?: string; claimHostId?: undefined } | { claimHostId: string; runId?: undefined };
+
+/**
+ * Places and starts a claimed turn inside `trx` (the job and turn rows are locked by the claim).
+ * Writes nothing unless it answers `admitted`. The attempt records the admission, and which
+ * workflow run dispatches it (none yet for a host's claim: docs/agent-hosts.md "The claim queue").
+ */
+export async function admitClaimed(
+  trx: Knex.Transaction, claim: { job: ClaimedJob; turn: ActiveTurn }, limits: AdmissionLimits, by: Admitter,
+): Promise<Admission> {
+  const { job, turn } = claim;
+  const where = await groupPlacement(trx, job);
+  const jobHostId = where.cold ? null : job.host_id;
+  // A host claims only for itself: a chat retained elsewhere is not its to start.
+  if (by.claimHostId !== undefined && jobHostId !== null && jobHostId !== by.claimHostId) return { kind: 'wait', reason: 'host_offline' };
+  const placed = await placeTurn(trx, {
+    jobHostId, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots, profile: where.profile,
+    ...(by.claimHostId !== undefined ? { onlyHostId: by.claimHostId } : {}),
+  });
+  if ('wait' in placed) return { kind: 'wait' as const, reason: placed.wait };
+  const group = await ensureGroup(trx, job, placed.hostId);
+  if ('missing' in group) return { kind: 'sandbox_missing' as const, message: group.missing };
+  if ('pending' in group) return { kind: 'wait' as const, reason: 'sandbox_pending' as const };
+  const attemptId = newId('att');
+  // The turn row is locked by the claim, so it is still queued here.
+  if (!(await startAttempt(trx, { jobId: job.job_id, turnId: turn.turn_id, seq: turn.seq, attemptId, hostId: placed.hostId, generation: group.generation }))) {
+    throw new Error(`turn ${turn.turn_id} left queued under its row lock`);
+  }
+  await noteNewWork(trx, group.groupId, turn.turn_id);
+  await trx('agent_turns').where({ turn_id: turn.turn_id }).whereNotNull('wait_reason').update({ wait_reason: null });
+  const admitted: AdmittedTurn = {
+    kind: 'admitted' as const, seq: turn.seq, turnId: turn.turn_id, attemptId, hostId: placed.hostId,
+    groupId: group.groupId, generation: group.generation, uid: group.uid,
+    repo: job.repo, baseRef: job.base_ref, baseSha: job.base_sha,
+    ...(group.restore ? { restore: group.restore } : {}),
+    ...(limits.turnLimits ? { limits: limits.turnLimits } : {}),
+    executionProfile: where.profile,
+  };
+  await trx('agent_attempts').where({ attempt_id: attemptId }).update({
+    admission: JSON.stringify(admitted), dispatched_run: by.claimHostId !== undefined ? null : by.runId ?? 'unrecorded',
+    ...(limits.turnLimits ? { limits: JSON.stringify(limits.turnLimits) } : {}),
+  });
+  return admitted;
+}
+
+/**
+ * The admission of turn `seq` waiting for workflow run `runId`: a host's claim not yet taken, or
+ * one this run took before (its answer lost to a retry or a cancelled call). Marks it taken.
+ */
+async function takeAdmission(trx: Knex.Transaction, input: { jobId: string; seq: number }, runId: string): Promise<AdmittedTurn | undefined> {
+  const rows: Array<{ admission: AdmittedTurn }> = await trx('agent_attempts as a')
+    .whereIn('a.attempt_id', trx('agent_turns').select('attempt_id').where({ job_id: input.jobId, seq: input.seq, state: 'running' }))
+    .where('a.state', 'running').whereNotNull('a.admission')
+    .where((q) => q.whereNull('a.dispatched_run').orWhere('a.dispatched_run', runId))
+    .update({ dispatched_run: runId }, ['a.admission']);
+  return rows[0]?.admission;
+}
+
+/**
+ * Admits turn `seq` of chat `jobId` when it is next, queued and a slot is free; or hands workflow
+ * run `runId` the admission a host's claim made for it.
+ */
+export async function admitTurn(db: Db, input: { jobId: string; seq: number; runId?: string }, limits: AdmissionLimits): Promise<Admission> {
   const admission = await db.transaction(async (trx): Promise<Admission> => {
     const claim = await claimNextTurn(trx, input);
-    if (claim.kind !== 'claimable') return claim;
-    const { job, turn } = claim;
-    const where = await groupPlacement(trx, job);
-    const jobHostId = where.cold ? null : job.host_id;
-    const placed = await placeTurn(trx, { jobHostId, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots, profile: where.profile });
-    if ('wait' in placed) return { kind: 'wait' as const, reason: placed.wait };
-    const group = await ensureGroup(trx, job, placed.hostId);
-    if ('missing' in group) return { kind: 'sandbox_missing' as const, message: group.missing };
-    if ('pending' in group) return { kind: 'wait' as const, reason: 'sandbox_pending' as const };
-    const attemptId = newId('att');
-    // The turn row is locked by the claim, so it is still queued here.
-    if (!(await startAttempt(trx, { jobId: input.jobId, turnId: turn.turn_id, seq: turn.seq, attemptId, hostId: placed.hostId, generation: group.generation }))) {
-      throw new Error(`turn ${turn.turn_id} left queued under its row lock`);
+    if (claim.kind === 'skipped' && claim.state === 'running' && input.runId !== undefined) {
+      return (await takeAdmission(trx, input, input.runId)) ?? claim;
     }
-    await noteNewWork(trx, group.groupId, turn.turn_id);
-    await trx('agent_turns').where({ turn_id: turn.turn_id }).whereNotNull('wait_reason').update({ wait_reason: null });
-    if (limits.turnLimits) await trx('agent_attempts').where({ attempt_id: attemptId }).update({ limits: JSON.stringify(limits.turnLimits) });
-    return {
-      kind: 'admitted' as const, seq: turn.seq, turnId: turn.turn_id, attemptId, hostId: placed.hostId,
-      groupId: group.groupId, generation: group.generation, uid: group.uid,
-      repo: job.repo, baseRef: job.base_ref, baseSha: job.base_sha,
-      ...(group.restore ? { restore: group.restore } : {}),
-      ...(limits.turnLimits ? { limits: limits.turnLimits } : {}),
-      executionProfile: where.profile,
-    };
+    if (claim.kind !== 'claimable') return claim;
+    return admitClaimed(trx, claim, limits, input.runId !== undefined ? { runId: input.runId } : {});
   });
   if (admission.kind === 'wait') await recordWaitReason(db, input, admission.reason);
   return admission;

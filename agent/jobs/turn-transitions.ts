@@ -86,17 +86,21 @@ export interface ClaimedJob {
 /**
  * Claims turn `seq` for admission: locks the job row, then the chat's next active turn, and
  * answers `claimable` only when that turn is `seq` and still queued. The locks are held until the
- * caller's transaction ends, so a concurrent claim (or cancel) of the same chat waits, then finds
- * the turn running (or cancelled) and is skipped. `job_missing` when the job does not exist.
+ * caller's transaction ends, so a concurrent cancel of the same chat waits, then finds the turn
+ * running; a concurrent admission does not wait but answers `busy` (the job row is taken with SKIP
+ * LOCKED) and tries again later. `job_missing` when the job does not exist.
  */
 export async function claimNextTurn(trx: Knex.Transaction, input: { jobId: string; seq: number }): Promise<
   | { kind: 'claimable'; job: ClaimedJob; turn: ActiveTurn }
   | { kind: 'skipped'; state: TurnState | 'not_next' }
   | { kind: 'job_missing' }
+  | { kind: 'busy' }
 > {
-  const job = await trx('agent_jobs').where({ job_id: input.jobId }).forUpdate()
+  // SKIP LOCKED: a second admission of the chat (its workflow and a host's claim at once) does not
+  // queue behind the first; it answers `busy` and is tried again, then finds the turn running.
+  const job = await trx('agent_jobs').where({ job_id: input.jobId }).forUpdate().skipLocked()
     .first<ClaimedJob | undefined>('job_id', 'host_id', 'group_id', 'repo', 'base_ref', 'base_sha', 'execution_profile');
-  if (!job) return { kind: 'job_missing' };
+  if (!job) return (await trx('agent_jobs').where({ job_id: input.jobId }).first('job_id')) ? { kind: 'busy' } : { kind: 'job_missing' };
   const turn = await nextActiveTurn(trx, input.jobId, { lock: true });
   if (!turn || turn.seq !== input.seq) return { kind: 'skipped', state: 'not_next' };
   if (turn.state !== 'queued') return { kind: 'skipped', state: turn.state };
