@@ -8,6 +8,7 @@ import type { GatewayState } from '../surfaces/state';
 import { automationScoreRouter } from './automation-score';
 import { identityAdminRouter } from './identity-admin';
 import { modelsAdminRouter } from './models';
+import { playgroundRouter } from './playground';
 import { policiesRouter } from './policies';
 import { providerKeysRouter } from './provider-keys';
 import { providersRouter } from './providers';
@@ -21,6 +22,6 @@ export function adminRouters(deps: GatewayDeps): Array<Router<GatewayState>> {
   return [
     identityAdminRouter(deps), settingsAdminRouter(deps), recentRequestsRouter(deps),
     routingRouter(deps), runtimeRoutesRouter(deps), retargetRouter(deps), modelsAdminRouter(deps), policiesRouter(deps), providersRouter(deps), providerKeysRouter(deps),
-    automationScoreRouter(deps),
+    automationScoreRouter(deps), playgroundRouter(deps),
   ];
 }

@@ -17,8 +17,11 @@ import type { Role } from '../registry/types';
 
 export interface Caller {
   role: Role;
-  /** How the caller was identified: `auth_disabled`, an API key or an inference grant. */
-  via: 'auth_disabled' | 'api_key' | 'agent_grant';
+  /**
+   * How the caller was identified: `auth_disabled`, an API key, an inference grant, or `admin` (an
+   * administrator's admin credential, on the admin playground: docs/inference-surfaces.md "Playground").
+   */
+  via: 'auth_disabled' | 'api_key' | 'agent_grant' | 'admin';
   /** The key's or grant's owner. */
   userId?: number;
   /** The key's id (API keys only). */

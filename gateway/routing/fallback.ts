@@ -40,8 +40,8 @@ export interface FallbackOptions {
    * the last resort. A failed offload is recorded and the remaining local routes carry on.
    */
   offload?: OffloadRun | undefined;
-  /** Called once before the request's error is raised (every route failed or none could serve it). */
-  onFailure?: (() => void) | undefined;
+  /** Called once before the request's error is raised (every route failed or none could serve it), with the failed attempts. */
+  onFailure?: ((failed: readonly FailedAttempt[]) => void) | undefined;
 }
 
 /** What the fallback driver tells the routing core about each attempt. */
@@ -105,7 +105,7 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
     observer?.succeeded(route);
     return { value, route, failedAttempts: failed };
   }
-  options.onFailure?.();
+  options.onFailure?.(failed);
   if (offload && !offload.eligible && !stopped) {
     // The offload route could have taken it but the prompt is above its max_input_tokens (spec 7).
     const why = primary ? `every other route failed (${primary.message})` : 'no other route can serve it';

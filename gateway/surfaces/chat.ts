@@ -21,6 +21,7 @@ import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
 import { runWithFallback, type FallbackOptions } from '../routing/fallback';
+import { carriesMedia, routesAccepting } from '../routing/modalities';
 import type { OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
 import type { RoutingTicket } from '../routing/selector';
@@ -93,6 +94,8 @@ export interface SurfaceShape {
    * one is to serve it, so a {@link native} route still can.
    */
   untranslatable?: AppError | undefined;
+  /** Hears the failed attempts when no route answered (the admin playground shows them). */
+  failed?: (attempts: readonly FailedAttempt[]) => void;
 }
 
 /**
@@ -165,7 +168,9 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
   // Models without an offload policy pay one map lookup here; a pinned request is never offloaded.
   const offload = pinned ? undefined : offloadPlan(deps, model, ticket, request, promptTokens, state);
   const servable = servableRoutes(offload?.routes ?? ticket.routes, model, shape);
-  const routes = structured === undefined ? servable : structuredRoutes(servable, model, structured);
+  const shaped = structured === undefined ? servable : structuredRoutes(servable, model, structured);
+  // Images or audio: only routes whose model accepts them (docs/routing.md "Input modalities").
+  const routes = carriesMedia(state) ? routesAccepting(shaped, model.id, state) : shaped;
   const run = offload?.run;
   const tier = tierFor(model, promptTokens, deps);
   const signal = abortOnClientClose(ctx.res);
@@ -188,11 +193,13 @@ export async function serveChat(ctx: InferenceContext, deps: GatewayContextDeps,
       `upstream_auth_misconfig: ${route.providerLabel} rejected the gateway's credential for model ${model.id}`,
     ),
   };
-  if (run) {
+  const heard = shape?.failed;
+  if (run || heard) {
     // A request that was offloaded and still failed keeps its offload attribution for the request
     // log (the offload route named, `offload_endpoint_id` set): the offloads report counts it.
-    fallbackOptions.onFailure = () => {
-      if (run.attribution) state.routing = attribution(run.route, [], run.attribution);
+    fallbackOptions.onFailure = (failed) => {
+      if (run?.attribution) state.routing = attribution(run.route, [], run.attribution);
+      heard?.(failed);
     };
   }
   if (request.stream) {

@@ -103,6 +103,8 @@ export class RequestRecord extends LazyRequestState {
   numToolCalls: number | undefined = undefined;
   /** Images (`image_url` parts) in the request's user messages, priced by `pricing.image`. */
   images: number | undefined = undefined;
+  /** Audio clips (`input_audio` parts) in the request's user messages. */
+  audio: number | undefined = undefined;
   /** The newest user message's content as sent (string or parts array); measured when the row is built. */
   lastUserMessage: unknown = undefined;
   /** `User-Agent` and `X-Session-Id` as sent (read by {@link end}). */

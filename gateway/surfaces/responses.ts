@@ -11,7 +11,7 @@ import { readJsonBody } from '../../lib/http/json-body';
 import { callerOf } from '../auth/caller';
 import { isAppError } from '../../lib/errors';
 import type { Role } from '../registry/types';
-import { softReasoningEffort, responsesToChat, type TranslatedRequest } from '../translate/responses-surface/request';
+import { mediaStandIn, softReasoningEffort, responsesToChat, type TranslatedRequest } from '../translate/responses-surface/request';
 import { ToolNames } from '../translate/responses-surface/tools';
 import { chatToResponse, responseContext } from '../translate/responses-surface/response';
 import { ResponsesStream } from '../translate/responses-surface/stream';
@@ -31,7 +31,8 @@ function translate(raw: unknown, deps: GatewayContextDeps, role: Role): Translat
   } catch (err) {
     const body = raw as { model?: unknown; stream?: unknown } | undefined;
     if (!isAppError(err) || typeof body?.model !== 'string' || !nativeOnly(deps, body.model, role)) throw err;
-    return { chat: { model: body.model, messages: [{ role: 'user', content: '' }], stream: body.stream }, names: new ToolNames(), reasoningEffort: undefined };
+    const media = mediaStandIn((raw as { input?: unknown }).input);
+    return { chat: { model: body.model, messages: [{ role: 'user', content: media.length > 0 ? media : '' }], stream: body.stream }, names: new ToolNames(), reasoningEffort: undefined };
   }
 }
 

@@ -29,10 +29,14 @@ export interface FailedAttempt {
   status: number;
   failure: UpstreamFailure;
   message: string;
+  /** The upstream's own HTTP status, when it answered one (`status` is what a client would get). */
+  upstream_status?: number;
 }
 
 export function failedAttempt(route: Route, err: UpstreamError): FailedAttempt {
-  return { endpoint_id: route.endpointId, provider: route.providerLabel, status: err.status, failure: err.failure, message: err.message.slice(0, 300) };
+  const attempt: FailedAttempt = { endpoint_id: route.endpointId, provider: route.providerLabel, status: err.status, failure: err.failure, message: err.message.slice(0, 300) };
+  if (err.options.upstreamStatus !== undefined) attempt.upstream_status = err.options.upstreamStatus;
+  return attempt;
 }
 
 /** Phrases engines use when a prompt exceeds the context window. */

@@ -24,7 +24,7 @@ describe('messages surface: official @anthropic-ai/sdk client', function () {
     gw = await startTestGateway({
       env: { MESSAGES_PREFIX: 'claude-proxy' },
       modelsYaml: `models:
-  - { id: family-4.6, name: Family, provider: generic_compat, base_url: "${upstream.url}", max_output_length: 1000, supported_params: [temperature, max_tokens, stop], supports_tools: true }
+  - { id: family-4.6, name: Family, provider: generic_compat, base_url: "${upstream.url}", max_output_length: 1000, supported_params: [temperature, max_tokens, stop], supports_tools: true, input_modalities: [text, image] }
   - id: two-routes
     name: Two
     route:

@@ -129,7 +129,7 @@ describe('bad input on every route (gateway and control-plane API, PostgreSQL)',
     up = await startFakeUpstream();
     gw = await startTestGateway({
       db: t.db,
-      modelsYaml: `models:\n${chatModelYaml('fuzz-model', [`{ kind: generic_compat, base_url: "${up.url}" }`])}`,
+      modelsYaml: `models:\n${chatModelYaml('fuzz-model', [`{ kind: generic_compat, base_url: "${up.url}", input_modalities: [text, image] }`])}`,
       env: {
         USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false',
         GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH, AUTH_FAILURE_BLOCK_THRESHOLD: '1000000',

@@ -96,6 +96,9 @@ describe('request log: user-message shape and agent', () => {
       { role: 'user', content: [{ type: 'image_url', image_url: { url: 'y' } }, null] },
     ]);
     assert.equal(state.images, 2, 'image_url parts of user messages');
+    assert.equal(state.audio, 0);
+    noteChatFacts(state, [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }, { type: 'image_url', image_url: { url: 'y' } }] }]);
+    assert.deepEqual([state.images, state.audio], [1, 1], 'input_audio parts counted apart from images');
   });
 });
 

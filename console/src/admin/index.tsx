@@ -8,6 +8,7 @@ import { HealthPage, RoutingStatusPage } from './health';
 import { KeysPage } from './keys';
 import { adminArea } from './menu';
 import { ModelPage } from './model';
+import { PlaygroundPage } from './playground';
 import { ProvidersPage } from './providers';
 import { RequestsPage } from './requests';
 import { RoutingPage } from './routing';
@@ -17,7 +18,7 @@ import { VisibilityPage } from './visibility';
 function Overview(): JSX.Element {
   return (
     <Page title="Admin">
-      <p>Gateway administration: routing, providers and keys, visibility, users, the request log, alerts and health.</p>
+      <p>Gateway administration: routing, providers and keys, visibility, users, the request log, the playground, alerts and health.</p>
       <ul>{adminArea.menu.filter((m) => m.path !== '/admin').map((m) => <li key={m.path}><Link to={m.path}>{m.label}</Link></li>)}</ul>
     </Page>
   );
@@ -32,6 +33,7 @@ export const adminPages: readonly ConsolePage[] = [
   { path: '/admin/visibility', title: 'Model visibility', access: 'admin', component: VisibilityPage },
   { path: '/admin/users', title: 'Users', access: 'admin', component: UsersPage },
   { path: '/admin/requests', title: 'Recent requests', access: 'admin', component: RequestsPage },
+  { path: '/admin/playground', title: 'Playground', access: 'admin', component: PlaygroundPage },
   { path: '/admin/auth-blocks', title: 'Sign-in blocks', access: 'admin', component: AuthBlocksPage },
   { path: '/admin/settings', title: 'Runtime settings', access: 'admin', component: SettingsPage },
   { path: '/admin/alerts', title: 'Alerts', access: 'admin', component: AlertsPage },

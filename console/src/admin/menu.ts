@@ -14,6 +14,7 @@ export const adminArea: ConsoleArea = {
     { path: '/admin/visibility', label: 'Model visibility', access: 'admin' },
     { path: '/admin/users', label: 'Users', access: 'admin' },
     { path: '/admin/requests', label: 'Recent requests', access: 'admin' },
+    { path: '/admin/playground', label: 'Playground', access: 'admin' },
     { path: '/admin/auth-blocks', label: 'Sign-in blocks', access: 'admin' },
     { path: '/admin/settings', label: 'Runtime settings', access: 'admin' },
     { path: '/admin/alerts', label: 'Alerts', access: 'admin' },

@@ -232,11 +232,33 @@ export function readMessagesRequest(raw: unknown, options: { countOnly?: boolean
   } catch (err) {
     if (!(err instanceof AppError) || err.status !== 400) throw err;
     const plain = messages.filter((m) => typeof (m as Json).content === 'string');
+    const images = imageStandIn(messages);
+    if (images) plain.push(images);
     const stand: Json = { model, messages: system === undefined ? plain : [{ role: 'system', content: system }, ...plain], stream: body.stream === true };
     if (max !== undefined) stand.max_tokens = max;
     if ((stand.messages as unknown[]).length === 0) stand.messages = [{ role: 'user', content: '' }];
     return { body, model, chat: stand, untranslatable: err };
   }
+}
+
+/**
+ * For a body with no chat translation: one user message with a stand-in `image_url` part per
+ * `image` block of the user turns (their `tool_result`s included), so routing still admits only
+ * routes that accept images (docs/routing.md "Input modalities") and the log counts them. Never
+ * sent upstream: such a body reaches messages-API routes only, as sent.
+ */
+function imageStandIn(messages: readonly unknown[]): Json | undefined {
+  const parts: Json[] = [];
+  const note = (blocks: unknown): void => {
+    if (!Array.isArray(blocks)) return;
+    for (const block of blocks) {
+      if (!isObject(block)) continue;
+      if (block.type === 'image') parts.push({ type: 'image_url', image_url: { url: '' } });
+      else if (block.type === 'tool_result') note(block.content);
+    }
+  };
+  for (const message of messages) if ((message as Json).role === 'user') note((message as Json).content);
+  return parts.length > 0 ? { role: 'user', content: parts } : undefined;
 }
 
 /** The chat body of a messages request, or throws its first refusal (a 400 naming the field). */

@@ -8,7 +8,7 @@
  * |---|---|
  * | `instructions`, `system` and `developer` messages | `system` messages; a run of them is merged into one (blank line between) |
  * | `user` / `assistant` messages | same role; assistant text parts joined into one string |
- * | content `input_text` / `output_text` / `text` / `refusal`, `input_image` (URL) | `text` parts, `image_url` parts |
+ * | content `input_text` / `output_text` / `text` / `refusal`, `input_image` (URL), `input_audio` | `text` parts, `image_url` parts, `input_audio` parts |
  * | `function_call`, `custom_tool_call` (a run of them, after an assistant message or not) | one assistant message's `tool_calls` (a custom call's `arguments` = `{"input": …}`) |
  * | `function_call_output`, `custom_tool_call_output` (string, or `input_text` / `input_image` parts) | `tool` message (texts joined by newlines); images go into one user message after the run of tool messages |
  * | `reasoning` items | dropped (a chat upstream takes no reasoning back) |
@@ -52,7 +52,38 @@ function contentPart(raw: unknown, where: string): Json {
     if (typeof url !== 'string') throw invalid(`${where}.image_url`, 'must be an image URL (file ids are not supported)');
     return { type: 'image_url', image_url: { url, ...(typeof part.detail === 'string' ? { detail: part.detail } : {}) } };
   }
+  if (part.type === 'input_audio') {
+    const audio = part.input_audio as Json | undefined;
+    if (typeof audio?.data !== 'string' || typeof audio.format !== 'string') throw invalid(`${where}.input_audio`, 'must be an object with base64 data and a format');
+    return { type: 'input_audio', input_audio: { data: audio.data, format: audio.format } };
+  }
   throw invalid(`${where}.type`, `unsupported content part type ${JSON.stringify(part.type)}`);
+}
+
+const MEDIA_STAND_INS: Readonly<Record<string, Json>> = {
+  input_image: { type: 'image_url', image_url: { url: '' } },
+  input_audio: { type: 'input_audio', input_audio: { data: '', format: 'wav' } },
+};
+
+/**
+ * For a body sent as it is to Responses-API routes (no chat translation): the chat stand-in's
+ * user content, one placeholder part per `input_image` / `input_audio` part of the input (messages
+ * and tool outputs), so routing admits only routes accepting those inputs (docs/routing.md "Input
+ * modalities"). Never sent upstream.
+ */
+export function mediaStandIn(input: unknown): Json[] {
+  const parts: Json[] = [];
+  if (!Array.isArray(input)) return parts;
+  for (const item of input) {
+    if (item === null || typeof item !== 'object') continue;
+    const list = (item as Json).content ?? (item as Json).output;
+    if (!Array.isArray(list)) continue;
+    for (const part of list) {
+      const standIn = MEDIA_STAND_INS[(part as Json | null)?.type as string];
+      if (standIn) parts.push(standIn);
+    }
+  }
+  return parts;
 }
 
 function joinedText(parts: Json[], where: string): string {
