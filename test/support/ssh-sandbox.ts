@@ -36,7 +36,7 @@ export async function startSshChat(db: Db, ownerId: number, hostId: string): Pro
 }
 
 /** A new key pair by `ssh-keygen` in `dir`: the private key's path and the `.pub` line. */
-export async function generateKey(dir: string, name: string, type: 'ed25519' | 'rsa' = 'ed25519', bits?: number): Promise<{ path: string; publicKey: string }> {
+export async function generateKey(dir: string, name: string, type: 'ed25519' | 'rsa' | 'ecdsa' = 'ed25519', bits?: number): Promise<{ path: string; publicKey: string }> {
   const path = join(dir, name);
   await promisify(execFile)('ssh-keygen', ['-q', '-t', type, ...(bits ? ['-b', String(bits)] : []), '-N', '', '-C', `${name}@test`, '-f', path]);
   const { stdout } = await promisify(execFile)('cat', [`${path}.pub`]);
