@@ -19,6 +19,13 @@ import { freshDatabase, type TestDatabase } from '../support/db';
 import { captureLogs } from '../support/logs';
 import { generateKey } from '../support/ssh-sandbox';
 
+/** The fields these tests read of an answer (a key, a key list, an error or the ssh view). */
+interface Answer {
+  id: string; name: string; key_type: string; public_key: string; fingerprint: string;
+  keys: Array<{ id: string }>; max_keys: number; available: boolean; reason: string | null;
+  error: { message: string; param?: string };
+}
+
 describe('owner SSH keys and the chat SSH line (API + PostgreSQL)', function () {
   this.timeout(60_000);
   let t: TestDatabase;
@@ -31,7 +38,7 @@ describe('owner SSH keys and the chat SSH line (API + PostgreSQL)', function () 
     const res = await fetch(`${api.url}${path}`, {
       method, headers: { authorization: `Bearer ${who.apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}),
     });
-    return { status: res.status, body: await res.json() as Record<string, any> };
+    return { status: res.status, body: await res.json() as Answer };
   };
   const keyCount = async (who: TestOwner) => Number((await t.db('agent_ssh_keys').where({ user_id: who.userId }).count<{ count: string }[]>('* as count'))[0]!.count);
 
@@ -59,7 +66,7 @@ describe('owner SSH keys and the chat SSH line (API + PostgreSQL)', function () 
     assert.equal(again.status, 409);
     assert.match(again.body.error.message, /already registered/);
     const listed = await call(owner, 'GET', '/v1/agent/ssh-keys');
-    assert.deepEqual(listed.body.keys.map((k: { id: string }) => k.id), [created.body.id]);
+    assert.deepEqual(listed.body.keys.map((k) => k.id), [created.body.id]);
     assert.equal(listed.body.max_keys, 10);
     assert.deepEqual((await call(other, 'GET', '/v1/agent/ssh-keys')).body.keys, [], 'another owner sees none of them');
     assert.equal((await call(other, 'DELETE', `/v1/agent/ssh-keys/${created.body.id}`)).status, 404, 'nor deletes them');
