@@ -263,6 +263,19 @@ export const settingsShape = {
   AGENT_API_URL: z.string().url().default(DEFAULT_AGENT_API_URL),
   /** Execution slots of a host when no admin value is saved (docs/agent-hosts.md). Default 3. */
   AGENT_HOST_SLOTS: z.coerce.number().int().min(2).max(128).default(3),
+  /**
+   * Port of the host runner's SSH server, through which owners open a shell in their chats'
+   * sandboxes (docs/ssh.md). Unset (default): no SSH server. 0: any free port (tests).
+   */
+  AGENT_SSH_PORT: z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional()),
+  /** Address the SSH server listens on. Default `127.0.0.1` (loopback: put a forward or `0.0.0.0` deliberately). */
+  AGENT_SSH_BIND_ADDRESS: z.string().min(1).default('127.0.0.1'),
+  /** The host name owners are told to connect to (`ssh <job_id>@<this> -p <port>`). Default: the host id. */
+  AGENT_SSH_PUBLIC_HOST: optionalString(),
+  /** The port owners are told (a forward in front of the server). Default: `AGENT_SSH_PORT`. */
+  AGENT_SSH_PUBLIC_PORT: z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.coerce.number().int().min(1).max(65535).optional()),
+  /** The SSH server's host key (Ed25519, OpenSSH form), generated at first start when missing. Default `.data/ssh/ssh_host_ed25519_key`. */
+  AGENT_SSH_HOST_KEY_PATH: z.string().min(1).default('.data/ssh/ssh_host_ed25519_key'),
   /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s). */
   AGENT_HOST_HEARTBEAT_SECONDS: z.coerce.number().positive().default(15),
   /**

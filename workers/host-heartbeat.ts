@@ -32,6 +32,8 @@ export interface HeartbeatOptions {
   log: Logger;
   /** What the host attests now and the preflight behind it (read at each beat); absent: `container` only. */
   attestation?: () => { capabilities: string[]; preflight?: Preflight };
+  /** Where owners reach this host's SSH server (docs/ssh.md); absent when it is off. */
+  ssh?: { host: string; port: number };
   /** Replaceable for tests; the global fetch by default. */
   fetch?: typeof fetch;
 }
@@ -73,7 +75,7 @@ export function createHeartbeat(options: HeartbeatOptions): Heartbeat {
     try {
       const answer = await http.call(hostApi.hostHeartbeat, {
         params: { hostId: options.hostId },
-        body: { slots_total: reported, runtime: options.runtime, runner_version: RUNNER_VERSION, ...(options.attestation?.() ?? { capabilities: ['container'] }) },
+        body: { slots_total: reported, runtime: options.runtime, runner_version: RUNNER_VERSION, ...(options.attestation?.() ?? { capabilities: ['container'] }), ...(options.ssh ? { ssh: options.ssh } : {}) },
       });
       log.debug(answer, 'host heartbeat');
       apply(answer);

@@ -3,6 +3,7 @@
  * polls task queue `host:<hostId>` with activities that
  * use the local Docker engine, heartbeats `slots_total`, runtime and attestations to the API
  * with its enrollment-issued credential, and reports its containers every 30 s (host-inventory.ts).
+ * With `AGENT_SSH_PORT` set it also serves owners' SSH into their sandboxes (host-ssh.ts).
  * Entry of `npm run worker:host`.
  */
 import { hostname } from 'node:os';
@@ -24,6 +25,7 @@ import { runtimesFromSettings } from '../activities/docker/container-runtime';
 import { createPreflightLoop } from './host-preflight';
 import { probeSandboxDisks } from '../activities/docker/sandbox-disk';
 import { sweepSandboxDisks } from '../activities/docker/sandbox-removal';
+import { startHostSsh } from './host-ssh';
 
 async function main(): Promise<void> {
   const settings = loadSettings(process.env);
@@ -51,6 +53,8 @@ async function main(): Promise<void> {
   await preflight.runNow();
   preflight.start(settings.AGENT_PREFLIGHT_SECONDS * 1000);
   const hostApi = new HostApiClient({ apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL });
+  // Owners' SSH into their sandboxes (docs/ssh.md): off unless AGENT_SSH_PORT is set.
+  const ssh = await startHostSsh({ settings, docker, api: hostApi, hostId, log });
   const connection = await connectWorker(settings);
   const taskQueue = hostTaskQueue(hostId);
   const worker = await Worker.create({
@@ -81,7 +85,7 @@ async function main(): Promise<void> {
   });
   const heartbeat = createHeartbeat({
     apiUrl: settings.AGENT_API_URL, hostId, credential: settings.AGENT_HOST_CREDENTIAL,
-    defaultSlots: settings.AGENT_HOST_SLOTS, runtime: `docker-${engine.Version}`, log,
+    defaultSlots: settings.AGENT_HOST_SLOTS, runtime: `docker-${engine.Version}`, log, ...(ssh ? { ssh: ssh.address } : {}),
     attestation: () => {
       const latest = preflight.latest();
       return latest ? { capabilities: ['container', ...latest.attestations], preflight: latest } : { capabilities: ['container'] };
@@ -97,6 +101,7 @@ async function main(): Promise<void> {
   shutdown.add({ name: 'heartbeat', run: () => Promise.resolve(heartbeat.stop()) });
   shutdown.add({ name: 'preflight', run: () => Promise.resolve(preflight.stop()) });
   shutdown.add({ name: 'inventory', run: () => Promise.resolve(inventory.stop()) });
+  if (ssh) shutdown.add({ name: 'ssh server', run: () => ssh.server.close() });
   shutdown.add({ name: 'temporal worker', run: () => stopWorker(worker, running) });
   shutdown.add({ name: 'temporal connection', run: () => connection.close() });
   log.info({ hostId, taskQueue, docker: engine.Version }, 'host runner polling');

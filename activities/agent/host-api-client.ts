@@ -6,6 +6,7 @@
  */
 import type { RequestOf, ResponseOf } from '../../lib/contracts/endpoint';
 import * as hostApi from '../../lib/contracts/host-api';
+import * as hostSsh from '../../lib/contracts/host-ssh';
 import { InternalCallError, InternalClient } from '../../lib/http/internal-client';
 import type { AttemptContext } from '../../agent/jobs/attempt-context';
 
@@ -44,6 +45,7 @@ export type TurnGrant = ResponseOf<typeof hostApi.attemptGrant>;
 export type ToolCredentials = ResponseOf<typeof hostApi.attemptToolCredentials>;
 export type QuestionState = ResponseOf<typeof hostApi.attemptQuestion>;
 export type PatchReceipt = ResponseOf<typeof hostApi.attemptPatch>;
+export type SshSessionAnswer = ResponseOf<typeof hostSsh.sshSessionOpen>;
 
 export class HostApiClient {
   private readonly http: InternalClient;
@@ -100,5 +102,15 @@ export class HostApiClient {
   /** Uploads what the turn's capture found (docs/publisher.md "Upload"); repeated, it changes nothing. */
   uploadPatch(attemptId: string, body: RequestOf<typeof hostApi.attemptPatch>): Promise<PatchReceipt> {
     return this.fenced(attemptId, this.http.call(hostApi.attemptPatch, { params: { hostId: this.options.hostId, attemptId }, body }));
+  }
+
+  /** Asks whether `publicKey` (SSH wire form, base64) may open a session into chat `jobId` on this host; the API audits the answer (docs/ssh.md). */
+  sshSessionOpen(body: RequestOf<typeof hostSsh.sshSessionOpen>): Promise<SshSessionAnswer> {
+    return this.http.call(hostSsh.sshSessionOpen, { params: { hostId: this.options.hostId }, body });
+  }
+
+  /** Reports the end of an SSH session; the API records its duration once. */
+  sshSessionClose(sessionId: string, body: RequestOf<typeof hostSsh.sshSessionClose>): Promise<ResponseOf<typeof hostSsh.sshSessionClose>> {
+    return this.http.call(hostSsh.sshSessionClose, { params: { hostId: this.options.hostId, sessionId }, body });
   }
 }

@@ -69,7 +69,7 @@ const KILL_AS_MEMBER = [
 ].join('\n');
 
 /** The root exec that kills as member `uid`: everything of the member (target `all`), or the group in a pid file (its path). */
-function killAsMemberCommand(uid: number, target: string): string[] {
+export function killAsMemberCommand(uid: number, target: string): string[] {
   return ['python3', '-c', KILL_AS_MEMBER, String(uid), target];
 }
 

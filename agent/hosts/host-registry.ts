@@ -78,6 +78,9 @@ export async function recordHeartbeat(db: Db, hostId: string, beat: Heartbeat, s
       capabilities: JSON.stringify(beat.capabilities),
       // An older runner reports no preflight: what it reported before is no longer known to hold.
       preflight: beat.preflight ? JSON.stringify(beat.preflight) : null,
+      // Absent: this runner's SSH server is off (or it predates SSH); owners are shown no command.
+      ssh_host: beat.ssh?.host ?? null,
+      ssh_port: beat.ssh?.port ?? null,
       last_heartbeat_at: trx.fn.now(),
     });
     const row = { slots_saved: previous.slots_saved, slots_total: beat.slots_total };

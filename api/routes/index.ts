@@ -37,6 +37,8 @@ import { mcpConnectorsRouter } from './mcp-connectors';
 import { mcpRelayRouter } from './mcp-relay';
 import { hostToolCredentialsRouter } from './host-tool-credentials';
 import { metricsRouter } from './metrics';
+import { sshKeysRouter } from './ssh-keys';
+import { hostSshRouter } from './host-ssh';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers carry their own state types
 export function apiRouters(deps: ApiDeps): Array<Router<any>> {
@@ -74,6 +76,8 @@ export function apiRouters(deps: ApiDeps): Array<Router<any>> {
     mcpConnectorsRouter(deps),
     mcpRelayRouter(deps),
     hostToolCredentialsRouter(deps),
+    sshKeysRouter(deps),
+    hostSshRouter(deps),
     metricsRouter(deps),
   ];
 }

@@ -42,6 +42,11 @@ export const hostHeartbeat = defineEndpoint({
     capabilities: z.array(z.string().min(1).max(128)).max(64).default([]),
     /** The runner's last runtime preflight (docs/execution-profiles.md); absent from older runners. */
     preflight: preflightSchema.optional(),
+    /** Where owners reach this host's SSH server (docs/ssh.md); absent: the server is off. */
+    ssh: z.object({
+      host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:[\]-]+$/, 'a host name or address'),
+      port: z.number().int().min(1).max(65535),
+    }).strict().optional(),
   }).strict(),
   response: z.object({
     host_id: z.string(),

@@ -14,6 +14,7 @@ import { HostApiClient } from '../../activities/agent/host-api-client';
 import type { Endpoint } from '../../lib/contracts/endpoint';
 import { grantDispatchEndpoints, grantIssue, grantRenew, modelCheck } from '../../lib/contracts/grant-dispatch';
 import { attemptEvents, attemptPatch, attemptQuestionExpire, hostApiEndpoints, hostHeartbeat, hostInventory } from '../../lib/contracts/host-api';
+import { hostSshEndpoints } from '../../lib/contracts/host-ssh';
 import type { RouteEntry } from '../../lib/http/route-access';
 import { createHeartbeat } from '../../workers/host-heartbeat';
 import { createInventoryReporter } from '../../workers/host-inventory';
@@ -91,7 +92,7 @@ describe('internal HTTP contracts: one schema on both sides (PostgreSQL + API + 
   });
 
   it('serves every endpoint of each contract, and nothing under its prefix outside it', () => {
-    assertServed(api.routes, hostApiEndpoints, '/v1/agent/hosts/');
+    assertServed(api.routes, [...hostApiEndpoints, ...hostSshEndpoints], '/v1/agent/hosts/');
     assertServed(gw.routes, grantDispatchEndpoints, '/internal/');
   });
 

@@ -107,6 +107,22 @@ describe('migrations (PostgreSQL)', () => {
     await migration.up(t.db);
   });
 
+  it('refuses to revert the owner SSH keys while a key is registered, then reverts once none is', async () => {
+    t = await freshDatabase();
+    const ssh = migrations.find((m) => m.name === '20261208030000_agent_user_ssh_servers')!;
+    const [user] = await t.db('users').insert({ email: 'ssh-migration@example.test' }).returning<Array<{ id: string }>>('id');
+    await t.db('agent_ssh_keys').insert({
+      user_id: user!.id, name: 'laptop', key_type: 'ssh-ed25519', public_key: 'ssh-ed25519 AAAA', fingerprint: `SHA256:${'A'.repeat(43)}`,
+    });
+    await assert.rejects(ssh.down(t.db), /20261208030000_agent_user_ssh_servers: table agent_ssh_keys holds owners' SSH keys/);
+    assert.equal(await t.db.schema.hasColumn('agent_hosts', 'ssh_port'), true, 'nothing was dropped');
+    await t.db('agent_ssh_keys').delete();
+    await ssh.down(t.db);
+    assert.equal(await t.db.schema.hasTable('agent_ssh_keys'), false);
+    assert.equal(await t.db.schema.hasColumn('agent_hosts', 'ssh_port'), false);
+    await ssh.up(t.db);
+  });
+
   it('enforces the host slot range in the schema', async () => {
     t = await freshDatabase();
     await assert.rejects(
