@@ -29,6 +29,7 @@ import * as agentMcp from './20261128050000_agent_mcp';
 import * as agentTurnPatches from './20261128063000_agent_turn_patches';
 import * as agentMcpOauth from './20261128070000_agent_mcp_oauth';
 import * as publicStats from './20261207120000_public_stats';
+import * as agentForks from './20261208020000_agent_forks';
 
 export interface Migration {
   name: string;
@@ -65,4 +66,5 @@ export const migrations: readonly Migration[] = [
   { name: '20261128063000_agent_turn_patches', ...agentTurnPatches },
   { name: '20261128070000_agent_mcp_oauth', ...agentMcpOauth },
   { name: '20261207120000_public_stats', ...publicStats },
+  { name: '20261208020000_agent_forks', ...agentForks },
 ];
