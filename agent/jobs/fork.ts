@@ -13,6 +13,7 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';
+import { FORK_AT_ANCHOR_MIN_VERSION } from '../../lib/execution-profiles';
 import { newId, type JobRow } from './job-store';
 import { PROMPT_MAX_CHARS } from './job-commands';
 import { cutToChars } from './titles';
@@ -43,6 +44,20 @@ function refusedGroupState(state: string, jobId: string): string | null {
   return null;
 }
 
+/**
+ * Why a fork at an earlier turn (not the chat's latest) cannot be made: only the built-in driver's
+ * session can be cut back to a turn, and only in a group whose sessions mark their turns.
+ */
+function refusedHistorical(job: JobRow, forkHelperVersion: number, seq: number): string | null {
+  if (job.driver !== 'builtin') {
+    return `Turn ${seq} is not this chat's latest turn, and a ${job.driver} session cannot be forked at an earlier turn yet; fork at the latest turn`;
+  }
+  if (forkHelperVersion < FORK_AT_ANCHOR_MIN_VERSION) {
+    return `Turn ${seq} is not this chat's latest turn, and this chat's sandbox predates forks at an earlier turn (fork helper version ${forkHelperVersion}, ${FORK_AT_ANCHOR_MIN_VERSION} needed); fork at the latest turn`;
+  }
+  return null;
+}
+
 /** The anchor turn: completed, of this chat; and whether any turn came after it (a historical fork). */
 async function findAnchor(trx: Knex.Transaction, jobId: string, seq: number): Promise<{ turnId: string; historical: boolean }> {
   const turn = await trx('agent_turns').where({ job_id: jobId, seq }).first<{ turn_id: string; state: string } | undefined>('turn_id', 'state');
@@ -56,8 +71,8 @@ async function findAnchor(trx: Knex.Transaction, jobId: string, seq: number): Pr
 
 /**
  * Forks `original` at turn `body.anchor_seq`. 404 once the chat is deleted; 400 for an anchor that
- * is no turn of it; 409 for an anchor not completed, a cold or deleted sandbox, or a group already
- * holding `sessionsPerSandbox` members. A stop, archive or delete in progress does not refuse the
+ * is no turn of it; 409 for an anchor not completed, a cold or deleted sandbox, a group already
+ * holding `sessionsPerSandbox` members, or a historical fork its driver or group cannot make. A stop, archive or delete in progress does not refuse the
  * fork: its first turn waits for it (wait reason `sandbox_pending`), like the original's would.
  */
 export async function forkChat(db: Db, original: JobRow, body: ForkBody, limits: { sessionsPerSandbox: number }): Promise<ForkResult> {
@@ -67,10 +82,11 @@ export async function forkChat(db: Db, original: JobRow, body: ForkBody, limits:
     const anchor = await findAnchor(trx, job.job_id, body.anchor_seq);
     // A completed turn was admitted, so the chat has its group; a missing one is a record gone by hand.
     const group = job.group_id
-      ? await trx('agent_sandboxes').where({ group_id: job.group_id }).forUpdate().first<{ state: string; host_id: string } | undefined>('state', 'host_id')
+      ? await trx('agent_sandboxes').where({ group_id: job.group_id }).forUpdate()
+        .first<{ state: string; host_id: string; fork_helper_version: number } | undefined>('state', 'host_id', 'fork_helper_version')
       : undefined;
     if (!job.group_id || !group) throw new AppError('conflict', "This chat's sandbox record is missing; it cannot be forked");
-    const refused = refusedGroupState(group.state, job.job_id);
+    const refused = refusedGroupState(group.state, job.job_id) ?? (anchor.historical ? refusedHistorical(job, group.fork_helper_version, body.anchor_seq) : null);
     if (refused) throw new AppError('conflict', refused);
     const members = await trx('agent_sandbox_members').where({ group_id: job.group_id }).select<Array<{ uid: number }>>('uid');
     if (members.length >= limits.sessionsPerSandbox) {

@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { admitTurn, FIRST_MEMBER_UID } from '../../../../agent/jobs/turn-admission';
+import { attemptContext } from '../../../../agent/jobs/attempt-context';
+import { finishAttempt } from '../../../../agent/jobs/turn-transitions';
 import { postJson } from '../../../support/accounts';
 import { createOwner, createTurn, type TestOwner } from '../../../support/agent-records';
 import { insertHost, insertJobWithTurn } from '../../../support/agent-rows';
@@ -132,6 +134,46 @@ describe('forking a chat at a turn (owner API, PostgreSQL)', function () {
     } finally {
       await t.db('agent_settings').where({ key: 'sessions_per_sandbox' }).delete();
       await api.deps.agentSettings.refresh(true);
+    }
+  });
+
+  it('refuses a historical fork its driver or its group cannot cut, naming why', async () => {
+    const { jobId, groupId } = await chatWithTurns(2);
+    await t.db('agent_jobs').where({ job_id: jobId }).update({ driver: 'codex' });
+    const codex = await fork(jobId, { anchor_seq: 1 });
+    assert.equal(codex.status, 409);
+    assert.match(await codex.text(), /a codex session cannot be forked at an earlier turn yet; fork at the latest turn/);
+    assert.equal((await fork(jobId, { anchor_seq: 2 })).status, 201, 'the latest turn is fine');
+    await t.db('agent_jobs').where({ job_id: jobId }).update({ driver: 'builtin' });
+    await t.db('agent_sandboxes').where({ group_id: groupId }).update({ fork_helper_version: 2 });
+    const old = await fork(jobId, { anchor_seq: 1 });
+    assert.equal(old.status, 409);
+    assert.match(await old.text(), /predates forks at an earlier turn \(fork helper version 2, 3 needed\)/);
+  });
+
+  it('places a historical fork\'s first turn only on a host attesting native-fork-at-anchor-v1, tells that host what to cut, and records the fork made', async () => {
+    const { jobId, groupId } = await chatWithTurns(2);
+    assert.equal((await t.db('agent_sandboxes').where({ group_id: groupId }).first<{ fork_helper_version: number }>('fork_helper_version'))?.fork_helper_version, 3,
+      'a new group records the current fork helper version');
+    const res = await fork(jobId, { anchor_seq: 1, prompt: 'again' });
+    assert.equal(res.status, 201, await res.clone().text());
+    const forkId = ((await res.json()) as { job_id: string }).job_id;
+    const admit = () => admitTurn(t.db, { jobId: forkId, seq: 1 }, { staleSeconds: 90, defaultSlots: 8 });
+    assert.deepEqual(await admit(), { kind: 'wait', reason: 'fork_at_anchor_not_attested' });
+
+    await t.db('agent_hosts').where({ host_id: 'fork-host' }).update({ capabilities: JSON.stringify(['container', 'untrusted-vm-v1', 'trusted-v1', 'native-fork-at-anchor-v1']) });
+    try {
+      const admitted = await admit();
+      assert.equal(admitted.kind, 'admitted');
+      if (admitted.kind !== 'admitted') return;
+      assert.equal(admitted.uid, FIRST_MEMBER_UID + 1);
+      const context = await attemptContext(t.db, { hostId: 'fork-host', attemptId: admitted.attemptId, turnTimeLimitSeconds: 60 });
+      assert.deepEqual(context.fork, { from_job_id: jobId, from_uid: FIRST_MEMBER_UID, anchor_seq: 1, historical: true });
+      await t.db.transaction((trx) => finishAttempt(trx, { attemptId: admitted.attemptId, outcome: { kind: 'completed', result: 'done' } }));
+      const row = await t.db('agent_jobs').where({ job_id: forkId }).first<{ fork_prepared_at: Date | null }>('fork_prepared_at');
+      assert.ok(row?.fork_prepared_at, 'the fork\'s own session exists from its first completed turn');
+    } finally {
+      await t.db('agent_hosts').where({ host_id: 'fork-host' }).update({ capabilities: JSON.stringify(['container', 'untrusted-vm-v1', 'trusted-v1']) });
     }
   });
 });
