@@ -76,4 +76,18 @@ describe('the fork helper (real container, built-in driver)', function () {
     const copied = await execIn(member.container, ['cat', `${memberPaths(latest).sessionDir}/builtin-session.json`]);
     assert.equal(copied.output.trim(), legacy, 'a fork at the latest turn takes the session whole');
   });
+
+  it('shares /workspace between the members: each writes what the other wrote, and the tree stays the group\'s', async () => {
+    const fork = new DockerSandbox(docker(), name, FORK_UID);
+    await member.sandbox.writeFile('shared/by-original.txt', 'original\n');
+    await fork.writeFile('shared/by-original.txt', 'changed by the fork\n');
+    await fork.writeFile('shared/by-fork.txt', 'fork\n');
+    const edit = await member.sandbox.exec(['sh', '-c', 'echo more >> shared/by-fork.txt && cat shared/by-original.txt'], { timeoutMs: 10_000, maxOutputBytes: 65_536 });
+    assert.equal(edit.exitCode, 0, edit.stderr);
+    assert.equal(edit.stdout, 'changed by the fork\n');
+    const groups = await execIn(member.container, ['stat', '-c', '%G', '/workspace/shared', '/workspace/shared/by-fork.txt']);
+    assert.deepEqual(groups.output.trim().split(/\r?\n/), ['agent-workspace', 'agent-workspace']);
+    const home = await fork.exec(['sh', '-c', `ls ${memberPaths(TEST_MEMBER_UID).sessionDir}`], { timeoutMs: 10_000, maxOutputBytes: 65_536 });
+    assert.notEqual(home.exitCode, 0, 'members still cannot read each other\'s sessions');
+  });
 });
