@@ -24,7 +24,19 @@ export const HOST_ATTESTATIONS = {
   sharedSandbox: 'shared-sandbox-v1',
   /** The runner answers a native CLI's questions (docs/agent-drivers.md "Native questions"). */
   sandboxHelper: 'sandbox-helper-3',
+  /** The runner's fork helper cuts a member's native session back to an earlier turn (docs/sandboxes.md "Forks"). */
+  nativeForkAtAnchor: 'native-fork-at-anchor-v1',
 } as const;
+
+/**
+ * The fork helper version a sandbox group records (`agent_sandboxes.fork_helper_version`,
+ * docs/sandboxes.md "Forks"). 2: groups from before forks (their native sessions carry no turn
+ * marks, so a fork can only copy them whole: at the latest turn). 3: groups created since, whose
+ * built-in sessions mark where each turn ends, so a fork can be cut at any earlier turn.
+ */
+export const FORK_HELPER_VERSION = 3;
+/** The lowest group version a fork at an earlier turn (a historical fork) needs. */
+export const FORK_AT_ANCHOR_MIN_VERSION = 3;
 
 /** `AGENT_SANDBOX_BACKEND`: `vm` runs untrusted work under the isolating runtime; `container` accepts a shared kernel for it. */
 export const SANDBOX_BACKENDS = ['vm', 'container'] as const;

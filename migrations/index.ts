@@ -31,6 +31,7 @@ import * as agentMcpOauth from './20261128070000_agent_mcp_oauth';
 import * as agentSandboxStatesUnused from './20261208050000_agent_sandbox_states_unused';
 import * as publicStats from './20261207120000_public_stats';
 import * as identitySigningKeysImpersonation from './20261208010000_identity_signing_keys_impersonation';
+import * as agentForks from './20261208020000_agent_forks';
 import * as agentUserSshServers from './20261208030000_agent_user_ssh_servers';
 import * as agentAttemptClaims from './20261208040000_agent_attempt_claims';
 
@@ -70,6 +71,7 @@ export const migrations: readonly Migration[] = [
   { name: '20261128070000_agent_mcp_oauth', ...agentMcpOauth },
   { name: '20261207120000_public_stats', ...publicStats },
   { name: '20261208010000_identity_signing_keys_impersonation', ...identitySigningKeysImpersonation },
+  { name: '20261208020000_agent_forks', ...agentForks },
   { name: '20261208030000_agent_user_ssh_servers', ...agentUserSshServers },
   { name: '20261208040000_agent_attempt_claims', ...agentAttemptClaims },
   { name: '20261208050000_agent_sandbox_states_unused', ...agentSandboxStatesUnused },

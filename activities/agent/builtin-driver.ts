@@ -30,14 +30,23 @@ export const BUILTIN_SYSTEM_PROMPT = [
   'When the task is done, answer with a short summary of what you did.',
 ].join(' ');
 
-interface BuiltinSession {
+/** Where one finished turn's messages end in the session (`messages.slice(0, end)`): a fork cuts the session there (fork-session.ts). */
+export interface BuiltinTurnMark {
+  job: string;
+  seq: number;
+  end: number;
+}
+
+export interface BuiltinSession {
   version: 1;
   messages: ChatMessage[];
+  /** One mark per completed turn, oldest first; absent in sessions written before forks. */
+  turns?: BuiltinTurnMark[];
 }
 
 export const builtinDriver: AgentDriver = async (input) => {
   const sessionPath = posix.join(input.sessionDir, BUILTIN_SESSION_FILE);
-  const history = await loadHistory(input, sessionPath);
+  const { messages: history, turns } = await loadSession(input, sessionPath);
   history.push({ role: 'user', content: input.prompt });
   const mcpTools = input.toolRelay ? await listRelayTools(input.toolRelay, input.signal) : [];
   const mcpNames = new Set(mcpTools.map((tool) => tool.name));
@@ -50,11 +59,12 @@ export const builtinDriver: AgentDriver = async (input) => {
       await input.events.emit('message', { role: 'assistant', text: truncateWithMarker(answer.content, MESSAGE_EVENT_CHARS) });
     }
     if (!answer.tool_calls?.length) {
-      await saveHistory(input, sessionPath, history);
+      turns.push({ job: input.jobId, seq: input.turnSeq, end: history.length });
+      await saveHistory(input, sessionPath, history, turns);
       return { result: answer.content ?? '' };
     }
     for (const toolCall of answer.tool_calls) history.push(mcpNames.has(toolCall.function.name) ? await runRelayCall(input, toolCall) : await runToolCall(input, toolCall));
-    await saveHistory(input, sessionPath, history);
+    await saveHistory(input, sessionPath, history, turns);
   }
   throw new Error(`The agent stopped after ${MAX_MODEL_CALLS_PER_TURN} model calls in this turn without a final answer.`);
 };
@@ -98,26 +108,33 @@ function checkNotAborted(input: DriverInput): void {
   if (input.signal.aborted) throw new DriverAbortedError();
 }
 
-/** The chat's earlier messages; a missing or unreadable session starts empty (with a notice when unreadable). */
-async function loadHistory(input: DriverInput, sessionPath: string): Promise<ChatMessage[]> {
+/** A session file's content, or undefined when it is not one. */
+export function parseBuiltinSession(text: string): { messages: ChatMessage[]; turns: BuiltinTurnMark[] } | undefined {
+  try {
+    const parsed = JSON.parse(text) as Partial<BuiltinSession>;
+    if (parsed.version === 1 && Array.isArray(parsed.messages)) return { messages: parsed.messages, turns: Array.isArray(parsed.turns) ? parsed.turns : [] };
+  } catch {
+    // not a session
+  }
+  return undefined;
+}
+
+/** The chat's earlier messages and turn marks; a missing or unreadable session starts empty (with a notice when unreadable). */
+async function loadSession(input: DriverInput, sessionPath: string): Promise<{ messages: ChatMessage[]; turns: BuiltinTurnMark[] }> {
   let text: string;
   try {
     text = await input.sandbox.readFile(sessionPath, SESSION_MAX_BYTES);
   } catch (err) {
-    if (err instanceof SandboxFileError) return [];
+    if (err instanceof SandboxFileError) return { messages: [], turns: [] };
     throw err;
   }
-  try {
-    const parsed = JSON.parse(text) as Partial<BuiltinSession>;
-    if (parsed.version === 1 && Array.isArray(parsed.messages)) return parsed.messages;
-  } catch {
-    // fall through: reported below
-  }
+  const session = parseBuiltinSession(text);
+  if (session) return session;
   await input.events.emit('notice', { kind: 'session_reset', message: 'The saved conversation could not be read; this turn starts a fresh one.' });
-  return [];
+  return { messages: [], turns: [] };
 }
 
-async function saveHistory(input: DriverInput, sessionPath: string, messages: ChatMessage[]): Promise<void> {
-  const session: BuiltinSession = { version: 1, messages };
+async function saveHistory(input: DriverInput, sessionPath: string, messages: ChatMessage[], turns: BuiltinTurnMark[]): Promise<void> {
+  const session: BuiltinSession = { version: 1, messages, turns };
   await input.sandbox.writeFile(sessionPath, JSON.stringify(session));
 }

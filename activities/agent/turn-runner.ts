@@ -14,6 +14,7 @@ import { memberPaths } from '../docker/sandbox-container';
 import { ApiEventSink, AttemptFencedError } from './api-event-sink';
 import { driverFor, usesModelRelay } from './drivers';
 import { explainNoSpace } from './disk-full';
+import { prepareForkSession } from './fork-session';
 import { HostQuestionChannel } from './question-channel';
 import { startTurnCapture } from './turn-capture';
 import { ToolRelayRefusedError } from './tool-relay-client';
@@ -129,6 +130,8 @@ export async function runAgentTurn(deps: TurnRunnerDeps, input: RunTurnInput): P
   try {
     // A chat with a repository: the workspace as it is now (heartbeats already running) is the start of the turn's diff (docs/publisher.md).
     const capture = await startTurnCapture({ docker: deps.docker, api: deps.api, log: ctx.log }, context);
+    // A fork's first turn: its own native session, made from the original's at the anchor (docs/sandboxes.md "Forks").
+    if (context.fork) await prepareForkSession(deps.docker, context.container_name, context.uid, context.fork);
     const driver = driverFor(context.driver, deps.settings);
     if (usesModelRelay(context.driver)) {
       relay = await startModelRelay({

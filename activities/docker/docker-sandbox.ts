@@ -21,7 +21,8 @@ const DEATH_WATCH_MS = 2000;
 export const TIMEOUT_EXIT_CODE = 124;
 
 /** Writes the group id to `$0`, runs the command, removes the pid file and passes its status on. */
-const GROUP_WRAPPER = 'echo $$ > "$0"; "$@"; status=$?; rm -f "$0"; exit $status';
+// umask 002: what a member writes in /workspace stays writable by the group's other members (forks; docs/sandboxes.md "Forks").
+const GROUP_WRAPPER = 'umask 002; echo $$ > "$0"; "$@"; status=$?; rm -f "$0"; exit $status';
 
 /** Exit codes of the member kill (`all`): something was killed and nothing is left; something is left after 2 s. */
 const KILLED_SOME = 10;
@@ -74,7 +75,7 @@ export function killAsMemberCommand(uid: number, target: string): string[] {
 }
 
 const READ_FILE = 'if [ ! -f "$0" ]; then exit 3; fi; size=$(stat -c %s "$0") || exit 3; if [ "$size" -gt "$1" ]; then echo "$size"; exit 4; fi; cat "$0"';
-const WRITE_FILE = 'mkdir -p "$(dirname "$0")" && cat > "$0"';
+const WRITE_FILE = 'umask 002; mkdir -p "$(dirname "$0")" && cat > "$0"';
 
 /** A path inside the container: relative paths are under `/workspace`. */
 export function sandboxPath(path: string): string {
@@ -87,7 +88,8 @@ export class DockerSandbox implements SandboxExec {
   private readonly home: string;
 
   constructor(private readonly docker: Docker, readonly containerName: string, readonly uid: number) {
-    this.user = `${uid}:${uid}`;
+    // The UID alone (no `:gid`): the engine then adds the account's supplementary groups, among them the shared workspace group.
+    this.user = String(uid);
     this.home = memberPaths(uid).home;
   }
 

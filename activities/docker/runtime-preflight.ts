@@ -7,7 +7,8 @@
  * - `untrusted-vm-v1` when the isolating runtime's probe ran AND saw a guest kernel different
  *   from the host kernel; or, with `AGENT_SANDBOX_BACKEND=container`, when the trusted probe ran
  *   (the operator accepted the shared kernel: `shared_kernel_accepted` says so);
- * - `shared-sandbox-v1` and `sandbox-helper-3` (this runner's pins) whenever some profile is attested.
+ * - `shared-sandbox-v1`, `sandbox-helper-3` and `native-fork-at-anchor-v1` (this runner's pins: its
+ *   fork helper cuts a session at an earlier turn) whenever some profile is attested.
  *
  * A probe that fails (runtime not registered, binary gone, image missing) attests nothing for its
  * runtime and says why; the runner re-runs the preflight periodically, so a host whose `runsc`
@@ -81,7 +82,7 @@ export async function runPreflight(options: PreflightOptions): Promise<Preflight
     else if (isolating.guest_kernel === hostKernel) refused['untrusted-vm-v1'] = `the isolating runtime ${runtimes.isolating} runs on the host kernel (${hostKernel}): no guest kernel of its own`;
     else attestations.push('untrusted-vm-v1');
   }
-  if (attestations.length > 0) attestations.push(HOST_ATTESTATIONS.sharedSandbox, HOST_ATTESTATIONS.sandboxHelper);
+  if (attestations.length > 0) attestations.push(HOST_ATTESTATIONS.sharedSandbox, HOST_ATTESTATIONS.sandboxHelper, HOST_ATTESTATIONS.nativeForkAtAnchor);
   return {
     checked_at: new Date().toISOString(), host_kernel: hostKernel, backend: runtimes.backend,
     shared_kernel_accepted: runtimes.backend === 'container', probes: [...probes.values()], attestations, refused,

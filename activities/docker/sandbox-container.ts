@@ -231,6 +231,9 @@ async function startIgnoringAlreadyStarted(container: Docker.Container, runtime:
   }
 }
 
+/** The shared group of a sandbox's members (`agent-workspace`); member UIDs start at 10001, so no member's own group takes it. */
+export const WORKSPACE_GID = 9999;
+
 /** Root script: the member account, its private home and session dir, and `/workspace` ownership. */
 const MEMBER_SETUP = [
   'set -e',
@@ -242,9 +245,17 @@ const MEMBER_SETUP = [
   'mkdir -p "$home/.agent" /workspace',
   'chown "$uid:$uid" "$home" "$home/.agent"',
   'chmod 700 "$home"',
-  // The group's first member owns /workspace (a fork joining later shares it through the group's decision in docs/sandboxes.md).
+  // The group's first member owns /workspace; every member is in the shared group `agent-workspace`
+  // (docs/sandboxes.md "Forks"), which may write the whole tree: setgid directories keep new files in it.
   'if [ "$(stat -c %u /workspace)" = 0 ]; then chown "$uid:$uid" /workspace; fi',
+  `getent group agent-workspace >/dev/null || groupadd -g ${WORKSPACE_GID} agent-workspace 2>/dev/null || getent group agent-workspace >/dev/null`,
+  'if ! id -nG "$user" | tr " " "\\n" | grep -qx agent-workspace; then',
+  '  usermod -aG agent-workspace "$user"',
+  // A member other than the owner joined (a fork): hand the tree written so far to the group once.
+  '  if [ "$(stat -c %u /workspace)" != "$uid" ]; then chgrp -R agent-workspace /workspace && chmod -R g+rwX /workspace && find /workspace -type d -exec chmod g+s {} +; fi',
+  'fi',
 ].join('\n');
+
 
 /** Creates the member account with its fixed UID (idempotent). */
 export async function ensureMember(docker: Docker, containerName: string, uid: number): Promise<void> {

@@ -7,7 +7,7 @@
  * The caller inserts its `running` attempt in the same transaction before committing.
  * Needs READ COMMITTED (PostgreSQL's default): each statement sees rows committed before it.
  */
-import type { ExecutionProfile } from '../../lib/execution-profiles';
+import { HOST_ATTESTATIONS, type ExecutionProfile } from '../../lib/execution-profiles';
 import type { Knex } from 'knex';
 
 /** The slot columns of an `agent_hosts` row. */
@@ -38,10 +38,12 @@ export interface PlaceTurnInput {
   profile: ExecutionProfile;
   /** Only this host (a host claiming work for itself, docs/agent-hosts.md "The claim queue"): no other host row is locked. */
   onlyHostId?: string;
+  /** The turn is a historical fork's first: only a host attesting `native-fork-at-anchor-v1` may run it. */
+  needsForkAtAnchor?: boolean;
 }
 
 /** Why a turn cannot be admitted now (it waits and is placed again later). */
-export type PlacementWait = 'no_host' | 'host_full' | 'host_offline' | 'no_attested_host' | 'host_not_attested';
+export type PlacementWait = 'no_host' | 'host_full' | 'host_offline' | 'no_attested_host' | 'host_not_attested' | 'fork_at_anchor_not_attested';
 
 export type Placement = { hostId: string } | { wait: PlacementWait };
 
@@ -49,6 +51,7 @@ interface LockedHost extends SlotColumns {
   host_id: string;
   online: boolean;
   attests: boolean;
+  forks_at_anchor: boolean;
 }
 
 /** Locks the candidate host rows in host id order; `online` is judged by the database clock. */
@@ -61,6 +64,7 @@ async function lockHosts(trx: Knex.Transaction, input: PlaceTurnInput): Promise<
       [input.staleSeconds],
     ))
     .select(trx.raw('capabilities @> ?::jsonb as attests', [JSON.stringify([input.profile])]))
+    .select(trx.raw('capabilities @> ?::jsonb as forks_at_anchor', [JSON.stringify([HOST_ATTESTATIONS.nativeForkAtAnchor])]))
     .orderBy('host_id')
     .forUpdate();
   if (input.onlyHostId !== undefined) query.where('host_id', input.onlyHostId);
@@ -91,14 +95,17 @@ export async function runningCounts(trx: Knex | Knex.Transaction, hostIds: reado
  * no longer attests the chat's execution profile, `host_full` when its running attempts reach its
  * effective slots); a new chat on the online host attesting the profile with the most free slots,
  * ties by host id (`no_host` when no host is online, `no_attested_host` when none online attests
- * the profile, `host_full` when every such host is full).
+ * the profile, `host_full` when every such host is full). A historical fork's first turn also
+ * needs `native-fork-at-anchor-v1` (`fork_at_anchor_not_attested` while no candidate attests it).
  */
 export async function placeTurn(trx: Knex.Transaction, input: PlaceTurnInput): Promise<Placement> {
   const hosts = await lockHosts(trx, input);
   const reachable = hosts.filter((h) => h.online);
   if (reachable.length === 0) return { wait: input.jobHostId !== null ? 'host_offline' : 'no_host' };
-  const online = reachable.filter((h) => h.attests);
-  if (online.length === 0) return { wait: input.jobHostId !== null ? 'host_not_attested' : 'no_attested_host' };
+  const attested = reachable.filter((h) => h.attests);
+  if (attested.length === 0) return { wait: input.jobHostId !== null ? 'host_not_attested' : 'no_attested_host' };
+  const online = input.needsForkAtAnchor ? attested.filter((h) => h.forks_at_anchor) : attested;
+  if (online.length === 0) return { wait: 'fork_at_anchor_not_attested' };
   const running = await runningCounts(trx, online.map((h) => h.host_id));
   let best: { hostId: string; free: number } | undefined;
   for (const host of online) {

@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
 import { placeTurn } from '../hosts/placement';
-import type { ExecutionProfile } from '../../lib/execution-profiles';
+import { FORK_HELPER_VERSION, type ExecutionProfile } from '../../lib/execution-profiles';
 import type { WaitReason } from './wait-reasons';
 import { PENDING_STATES } from '../sandboxes/sandbox-actions';
 import { latestReceipt } from '../sandboxes/sandbox-archives';
@@ -83,6 +83,7 @@ async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: strin
   const groupId = newId('grp');
   await trx('agent_sandboxes').insert({
     group_id: groupId, host_id: hostId, container_name: `sbx-${groupId}`, generation: 1, state: 'starting', execution_profile: job.execution_profile,
+    fork_helper_version: FORK_HELPER_VERSION,
   });
   await trx('agent_sandbox_members').insert({ job_id: job.job_id, group_id: groupId, uid: FIRST_MEMBER_UID });
   await trx('agent_jobs').where({ job_id: job.job_id }).update({ group_id: groupId, host_id: hostId, updated_at: trx.fn.now() });
@@ -154,6 +155,8 @@ export async function admitClaimed(
   const placed = await placeTurn(trx, {
     jobHostId, staleSeconds: limits.staleSeconds, defaultSlots: limits.defaultSlots, profile: where.profile,
     ...(by.claimHostId !== undefined ? { onlyHostId: by.claimHostId } : {}),
+    // A historical fork whose session is not made yet: the host's helper must cut it at the anchor.
+    needsForkAtAnchor: job.forked_from_job_id !== null && job.fork_historical && job.fork_prepared_at === null,
   });
   if ('wait' in placed) return { kind: 'wait' as const, reason: placed.wait };
   const group = await ensureGroup(trx, job, placed.hostId);

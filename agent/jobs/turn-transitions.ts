@@ -81,6 +81,11 @@ export interface ClaimedJob {
   base_ref: string | null;
   base_sha: string | null;
   execution_profile: ExecutionProfile;
+  /** Set for a fork (docs/sandboxes.md "Forks"): its anchor was not the original's latest turn. */
+  fork_historical: boolean;
+  /** Set once the fork's first turn completed (its native session was made from the original's). */
+  fork_prepared_at: Date | null;
+  forked_from_job_id: string | null;
 }
 
 /**
@@ -99,7 +104,7 @@ export async function claimNextTurn(trx: Knex.Transaction, input: { jobId: strin
   // SKIP LOCKED: a second admission of the chat (its workflow and a host's claim at once) does not
   // queue behind the first; it answers `busy` and is tried again, then finds the turn running.
   const job = await trx('agent_jobs').where({ job_id: input.jobId }).forUpdate().skipLocked()
-    .first<ClaimedJob | undefined>('job_id', 'host_id', 'group_id', 'repo', 'base_ref', 'base_sha', 'execution_profile');
+    .first<ClaimedJob | undefined>('job_id', 'host_id', 'group_id', 'repo', 'base_ref', 'base_sha', 'execution_profile', 'fork_historical', 'fork_prepared_at', 'forked_from_job_id');
   if (!job) return (await trx('agent_jobs').where({ job_id: input.jobId }).first('job_id')) ? { kind: 'busy' } : { kind: 'job_missing' };
   const turn = await nextActiveTurn(trx, input.jobId, { lock: true });
   if (!turn || turn.seq !== input.seq) return { kind: 'skipped', state: 'not_next' };
@@ -156,6 +161,10 @@ export async function finishAttempt(trx: Knex.Transaction, input: { attemptId: s
   });
   if (turnEnded === 0 || turn === undefined) return 'attempt_only';
   await trx('agent_jobs').where({ job_id: attempt.job_id }).update({ updated_at: trx.fn.now() });
+  // A fork's first completed turn ran the host's fork helper: its own session exists from now on (docs/sandboxes.md "Forks").
+  if (turnState === 'completed') {
+    await trx('agent_jobs').where({ job_id: attempt.job_id }).whereNotNull('forked_from_job_id').whereNull('fork_prepared_at').update({ fork_prepared_at: trx.fn.now() });
+  }
   const type = turnState === 'completed' ? 'turn_completed' : turnState === 'cancelled' ? 'turn_cancelled' : 'turn_failed';
   const payload = outcome.kind === 'completed' ? { result: outcome.result } : error !== null ? { error } : { reason: 'stopped by the owner' };
   await controlEvent(trx, attempt.job_id, { seq: turn.seq, attemptId: input.attemptId }, type, payload);

@@ -12,10 +12,12 @@
  *   (a container that exists is reused as it is), e.g. its disk (`container_disk_gib`);
  * - `running_sandboxes`: read by the idle stop each minute (agent/sandboxes/idle-stop.ts, the
  *   Schedule `agent-idle-sandbox-stop`) and applied to every running sandbox, existing ones included;
+ * - `new_forks`: read when an owner forks a chat (agent/jobs/fork.ts): a fork that would take its
+ *   sandbox group above the limit is refused; members already in a group stay;
  * - `stored_only`: validated and kept for a feature that will apply it; nothing enforces it (no
  *   setting has this scope today).
  *
- * Keys that would apply only to features this project does not have (forks, terminals) are not
+ * Keys that would apply only to features this project does not have (terminals) are not
  * settings at all ({@link RETIRED_HOST_SETTINGS}): a PUT naming one is a 400 that says why, so no
  * setting is saved that does nothing.
  */
@@ -24,7 +26,7 @@ import type { Settings } from '../../lib/settings';
 import type { PlainDefinition } from './admin-settings';
 
 /** Where a host setting takes effect. */
-export type HostSettingScope = 'new_turns' | 'new_sandboxes' | 'running_sandboxes' | 'stored_only';
+export type HostSettingScope = 'new_turns' | 'new_sandboxes' | 'running_sandboxes' | 'new_forks' | 'stored_only';
 
 interface HostDefinition<T> extends PlainDefinition<T> {
   appliesTo: HostSettingScope;
@@ -37,7 +39,7 @@ const integer = (min: number, max: number) => z.number().int().min(min).max(max)
 
 /** Built-in defaults of the limits that have no environment variable. */
 export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'command_timeout_seconds' | 'command_output_max_kib' | 'file_read_max_kib'
-  | 'container_pids' | 'container_open_files' | 'container_disk_gib', number>> = Object.freeze({
+  | 'container_pids' | 'container_open_files' | 'container_disk_gib' | 'sessions_per_sandbox', number>> = Object.freeze({
   container_pids: 1024,
   container_open_files: 16_384,
   // Sparse: a sandbox costs the host only what it writes, so every sandbox can be bounded by default.
@@ -46,6 +48,8 @@ export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'comm
   command_timeout_seconds: 600,
   command_output_max_kib: 64,
   file_read_max_kib: 256,
+  // The original chat and three forks: each member holds its own native session and shares the container's CPU and memory.
+  sessions_per_sandbox: 4,
 });
 
 /**
@@ -53,10 +57,10 @@ export const HOST_SETTING_DEFAULTS: Readonly<Record<'repository_max_mib' | 'comm
  * limits a feature this project does not have, so a saved value would do nothing. A PUT naming
  * one is refused with this reason; migration 20261127010000_agent_host_settings_retired deleted
  * their saved values, and a value saved again by an older process is ignored (logged as not
- * applied). They come back, with their enforcement, when forks and terminals do.
+ * applied). They come back, with their enforcement, when terminals do. (`sessions_per_sandbox`
+ * came back with forks: it is a setting again.)
  */
 export const RETIRED_HOST_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
-  sessions_per_sandbox: 'removed: a sandbox group holds exactly one chat until forks exist; the limit comes back with forks',
   terminals_per_sandbox: 'removed: sandboxes have no terminals yet; the limit comes back with terminals',
   terminal_idle_timeout_seconds: 'removed: sandboxes have no terminals yet; the timeout comes back with terminals',
 });
@@ -90,6 +94,10 @@ export const HOST_SETTING_DEFINITIONS = {
   /** Size of a new sandbox's own disk (its `/workspace`, `/home` and `/var/tmp`), GiB (docs/execution-profiles.md "Containment"). */
   container_disk_gib: {
     credential: false, appliesTo: 'new_sandboxes', schema: integer(1, 10_240), fallback: () => HOST_SETTING_DEFAULTS.container_disk_gib,
+  } satisfies HostDefinition<number>,
+  /** Chats (the original and its forks) one sandbox group may hold; a fork above it is refused (docs/sandboxes.md "Forks"). */
+  sessions_per_sandbox: {
+    credential: false, appliesTo: 'new_forks', schema: integer(1, 64), fallback: () => HOST_SETTING_DEFAULTS.sessions_per_sandbox,
   } satisfies HostDefinition<number>,
   /** Seconds a running sandbox may stay idle before the idle stop stops it; none (never) by default. */
   idle_timeout_seconds: {

@@ -1,6 +1,6 @@
 /**
  * Owners' chat routes (spec 4.4): create a job, list jobs (also as `/conversations` and
- * `/sessions`), list them grouped by repository (`/projects`), read one, append a turn, cancel a turn. Owners see only their own jobs.
+ * `/sessions`), list them grouped by repository (`/projects`), read one, append a turn, cancel a turn, fork at a turn. Owners see only their own jobs.
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';
@@ -14,6 +14,7 @@ import { ChatDelivery } from '../../agent/jobs/chat-delivery';
 import { addTurn, addTurnSchema, cancelTurn, createJob, createJobSchema } from '../../agent/jobs/job-commands';
 import { findOwnedJob } from '../../agent/jobs/job-store';
 import { checkJobModel } from '../../agent/jobs/job-model';
+import { forkChat, forkSchema } from '../../agent/jobs/fork';
 import { jobView, listJobs, listQuerySchema } from '../../agent/jobs/job-views';
 import { listProjects, projectsQuerySchema } from '../../agent/jobs/job-projects';
 import { parseAllowlist } from '../../agent/jobs/entitlement';
@@ -94,10 +95,30 @@ export function jobsRouter(deps: ApiDeps): Router<AgentState> {
     ctx.body = outcome;
   });
 
+  // A fork of the chat at a completed turn, in the same sandbox group (docs/sandboxes.md "Forks").
+  router.post('/jobs/:jobId/fork', owner, async (ctx) => {
+    const owner = ownerOf(ctx.state);
+    const job = await findOwnedJob(deps.db, ctx.params.jobId ?? '', owner.userId);
+    const body = validateBody(forkSchema, await readJsonBody(ctx.req, BODY_LIMIT));
+    const fork = await forkChat(deps.db, job, body, { sessionsPerSandbox: deps.agentSettings.current.sessions_per_sandbox });
+    if (fork.turn) {
+      await delivery.submitTurn({ jobId: fork.job.job_id, ownerId: owner.userId, executionProfile: fork.job.execution_profile }, { turnId: fork.turn.turn_id, seq: fork.turn.seq });
+    }
+    ctx.status = 201;
+    ctx.body = {
+      job_id: fork.job.job_id, title: fork.job.title, forked_from_job_id: fork.job.forked_from_job_id,
+      anchor_seq: fork.job.fork_anchor_seq, anchor_turn_id: fork.job.fork_anchor_turn_id, historical: fork.job.fork_historical, turn: fork.turn,
+    };
+  });
+
   documentRoute(router, 'POST', '/jobs', { body: createJobSchema, success: 201, statuses: [503], summary: 'Creates a job with its first turn.' });
   for (const path of ['/jobs', '/conversations', '/sessions']) documentRoute(router, 'GET', path, { query: listQuerySchema, summary: "The owner's jobs." });
   documentRoute(router, 'GET', '/projects', { query: projectsQuerySchema, summary: "The owner's chats grouped by repository; temporary chats under repo null." });
   documentRoute(router, 'POST', '/jobs/:jobId/turns', { body: addTurnSchema, success: 201, statuses: [409], summary: 'Appends a turn.' });
+  documentRoute(router, 'POST', '/jobs/:jobId/fork', {
+    body: forkSchema, success: 201, statuses: [409],
+    summary: 'Forks the chat at a completed turn into a new chat sharing its sandbox (docs/sandboxes.md "Forks").',
+  });
   documentRoute(router, 'POST', '/jobs/:jobId/turns/:seq/cancel', { noBody: true, statuses: [409], summary: 'Cancels a turn.' });
   return router;
 }

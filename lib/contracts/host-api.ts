@@ -85,6 +85,14 @@ export const attemptContext = defineEndpoint({
      * ({@link attemptPatch}), reading at most `max_bytes` of it (docs/publisher.md "Capture").
      */
     capture: z.object({ max_bytes: z.number().int().positive() }).optional(),
+    /**
+     * Present until a fork's first turn completed: before the driver runs, the host's fork helper
+     * makes this member's native session from the original member's (`from_uid`), cut after the
+     * original's turn `anchor_seq` (docs/sandboxes.md "Forks"). Absent for a chat that is no fork.
+     */
+    fork: z.object({
+      from_job_id: z.string(), from_uid: z.number().int(), anchor_seq: z.number().int(), historical: z.boolean(),
+    }).optional(),
     /** The workspace limits the turn was admitted with (host settings); absent from an older API: the runner's built-in ones. */
     workspace_limits: z.object({
       command_timeout_seconds: z.number().int().positive(),

@@ -2,12 +2,14 @@
  * One chat: its state, turns and live events. The job view (`GET /v1/agent/jobs/{job_id}`) is read
  * every 10 s and again at each turn event; the events come over SSE (./chat-events.ts) and are
  * folded for reading (./fold-events.ts). Native questions are answered in place, the running or
- * queued turn can be cancelled, follow-up turns are sent from the composer at the bottom, and the
+ * queued turn can be cancelled, follow-up turns are sent from the composer at the bottom, a
+ * completed turn can be forked into a new chat ("Fork from here" in the turns table), and the
  * workspace can be downloaded.
  */
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from '../client';
+import { navigate } from '../router';
 import type { PageProps } from '../pages';
 import { Field, fieldProps, SubmitRow, useSubmit, type FieldErrors } from '../ui/form';
 import { ActionButton, ErrorNote, Freshness, Link, Page, Table, When } from '../ui/parts';
@@ -56,7 +58,18 @@ function Composer(props: { jobId: string; onSent: () => void }): JSX.Element {
   );
 }
 
-function Turns(props: { turns: TurnView[] }): JSX.Element {
+/** Forks the chat after a completed turn (docs/sandboxes.md "Forks") and opens the new chat. */
+function ForkButton(props: { jobId: string; seq: number }): JSX.Element {
+  return (
+    <ActionButton label="Fork from here" done="Forked; opening the new chat…"
+      run={async () => {
+        const fork = await api<{ job_id: string }>(`/v1/agent/jobs/${encodeURIComponent(props.jobId)}/fork`, { method: 'POST', body: { anchor_seq: props.seq } });
+        navigate(`/chats/${encodeURIComponent(fork.job_id)}`);
+      }} />
+  );
+}
+
+function Turns(props: { jobId: string; turns: TurnView[] }): JSX.Element {
   return (
     <Table<TurnView>
       caption="Turns"
@@ -68,6 +81,7 @@ function Turns(props: { turns: TurnView[] }): JSX.Element {
         { label: 'Outcome', cell: (t) => (t.error ? <span class="error">{t.error}</span> : t.result ? <span class="clip">{t.result}</span> : <span class="muted">–</span>) },
         { label: 'Started', cell: (t) => <When at={t.started_at} /> },
         { label: 'Finished', cell: (t) => <When at={t.finished_at} /> },
+        { label: 'Fork', cell: (t) => (t.state === 'completed' ? <ForkButton jobId={props.jobId} seq={t.seq} /> : <span class="muted">–</span>) },
       ]}
     />
   );
@@ -132,7 +146,7 @@ export function ChatPage(props: PageProps): JSX.Element {
         ))}
       </ol>
       {data ? <Composer jobId={jobId} onSent={() => { void job.reload(); stream.resume(); }} /> : null}
-      {data ? <details class="turns"><summary>All turns ({data.turns.length})</summary><Turns turns={data.turns} /></details> : null}
+      {data ? <details class="turns"><summary>All turns ({data.turns.length})</summary><Turns jobId={jobId} turns={data.turns} /></details> : null}
     </Page>
   );
 }

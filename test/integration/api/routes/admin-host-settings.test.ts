@@ -67,8 +67,9 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     assert.equal(status, 200);
     assert.deepEqual(Object.keys(body.settings).sort(), [
       'command_output_max_kib', 'command_timeout_seconds', 'container_cpus', 'container_disk_gib', 'container_memory_mib', 'container_open_files', 'container_pids',
-      'file_read_max_kib', 'idle_timeout_seconds', 'repository_max_mib', 'turn_time_limit_seconds',
+      'file_read_max_kib', 'idle_timeout_seconds', 'repository_max_mib', 'sessions_per_sandbox', 'turn_time_limit_seconds',
     ]);
+    assert.deepEqual(body.settings.sessions_per_sandbox, { value: 4, default: 4, saved: false, updated_at: null, applies_to: 'new_forks' });
     assert.deepEqual(body.settings.turn_time_limit_seconds, { value: 1200, default: 1200, saved: false, updated_at: null, applies_to: 'new_turns' });
     assert.deepEqual(body.settings.container_memory_mib, { value: 2048, default: 2048, saved: false, updated_at: null, applies_to: 'new_sandboxes' });
     assert.equal(body.settings.container_cpus?.value, 1.5);
@@ -156,31 +157,31 @@ describe('admin: host settings (PostgreSQL, two API processes)', function () {
     assert.equal((await get()).body.settings.container_cpus?.saved, false);
   });
 
-  it('refuses a former setting (forks, terminals) with a 400 naming it and why, and saves nothing of that body', async () => {
+  it('refuses a former setting (terminals) with a 400 naming it and why, and saves nothing of that body', async () => {
     const before = await revision();
-    for (const key of ['sessions_per_sandbox', 'terminals_per_sandbox', 'terminal_idle_timeout_seconds']) {
+    for (const key of ['terminals_per_sandbox', 'terminal_idle_timeout_seconds']) {
       const refused = await put({ container_cpus: 1, [key]: 4 }, operatorToken);
       assertInvalid(refused, `settings.${key}`);
-      assert.match(JSON.stringify(refused.body), /no longer a setting \(removed: .*(forks|terminals)/);
+      assert.match(JSON.stringify(refused.body), /no longer a setting \(removed: .*terminals/);
     }
     assert.equal(await revision(), before);
     assert.equal((await get()).body.settings.container_cpus?.saved, false);
   });
 
   it('ignores a value of a former setting still stored (saved by an older process): GET and PUT keep working, and the sync says why', async () => {
-    await t.db('agent_settings').insert({ key: 'sessions_per_sandbox', value: JSON.stringify(16), sealed: null });
+    await t.db('agent_settings').insert({ key: 'terminals_per_sandbox', value: JSON.stringify(16), sealed: null });
     await t.db('agent_settings_state').update({ revision: t.db.raw('revision + 1') });
     const read = await get(second);
     assert.equal(read.status, 200, JSON.stringify(read.body));
-    assert.equal(read.body.settings.sessions_per_sandbox, undefined, 'not listed');
-    assert.ok(second.logs.lines.some((l) => l.event === 'agent_setting_not_applied' && String(l.msg).includes('sessions_per_sandbox: removed: a sandbox group holds exactly one chat')),
+    assert.equal(read.body.settings.terminals_per_sandbox, undefined, 'not listed');
+    assert.ok(second.logs.lines.some((l) => l.event === 'agent_setting_not_applied' && String(l.msg).includes('terminals_per_sandbox: removed: sandboxes have no terminals')),
       'logged as not applied, with the reason');
     const saved = await put({ container_cpus: 3 }, operatorToken);
     assert.equal(saved.status, 200, JSON.stringify(saved.body));
     assert.deepEqual(saved.body.changed, ['container_cpus']);
-    assert.equal(saved.body.settings.sessions_per_sandbox, undefined);
+    assert.equal(saved.body.settings.terminals_per_sandbox, undefined);
     assert.equal(api.deps.agentSettings.current.container_cpus, 3);
     await put({ container_cpus: null }, operatorToken);
-    await t.db('agent_settings').where({ key: 'sessions_per_sandbox' }).delete();
+    await t.db('agent_settings').where({ key: 'terminals_per_sandbox' }).delete();
   });
 });

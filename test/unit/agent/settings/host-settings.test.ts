@@ -34,7 +34,7 @@ describe('host settings', () => {
   });
 
   it('has no former setting among its keys: a patch naming one is refused with the reason, a stored value of one is not applied', () => {
-    assert.deepEqual(Object.keys(RETIRED_HOST_SETTINGS).sort(), ['sessions_per_sandbox', 'terminal_idle_timeout_seconds', 'terminals_per_sandbox']);
+    assert.deepEqual(Object.keys(RETIRED_HOST_SETTINGS).sort(), ['terminal_idle_timeout_seconds', 'terminals_per_sandbox']);
     for (const key of Object.keys(RETIRED_HOST_SETTINGS)) {
       assert.equal(Object.hasOwn(HOST_SETTING_DEFINITIONS, key), false, `${key} is no setting`);
       assert.equal(key in defaultValues(loadSettings({})), false);

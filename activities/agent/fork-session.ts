@@ -1,0 +1,78 @@
+/**
+ * The fork helper (docs/sandboxes.md "Forks"): before a fork's first turn runs its driver, the
+ * fork member's native session is made from the original member's, in the group's container.
+ *
+ * - The original's whole session directory is copied (as root, then owned by the fork member):
+ *   the native CLIs' files (`codex/`, `claude/`, `<cli>.session`) resume as the fork's own session,
+ *   which is a fork of the original's from then on (each member writes only its own copy).
+ * - The built-in driver's session is cut after the original's anchor turn, using the turn marks
+ *   the driver writes (`BuiltinSession.turns`); a historical fork without a mark for its anchor
+ *   fails its turn with a clear message rather than continuing from the wrong point.
+ * - A marker (`fork.json`, written last) makes the helper run once: a retried attempt finds it and
+ *   keeps the session the fork has made since.
+ */
+import { posix } from 'node:path';
+import type Docker from 'dockerode';
+import { execInContainer } from '../docker/container-exec';
+import { DockerSandbox } from '../docker/docker-sandbox';
+import { memberPaths } from '../docker/sandbox-container';
+import { FORK_HELPER_VERSION } from '../../lib/execution-profiles';
+import { BUILTIN_SESSION_FILE, SESSION_MAX_BYTES, parseBuiltinSession } from './builtin-driver';
+import { SandboxFileError } from './types';
+
+export const FORK_MARKER_FILE = 'fork.json';
+
+export interface ForkSource {
+  from_job_id: string;
+  from_uid: number;
+  anchor_seq: number;
+  historical: boolean;
+}
+
+/** Root script: copy the original's session directory into the fork's once (exit 10: already made). */
+const COPY_SESSION = [
+  'set -e',
+  'from="$1"; to="$2"; uid="$3"',
+  'if [ -e "$to/fork.json" ]; then exit 10; fi',
+  'mkdir -p "$to"',
+  'if [ -d "$from" ]; then cp -a "$from/." "$to/"; fi',
+  'rm -f "$to/fork.json"',
+  'chown -R "$uid:$uid" "$to"',
+].join('\n');
+
+/** Makes member `uid`'s session from `source`; false when it was made before (nothing changed). */
+export async function prepareForkSession(docker: Docker, containerName: string, uid: number, source: ForkSource): Promise<boolean> {
+  const from = memberPaths(source.from_uid).sessionDir;
+  const to = memberPaths(uid).sessionDir;
+  const copied = await execInContainer(docker, containerName, { cmd: ['sh', '-c', COPY_SESSION, 'fork-session', from, to, String(uid)], user: '0' });
+  if (copied.exitCode === 10) return false;
+  if (copied.exitCode !== 0) throw new Error(`Copying the original chat's session for the fork failed (${copied.exitCode}): ${copied.stderr.trim()}`);
+  const member = new DockerSandbox(docker, containerName, uid);
+  const sessionPath = posix.join(to, BUILTIN_SESSION_FILE);
+  const text = await member.readFile(sessionPath, SESSION_MAX_BYTES).catch((err: unknown) => {
+    if (err instanceof SandboxFileError) return undefined;
+    throw err;
+  });
+  if (text !== undefined) await member.writeFile(sessionPath, cutBuiltinSession(text, source));
+  const marker = { helper_version: FORK_HELPER_VERSION, from_job_id: source.from_job_id, from_uid: source.from_uid, anchor_seq: source.anchor_seq };
+  await member.writeFile(posix.join(to, FORK_MARKER_FILE), `${JSON.stringify(marker)}\n`);
+  return true;
+}
+
+/**
+ * The built-in session cut after the original's anchor turn. Without a mark for the anchor, a fork
+ * at the latest turn keeps the session whole; a historical one cannot be cut and fails.
+ */
+export function cutBuiltinSession(text: string, source: ForkSource): string {
+  const session = parseBuiltinSession(text);
+  if (!session) return text;
+  const index = session.turns.findIndex((mark) => mark.job === source.from_job_id && mark.seq === source.anchor_seq);
+  if (index < 0) {
+    if (source.historical) {
+      throw new Error(`The original chat's conversation has no mark for turn ${source.anchor_seq}, so this fork cannot start after it; fork at the latest turn instead`);
+    }
+    return text;
+  }
+  const mark = session.turns[index]!;
+  return JSON.stringify({ version: 1, messages: session.messages.slice(0, mark.end), turns: session.turns.slice(0, index + 1) });
+}
