@@ -1,5 +1,5 @@
 /**
- * `chat:<jobId>`: runs a chat's turns strictly in `seq` order (spec 3.3). Turns arrive by
+ * `chat:<jobId>`: runs a chat's turns strictly in `seq` order (one turn at a time per chat). Turns arrive by
  * Update-with-Start (`submitTurn`); the workflow never trusts its own memory about which turn is
  * next: it asks PostgreSQL (`nextTurn`) for the lowest-numbered turn that is not terminal, and the
  * admission activity re-checks, in one transaction, that every earlier turn is terminal before it

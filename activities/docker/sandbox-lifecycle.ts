@@ -1,5 +1,5 @@
 /**
- * Host-side effects of the sandbox lifecycle (spec 3.4): observe, stop and remove a group's
+ * Host-side effects of the sandbox lifecycle (docs/sandboxes.md "Lifecycle"): observe, stop and remove a group's
  * container, always by its name `sbx-<groupId>` compared with the recorded container id and the
  * `agent.generation` label, so an action never touches another incarnation of the group. Each is
  * idempotent: stopping a stopped container and removing a missing one report what is there now.

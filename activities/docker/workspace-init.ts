@@ -1,5 +1,5 @@
 /**
- * Initializes a sandbox's `/workspace` once and records its base (spec 2.13). A temporary
+ * Initializes a sandbox's `/workspace` once and records its base (docs/sandboxes.md "Workspace initialization"). A temporary
  * workspace (`repo: null`) becomes a new repository on `main` with one empty commit whose author,
  * committer, dates and message are fixed, so its SHA is the same on every host. A repository is
  * cloned on the host side (the sandbox has no network; see workspace-clone.ts) and copied in.

@@ -1,5 +1,5 @@
 /**
- * Host event ingestion (spec 5.4, 6.2): a host writes its driver's normalized events for one of its
+ * Host event ingestion (docs/agent-events.md): a host writes its driver's normalized events for one of its
  * attempts. The write is fenced: inside one transaction the attempt row is read `FOR SHARE` and
  * must belong to the calling host and still be `running`, so an attempt that was finished,
  * abandoned or replaced writes nothing, and finishing an attempt waits for an in-flight batch.

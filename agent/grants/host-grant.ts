@@ -1,5 +1,5 @@
 /**
- * A host runner fetches its turn's inference grant from the API (spec 5.3), so the token never
+ * A host runner fetches its turn's inference grant from the API (docs/agent-grants.md), so the token never
  * travels through Temporal history: `POST /v1/agent/hosts/:hostId/attempts/:attemptId/grant` with
  * the host credential. The attempt must be this host's, `running`, and its residency alive (host
  * heartbeating, not being removed); the grant names the job's owner and model and the member

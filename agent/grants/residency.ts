@@ -1,5 +1,5 @@
 /**
- * Whether the member residency an inference grant is scoped to is still alive (spec 5.3): its
+ * Whether the member residency an inference grant is scoped to is still alive (a grant is renewed only while it is): its
  * attempt is `running` on that host, the host heartbeats within `AGENT_HOST_STALE_SECONDS` and is
  * not removed (a host whose removal is pending drains: its running turns keep their grants and
  * finish; docs/agent-hosts.md "Removal"), and (when a group is named) the group's container is still the same

@@ -1,5 +1,5 @@
 /**
- * Operator reads and slot changes on execution hosts (spec 3.5, 4.4): list hosts with their slot
+ * Operator reads and slot changes on execution hosts (docs/agent-hosts.md "Slots"): list hosts with their slot
  * state, and save a host's slots (lowering holds at once, raising once the runner confirms). The
  * host workflow (`host:<hostId>`, workflows/host.ts) calls {@link saveHostSlots} through its
  * activity; removal is agent/hosts/host-removal.ts. Each change writes its audit row

@@ -1,5 +1,5 @@
 /**
- * Enrolled execution hosts (spec 3.5, 5.5): enrollment issues a per-host credential, stored
+ * Enrolled execution hosts (docs/agent-hosts.md; no shared dispatcher token): enrollment issues a per-host credential, stored
  * hashed; heartbeats report `slots_total`, runtime and capability attestations, and learn the
  * operator's saved slots (`slots_configured`) that a version-2 runner applies.
  */

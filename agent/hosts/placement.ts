@@ -1,5 +1,5 @@
 /**
- * Host placement and slot admission (spec 3.5, 8): which enrolled host may run a turn now.
+ * Host placement and slot admission (slots 2 to 128 per host; docs/agent-hosts.md "Slots"): which enrolled host may run a turn now.
  * A retained chat runs only on its own host; a new chat goes to the online host with the most
  * free slots. Admission is decided inside the caller's transaction with the candidate host rows
  * locked `FOR UPDATE` (in host id order), so concurrent placements on one host serialize and the

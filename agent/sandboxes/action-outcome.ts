@@ -1,5 +1,5 @@
 /**
- * THE place where the outcome of every operator action on a sandbox group is known (spec 3.4,
+ * THE place where the outcome of every operator action on a sandbox group is known (docs/sandboxes.md "Audit",
  * issue 17 item 6: "every admin action writes an audit row (actor, target, reason, outcome)").
  * Called once per outcome: `refused` (condition failed in PostgreSQL, or the host did not confirm
  * before acceptance; the API calls it too for a refusal by the workflow's Update validator),

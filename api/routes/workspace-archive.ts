@@ -1,6 +1,6 @@
 /**
  * `GET /v1/agent/jobs/:jobId/workspace/archive` (owner): the gzipped tar of the chat's whole
- * `/workspace` (spec 4.4). The API never talks to Docker: it runs `workspace-archive:<jobId>:<uuid>`
+ * `/workspace` (docs/sandboxes.md "Workspace download"). The API never talks to Docker: it runs `workspace-archive:<jobId>:<uuid>`
  * whose activity on the sandbox's host stores the archive in the object store, then streams that
  * object to the owner and deletes it once the response is over (completed or abandoned: an
  * abandoned download is one info line, not an error). 413 above
