@@ -1,9 +1,10 @@
 /**
- * The retained sandbox container of a group (docs/sandboxes.md "The group container"): one long-lived container `sbx-<groupId>`
- * per generation, kept between turns so `/workspace` and members' native session files survive.
- * Creation is idempotent (same group and generation: reuse, start if stopped); a container of the
- * group with another generation is refused, never silently replaced. Each member is an account
- * with its fixed UID (`member-<uid>`, home `/home/member-<uid>`, session dir `.agent`).
+ * The retained sandbox container of a group (docs/sandboxes.md "The group container"): one
+ * long-lived container `sbx-<groupId>` per generation, kept between turns so `/workspace` and
+ * members' native session files survive. Creation is idempotent (same group and generation: reuse,
+ * start if stopped); a container of the group with another generation is refused, never silently
+ * replaced. Each member is an account with its fixed UID (`member-<uid>`, home
+ * `/home/member-<uid>`, session dir `.agent`).
  */
 import type Docker from 'dockerode';
 import { RELAY_MOUNT, sandboxContainerName } from '../../agent/sandboxes/names';

@@ -26,8 +26,9 @@ export interface TurnView {
 }
 
 /**
- * The conversation status shown to owners: a running turn takes precedence over queued turns; with no active turn the latest
- * turn decides failed or idle (completed and user-stopped turns both leave the chat idle).
+ * The conversation status shown to owners: a running turn takes precedence over queued turns; with
+ * no active turn the latest turn decides failed or idle (completed and user-stopped turns both
+ * leave the chat idle).
  */
 export function conversationState(turns: ReadonlyArray<{ seq: number; state: string }>): ConversationState {
   if (turns.some((t) => t.state === 'running')) return 'running';

@@ -1,8 +1,9 @@
 /**
- * Admission of a chat's next turn (docs/agent-control-plane.md, docs/agent-hosts.md "Slots"): in one transaction, claim the turn (job row,
- * then turn row locked), place it on a host with a free slot (host rows locked), make sure the
- * chat has its sandbox group there, and start its attempt. Nothing is written unless the turn is
- * admitted: a turn that must wait, was cancelled meanwhile or is not next leaves every row as it was.
+ * Admission of a chat's next turn (docs/agent-control-plane.md, docs/agent-hosts.md "Slots"): in
+ * one transaction, claim the turn (job row, then turn row locked), place it on a host with a free
+ * slot (host rows locked), make sure the chat has its sandbox group there, and start its attempt.
+ * Nothing is written unless the turn is admitted: a turn that must wait, was cancelled meanwhile or
+ * is not next leaves every row as it was.
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';

@@ -1,8 +1,9 @@
 /**
- * The operators' sandbox inventory (`GET /admin/agent/sandboxes`; docs/sandboxes.md "Inventory"): one entry per
- * sandbox group with what an operator reviews before an action (container id, generation, last
- * activity, state, the host's freshness, the chats it holds). Never secrets: no environment, no
- * credentials, no prompts. Hidden groups (removed from the inventory) appear only with `all`.
+ * The operators' sandbox inventory (`GET /admin/agent/sandboxes`; docs/sandboxes.md "Inventory"):
+ * one entry per sandbox group with what an operator reviews before an action (container id,
+ * generation, last activity, state, the host's freshness, the chats it holds). Never secrets: no
+ * environment, no credentials, no prompts. Hidden groups (removed from the inventory) appear only
+ * with `all`.
  */
 import type { Db } from '../../lib/db';
 import type { ExecutionProfile } from '../../lib/execution-profiles';
