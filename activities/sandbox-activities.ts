@@ -173,18 +173,18 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       return observeSandboxContainer(deps.docker, input);
     },
 
-    /** Stop idle (spec 3.4): stops the exact container, keeping it and its workspace, then observes it. */
+    /** Stop idle: stops the exact container, keeping it and its workspace, then observes it. */
     async stopSandboxContainer(input: ExactContainer): Promise<ContainerObservation> {
       return heartbeating(() => perGroup(groupOf(input), () => stopExactContainer(deps.docker, input)));
     },
 
-    /** Delete (spec 3.4): removes the exact container only when stopped or dead; never stops one. */
+    /** Delete: removes the exact container only when stopped or dead; never stops one. */
     async removeStoppedSandboxContainer(input: ExactContainer): Promise<ContainerRemoval> {
       return heartbeating(() => perGroup(groupOf(input), () => removeExactStoppedContainer(deps.docker, input, deps.sandboxDiskDir)));
     },
 
     /**
-     * Archive, step 1 (spec 3.4): spools the exact stopped or dead container's archive on this host
+     * Archive, step 1 (docs/sandboxes.md "Archives"): spools the exact stopped or dead container's archive on this host
      * and answers its length and SHA-256 (for the upload grant); never starts the container.
      */
     async spoolSandboxArchive(input: ExactContainer & { groupId: string }): Promise<SpooledArchive

@@ -37,7 +37,7 @@ export interface AssembleOptions {
   rng?: Rng;
   /** Clock of the routing core (tests); default `Date.now`. */
   now?: () => number;
-  /** Hosts exempt from the outbound concurrency limit; default the spec's local hosts (tests only). */
+  /** Hosts exempt from the outbound concurrency limit; default the local hosts of CONCURRENCY_EXEMPT_HOSTS (tests only). */
   concurrencyExemptHosts?: readonly string[];
 }
 
@@ -68,7 +68,7 @@ async function startRuntimeConfig(runtimeConfig: RuntimeConfig, log: Logger): Pr
 export function assembleGateway(options: AssembleOptions): GatewayAssembly {
   const { settings, env, cwd, log, db } = options;
   const { registry: fileRegistry, distribution } = loadGatewayConfiguration({ settings, env, cwd, log });
-  // The routing file's default router, and its local/remote split only without a database (spec 2.6).
+  // The routing file's default router, and its local/remote split only without a database (docs/routing-file.md).
   const { registry, routingFile } = prepareRoutingFile({ registry: fileRegistry, settings, env, cwd, log, distribution, databaseConfigured: db !== null });
   const database = new DatabaseState(db, log);
   const keys = db ? new ApiKeyCache(db, log, settings.AUTH_KEY_REFRESH_SECONDS * 1000) : undefined;

@@ -53,7 +53,7 @@ export interface GatewayDeps extends GatewayContextDeps {
   requestLog?: RequestLog | undefined;
   /** Prometheus metrics (`GET /metrics`, docs/metrics.md). */
   metrics: GatewayMetrics;
-  /** The routing file (spec 2.6): status, split adjustments, local endpoint health. */
+  /** The routing file (docs/routing-file.md): status, split adjustments, local endpoint health. */
   routingFile: RoutingFile;
   /** Chat-webhook alerts: the alerts file, snooze and mutes, and the engine when enabled (docs/alerts.md). */
   alerts: Alerts;
@@ -71,8 +71,9 @@ export interface ContextOptions {
   /** Clock for the routing core (ms); default `Date.now`. */
   now?: (() => number) | undefined;
   /**
-   * Hosts exempt from the outbound concurrency limit. Default: the spec's local hosts. Only tests
-   * replace it (their fake upstreams run on 127.0.0.1); it is not a setting.
+   * Hosts exempt from the outbound concurrency limit. Default: the local engine hosts
+   * (`CONCURRENCY_EXEMPT_HOSTS`). Only tests replace it (their fake upstreams run on 127.0.0.1); it
+   * is not a setting.
    */
   concurrencyExemptHosts?: readonly string[] | undefined;
   /** The site identity as upstream headers (the aggregator's `HTTP-Referer` and `X-Title`). */

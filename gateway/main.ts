@@ -1,5 +1,5 @@
 /**
- * The gateway process (`npm run gateway`). Runs with or without a database (spec 4.2: a
+ * The gateway process (`npm run gateway`). Runs with or without a database (a
  * configured but unreachable database at startup is reported by `/health`, not fatal).
  */
 import { createDb } from '../lib/db';

@@ -110,8 +110,9 @@ async function runInference(handler: InferenceRoute, req: IncomingMessage, res: 
 }
 
 /**
- * `X-Probe: synthetic` (spec 5.9) is honoured only from an API key of an internal or admin
- * account: never free/pro keys, never callers without a key (auth off), never agent grants.
+ * `X-Probe: synthetic` (docs/identity.md "Synthetic probes") is honoured only from an API key of an
+ * internal or admin account: never free/pro keys, never callers without a key (auth off), never
+ * agent grants.
  */
 export function honoursProbe(caller: Caller, header: string | string[]): boolean {
   return header === 'synthetic' && caller.via === 'api_key' && (caller.role === 'internal' || caller.role === 'admin');

@@ -1,9 +1,10 @@
 /**
- * Stored runtime configuration (spec 2.8): custom providers, provider keys and their tier
- * reservations, disabled providers and environment keys, runtime routes, retarget overrides of
- * registry routes, weight overrides, visibility overrides and concurrency exemptions. Strategy
- * overrides, required-role markers, runtime model definitions and offload policies live in
- * `site_settings`. Provider secrets are stored for upstream calls and never returned by the API.
+ * Stored runtime configuration (written by the admin API, re-applied over the files at every
+ * start): custom providers, provider keys and their tier reservations, disabled providers and
+ * environment keys, runtime routes, retarget overrides of registry routes, weight overrides,
+ * visibility overrides and concurrency exemptions. Strategy overrides, required-role markers,
+ * runtime model definitions and offload policies live in `site_settings`. Provider secrets are
+ * stored for upstream calls and never returned by the API.
  */
 import type { Knex } from 'knex';
 

@@ -1,5 +1,5 @@
 /**
- * The routewise strategy's stored state (spec 2.8): `routewise_probe_leases`, one lease row per
+ * The routewise strategy's stored state: `routewise_probe_leases`, one lease row per
  * model so two gateway workers never probe one model's endpoints at the same time. A lease is
  * held by `holder` until `expires_at` (database time); an expired row is taken over in place.
  */

@@ -1,5 +1,5 @@
 /**
- * The agent control plane's records (spec 2.13, 3.3, 3.5, 5.3): jobs (one chat each), their
+ * The agent control plane's records (docs/agent-api.md, docs/agent-hosts.md): jobs (one chat each), their
  * strictly ordered turns, execution attempts (the fence for a host's writes), the normalized event
  * log, retained sandbox groups and their members, inference grants, and owners' global variables.
  * PostgreSQL is the source of truth; Temporal workflows drive the state machines over these rows.

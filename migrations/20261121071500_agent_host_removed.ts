@@ -1,7 +1,8 @@
 /**
- * Removed execution hosts (spec 4.4 guarded removal): a removed host whose id is still named by
- * history (finished attempts, cold sandboxes, deleted chats: foreign keys that RESTRICT) stays as
- * a tombstone with `removed_at` set and an unusable credential; hosts nobody names are deleted.
+ * Removed execution hosts (guarded removal, docs/agent-hosts.md "Removal"): a removed host whose id
+ * is still named by history (finished attempts, cold sandboxes, deleted chats: foreign keys that
+ * RESTRICT) stays as a tombstone with `removed_at` set and an unusable credential; hosts nobody
+ * names are deleted.
  */
 import type { Knex } from 'knex';
 

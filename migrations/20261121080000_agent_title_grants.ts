@@ -1,5 +1,5 @@
 /**
- * Chat-title grants (spec 5.3, 8): widens `agent_grants.kind` to `title` (one short-lived,
+ * Chat-title grants (docs/agent-api.md "Titles"): widens `agent_grants.kind` to `title` (one short-lived,
  * never-renewed grant per chat, operation `title-<job_id>`, used to generate the chat's title).
  * `down` refuses while title grants exist: narrowing the check would fail on them anyway, and
  * deleting them would let a chat generate its title a second time.

@@ -1,5 +1,5 @@
 /**
- * The agent audit log (spec 4.4 `GET /admin/agent/audit-log`, 6.3; docs/agent-audit.md): one
+ * The agent audit log (`GET /admin/agent/audit-log`; docs/agent-audit.md): one
  * append-only row per administrator or system action on the agent platform, written by
  * agent/audit/audit-log.ts only. Rows name administrators by user id (never e-mail) and carry no
  * foreign key, so deleting a user, host or chat never deletes or blocks its history. The

@@ -1,5 +1,5 @@
 /**
- * Sandbox group lifecycle (spec 3.4, docs/sandboxes.md "Lifecycle"): the states an operator's
+ * Sandbox group lifecycle (docs/sandboxes.md "Lifecycle"): the states an operator's
  * actions move a group through (`stop_pending`, `deleting`, `deleted`, and `dead` as observed),
  * the action in progress, the previous state it returns to when it cannot finish, hiding from
  * the default inventory (reversible), and when native resume was lost (after a confirmed removal).

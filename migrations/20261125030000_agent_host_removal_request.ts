@@ -1,5 +1,5 @@
 /**
- * Guarded host removal drains (spec 4.4; docs/agent-hosts.md "Removal"): `DELETE
+ * Guarded host removal drains (docs/agent-hosts.md "Removal"): `DELETE
  * /admin/agent/runner-hosts/<host>` on a host that still holds work sets
  * `agent_hosts.removal_requested_at` (a column since the initial migration, which placement
  * already reads: no new work goes there) and the host workflow removes the host once nothing

@@ -1,6 +1,6 @@
 /**
- * What the inventory reconciler learns from each host's container report (spec 2.13 "resource
- * observations (latest only)", 3.4, 8; docs/sandboxes.md "Reconciler"): the latest resource reading
+ * What the inventory reconciler learns from each host's container report (only the latest resource
+ * observation is kept; docs/sandboxes.md "Reconciler"): the latest resource reading
  * of each group's container, the orphan containers a host holds (labelled for it, matching no live
  * group) from first sight to removal, and per-day running time of each group for the owners' usage
  * page. `down` refuses while any of it holds data (orphan history, usage, a reading).

@@ -1,5 +1,5 @@
 /**
- * Sandbox archives (spec 3.4 "Archive to object store and delete", cold and restoring; docs/sandboxes.md
+ * Sandbox archives (archive to object store and delete, cold and restoring; docs/sandboxes.md
  * "Archives"): the `archiving` state while an archive is prepared, the `archive_delete` action, and
  * the receipts of verified archives. A receipt is written only after the object store verified the
  * object's length and SHA-256; a cold group restores from its newest receipt.

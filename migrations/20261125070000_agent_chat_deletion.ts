@@ -1,5 +1,5 @@
 /**
- * Permanent chat deletion (spec 3.4 last row, 6.3, 8; docs/chat-deletion.md): one request per chat
+ * Permanent chat deletion (docs/chat-deletion.md): one request per chat
  * whose owner asked for permanent deletion after a soft delete. The deletion sweep takes due
  * requests one at a time, purges the chat's records and, when it was the last chat of its sandbox
  * group, stops and deletes the group's container. The row outlives the chat it names (no foreign

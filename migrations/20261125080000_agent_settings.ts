@@ -1,6 +1,6 @@
 /**
- * Admin settings of the agent platform (spec 2.13 "Admin settings: stored in the agent database",
- * 4.4 `GET, PUT /admin/agent/settings`, 8 "settings sync every 5 seconds"; docs/agent-admin.md
+ * Admin settings of the agent platform (stored in the agent database, edited through
+ * `GET, PUT /admin/agent/settings`, synced to every process every 5 seconds; docs/agent-admin.md
  * "Settings"). One row per saved key: `value` (JSON) for plain settings, `sealed` (encrypted with
  * `AGENT_SETTINGS_ENCRYPTION_KEY`, lib/sealed-secret.ts) for credential fields. A key without a row
  * has its default. `agent_settings_state` is the change marker every process polls: the first save

@@ -1,5 +1,5 @@
 /**
- * The limits an attempt runs under (spec 4.4 host settings; docs/agent-admin.md "Host settings"):
+ * The limits an attempt runs under (host settings; docs/agent-admin.md "Host settings"):
  * admission reads the saved host settings once and records them here, so the workflow's timeouts,
  * the container a new sandbox gets and what the host's driver enforces all come from one record,
  * and a change of the settings never reaches a turn already admitted. Null for attempts admitted

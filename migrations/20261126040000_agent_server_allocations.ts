@@ -1,5 +1,5 @@
 /**
- * Server allocations (spec 4.4 `DELETE /admin/agent/servers/<allocation_id>` with
+ * Server allocations (`DELETE /admin/agent/servers/<allocation_id>` with
  * `{expected_revision: N}`; docs/agent-hosts.md "Server allocations"): one row records that an
  * execution server is allocated to the agent platform as one enrolled host. `state` goes
  * `active` → `releasing` (its host drains) → `released` (its host removed); `revision` starts at 1

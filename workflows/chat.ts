@@ -1,11 +1,12 @@
 /**
- * `chat:<jobId>`: runs a chat's turns strictly in `seq` order (spec 3.3). Turns arrive by
- * Update-with-Start (`submitTurn`); the workflow never trusts its own memory about which turn is
- * next: it asks PostgreSQL (`nextTurn`) for the lowest-numbered turn that is not terminal, and the
- * admission activity re-checks, in one transaction, that every earlier turn is terminal before it
- * claims a host slot. A cancelled queued turn is simply skipped there, so a later turn can never
- * overtake it. A running turn is stopped by cancelling its host activity and waiting for the host
- * to confirm, so two turns of one chat never run at once. History is bounded by continue-as-new.
+ * `chat:<jobId>`: runs a chat's turns strictly in `seq` order (one turn at a time per chat). Turns
+ * arrive by Update-with-Start (`submitTurn`); the workflow never trusts its own memory about which
+ * turn is next: it asks PostgreSQL (`nextTurn`) for the lowest-numbered turn that is not terminal,
+ * and the admission activity re-checks, in one transaction, that every earlier turn is terminal
+ * before it claims a host slot. A cancelled queued turn is simply skipped there, so a later turn
+ * can never overtake it. A running turn is stopped by cancelling its host activity and waiting for
+ * the host to confirm, so two turns of one chat never run at once. History is bounded by
+ * continue-as-new.
  */
 import {
   ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, setHandler, startChild, upsertMemo, upsertSearchAttributes, workflowInfo,

@@ -1,5 +1,5 @@
 /**
- * The deletion sweep (spec 3.4 last row, 8; docs/chat-deletion.md), started every minute by the
+ * The deletion sweep (docs/chat-deletion.md), started every minute by the
  * Schedule `agent-deletion-sweep` (overlap SKIP: one sweep at a time). It takes due deletion
  * requests ONE AT A TIME, up to `maxRequests` per run, and for each:
  *

@@ -1,9 +1,10 @@
 /**
  * `grant:<grantId>`: keeps one turn's inference grant alive while its member residency
- * heartbeats (spec 5.3). Every `renewEverySeconds` it asks the control activities to renew the
- * grant if the residency is alive (they revoke it otherwise). Ends with `released` on the
- * `release` signal (revoking first) or `residency_lost` once the grant is revoked. The token never
- * passes through here: the host runner fetches it from the API.
+ * heartbeats (a grant is renewed only while that host and member generation heartbeat). Every
+ * `renewEverySeconds` it asks the control activities to renew the grant if the residency is alive
+ * (they revoke it otherwise). Ends with `released` on the `release` signal (revoking first) or
+ * `residency_lost` once the grant is revoked. The token never passes through here: the host runner
+ * fetches it from the API.
  */
 import {
   ActivityFailure, condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo,

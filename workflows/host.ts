@@ -1,8 +1,9 @@
 /**
- * `host:<hostId>`: every change to one execution host as a durable state machine (spec 3.5, 4.4, 8;
- * docs/agent-hosts.md "The host workflow"). PostgreSQL stays the source of truth (placement reads
- * the host row); this workflow makes each change happen once, in order, and shows it in the
- * Temporal UI (search attributes `AgentHost`, `AgentState`; memo `slots`, `removal`).
+ * `host:<hostId>`: every change to one execution host as a durable state machine (slots,
+ * heartbeats, removal; docs/agent-hosts.md "The host workflow"). PostgreSQL stays the source of
+ * truth (placement reads the host row); this workflow makes each change happen once, in order, and
+ * shows it in the Temporal UI (search attributes `AgentHost`, `AgentState`; memo `slots`,
+ * `removal`).
  *
  * 1. Operator actions arrive as Updates (update-with-start from the API): `changeSlots`,
  *    `requestRemoval`, `cancelRemoval`. Validators refuse, without touching history, an action

@@ -206,7 +206,7 @@ export async function sandboxGroupWorkflow(input: SandboxGroupInput): Promise<vo
   }
 
   /**
-   * Archive to object storage (spec 3.4): the host spools the stopped container's archive and
+   * Archive to object storage (docs/sandboxes.md "Archives"): the host spools the stopped container's archive and
    * reports its length and SHA-256, the control plane grants exactly that upload (presigned single
    * PUT, 15 minutes, `If-None-Match: *`), the host uploads it, and the receipt is committed only
    * after the store verified the object. A lost spool or a failed upload (an expired grant) starts

@@ -1,5 +1,5 @@
 /**
- * `title:<jobId>`: generates a chat's title once (spec 8; docs/agent-api.md "Titles"). Started by
+ * `title:<jobId>`: generates a chat's title once (docs/agent-api.md "Titles"). Started by
  * the chat workflow without waiting (parent close policy ABANDON, id reuse REJECT_DUPLICATE), so
  * it never delays turns and its failures never reach the chat. One activity does the work: it
  * makes up to five model calls within 120 s itself, so it is not retried.

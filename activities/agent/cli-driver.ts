@@ -2,8 +2,9 @@
  * The CLI agent driver: runs a configured coding CLI inside the member's container with the prompt
  * on stdin and the turn's gateway coordinates in its environment, and normalizes its JSON-lines
  * stdout (docs/agent-events.md) into driver events as they stream. A run ending in a retryable
- * error is re-run (with `AGENT_CLI_RESUME=1`) after the spec-8 retry wait, announced by a `retry`
- * event; a non-zero exit without a result fails the turn with the tail of stderr.
+ * error is re-run (with `AGENT_CLI_RESUME=1`) after the native CLI retry wait (retry-policy.ts),
+ * announced by a `retry` event; a non-zero exit without a result fails the turn with the tail of
+ * stderr.
  */
 import { type AgentDriver, type DriverInput, type ExecResult } from './types';
 import { execCliLines, redactPayload } from './cli-exec';

@@ -1,8 +1,8 @@
 /**
  * The built-in driver's model call: one non-streaming `POST ${gatewayUrl}/v1/chat/completions`
- * with the turn's grant as bearer, retried per the spec-8 retry policy on 429, 5xx and connection
- * errors (each retry is a `retry` event). Other 4xx fail the turn with a message safe to show
- * (the grant token is never part of it).
+ * with the turn's grant as bearer, retried per the native CLI retry policy (retry-policy.ts) on
+ * 429, 5xx and connection errors (each retry is a `retry` event). Other 4xx fail the turn with a
+ * message safe to show (the grant token is never part of it).
  */
 import { randomUUID } from 'node:crypto';
 import { type DriverInput } from './types';

@@ -1,5 +1,5 @@
 /**
- * The retry policy of agent drivers (spec 8, "Native CLI retries"), as pure functions: up to 15
+ * The retry policy of agent drivers (docs/agent-events.md "Retry policy"), as pure functions: up to 15
  * retries; exponential delay from 500 ms capped at 32 s plus up to 25 % jitter; an integer
  * `Retry-After` (seconds) is honoured when it asks for longer; ordinary mode stops when the
  * required delay exceeds 60 s; no wait ever ends past the turn's deadline.

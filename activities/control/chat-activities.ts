@@ -73,7 +73,7 @@ export function createChatActivities(deps: ChatActivityDeps) {
       await db.transaction(async (trx) => {
         // Only for the generation the attempt prepared (a restore bumps it; histories from before pass none).
         await trx('agent_sandboxes').where({ group_id: input.groupId }).modify((q) => { if (input.generation !== undefined) void q.where({ generation: input.generation }); })
-          // New work on the group makes it visible in the inventory again (spec 3.4: resume, new work).
+          // New work on the group makes it visible in the inventory again (resuming a group counts as new work).
           .update({ container_id: input.containerId, state: 'running', hidden_at: null, hidden_reason: null, updated_at: trx.fn.now(), last_activity_at: trx.fn.now() });
         await trx('agent_jobs').where({ job_id: input.jobId }).whereNull('base_sha').update({ base_sha: input.baseSha, updated_at: trx.fn.now() });
       });

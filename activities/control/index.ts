@@ -34,9 +34,9 @@ export interface ControlActivityDeps {
   temporal?: Client;
   /** Logger of activities that log (title generation); default a `control-activities` logger at LOG_LEVEL. */
   log?: Logger;
-  /** Title-generation limits (tests shorten them); default spec 8's. */
+  /** Title-generation limits (tests shorten them); default: five calls within 120 s, 10 s each. */
   titleLimits?: Partial<TitleLimits>;
-  /** Where sandbox archives go (spec 3.4); without one, archive actions are refused. */
+  /** Where sandbox archives go (docs/sandboxes.md "Archives"); without one, archive actions are refused. */
   objectStore?: ObjectStore;
   /** The synced admin and host settings: admission reads the turn limits, the idle stop its timeout, from them (default: the environment's). */
   agentSettings?: AgentSettings;

@@ -1,5 +1,5 @@
 /**
- * Generated chat titles (spec 8; docs/agent-api.md "Titles"), a control-queue activity run by the
+ * Generated chat titles (docs/agent-api.md "Titles"), a control-queue activity run by the
  * `title:<jobId>` workflow: for a chat whose title is still prompt-derived, issue the owner a
  * `title` grant (operation `title-<job_id>`, 120 s, never renewed: issued once per chat, so a
  * chat's title is generated at most once), ask the job's model through the gateway up to five

@@ -1,5 +1,5 @@
 /**
- * The model calls of a generated title (spec 8: at most five calls within 120 s, 10 s each;
+ * The model calls of a generated title (at most five calls within 120 s, 10 s each;
  * docs/agent-api.md "Titles"), shared by chat titles (title-activities.ts) and pull-request titles
  * (pr-title.ts): one call after another with the grant's token until an answer holds a usable
  * title, pausing a little longer after each failure, never past the window. Returns the title, or
@@ -12,11 +12,11 @@ import { chatWithGrant } from '../../agent/prompts/grant-chat';
 import { GrantDispatchError } from '../../agent/grants/gateway-grant-client';
 
 export interface TitleLimits {
-  /** Model calls at most (spec 8: five). */
+  /** Model calls at most (five by default). */
   calls: number;
-  /** All calls end within this long of the start (spec 8: 120 s, the grant's lifetime). */
+  /** All calls end within this long of the start (120 s by default, the grant's lifetime). */
   windowMs: number;
-  /** Deadline of one call (spec 8: 10 s). */
+  /** Deadline of one call (10 s by default). */
   callTimeoutMs: number;
   /** Pause after the n-th failed call: n times this, within the window. */
   retryDelayMs: number;

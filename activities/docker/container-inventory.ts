@@ -1,5 +1,5 @@
 /**
- * The host's side of the inventory reconciler (spec 3.4, 8; docs/sandboxes.md "Reconciler"): list
+ * The host's side of the inventory reconciler (docs/sandboxes.md "Reconciler"): list
  * the containers labelled `agent.managed=true` and `agent.host=<this host>` with a resource reading,
  * and remove the orphans the API names, by id, only while they still carry this host's labels.
  * Only containers of this host are ever listed or removed: the label filter is Docker's own.

@@ -1,6 +1,6 @@
 /**
- * Archive and restore of a whole sandbox group (spec 3.4 "Archive to object store and delete",
- * "cold and restoring"; docs/sandboxes.md "Archives"). The archive is one uncompressed tar of the
+ * Archive and restore of a whole sandbox group (archive to object store and delete,
+ * cold and restoring; docs/sandboxes.md "Archives"). The archive is one uncompressed tar of the
  * container's `/workspace`, `/home` (members' homes with their native sessions) and `/etc/agent`
  * (the workspace base record), entries named from the root, read from the engine of a stopped or
  * dead container (never started for this).

@@ -37,7 +37,7 @@ export interface SandboxLimits {
   diskBytes?: number;
 }
 
-/** Default per-sandbox caps (spec 8: 4g memory and 2 CPUs). */
+/** Default per-sandbox caps: 4g memory and 2 CPUs per turn's sandbox. */
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryBytes: 4 * 1024 ** 3, nanoCpus: 2e9 };
 
 export interface RunOptions {

@@ -1,9 +1,10 @@
 /**
- * The retained sandbox container of a group (spec 2.13): one long-lived container `sbx-<groupId>`
- * per generation, kept between turns so `/workspace` and members' native session files survive.
- * Creation is idempotent (same group and generation: reuse, start if stopped); a container of the
- * group with another generation is refused, never silently replaced. Each member is an account
- * with its fixed UID (`member-<uid>`, home `/home/member-<uid>`, session dir `.agent`).
+ * The retained sandbox container of a group (docs/sandboxes.md "The group container"): one
+ * long-lived container `sbx-<groupId>` per generation, kept between turns so `/workspace` and
+ * members' native session files survive. Creation is idempotent (same group and generation: reuse,
+ * start if stopped); a container of the group with another generation is refused, never silently
+ * replaced. Each member is an account with its fixed UID (`member-<uid>`, home
+ * `/home/member-<uid>`, session dir `.agent`).
  */
 import type Docker from 'dockerode';
 import { RELAY_MOUNT, sandboxContainerName } from '../../agent/sandboxes/names';
@@ -157,7 +158,7 @@ async function inspectAfterCreate(docker: Docker, name: string): Promise<Docker.
 }
 
 /**
- * The create options of a group's container: the spec's labels, its runtime and containment (the
+ * The create options of a group's container: its `agent.*` labels, its runtime and containment (the
  * host settings of the turn that creates it: containment.ts, docs/agent-admin.md "Host settings"),
  * its disk's directories bound at `/workspace`, `/home` and `/var/tmp` (sandbox-disk.ts), no
  * network, Docker's init. Pure, so the caps a new sandbox gets are unit-tested without an engine.

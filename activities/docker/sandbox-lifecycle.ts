@@ -1,10 +1,10 @@
 /**
- * Host-side effects of the sandbox lifecycle (spec 3.4): observe, stop and remove a group's
- * container, always by its name `sbx-<groupId>` compared with the recorded container id and the
- * `agent.generation` label, so an action never touches another incarnation of the group. Each is
- * idempotent: stopping a stopped container and removing a missing one report what is there now.
- * Removal never stops anything: a running container is reported, not removed; a removed
- * container's disk (sandbox-disk.ts) is released with it.
+ * Host-side effects of the sandbox lifecycle (docs/sandboxes.md "Lifecycle"): observe, stop and
+ * remove a group's container, always by its name `sbx-<groupId>` compared with the recorded
+ * container id and the `agent.generation` label, so an action never touches another incarnation of
+ * the group. Each is idempotent: stopping a stopped container and removing a missing one report
+ * what is there now. Removal never stops anything: a running container is reported, not removed; a
+ * removed container's disk (sandbox-disk.ts) is released with it.
  */
 import type Docker from 'dockerode';
 import type { ContainerObservation, ContainerRemoval } from '../../workflows/definitions/sandbox-group';

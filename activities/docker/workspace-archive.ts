@@ -1,9 +1,9 @@
 /**
- * Builds the download archive of a sandbox's whole `/workspace` (spec 4.4): a gzipped tar
- * streamed from the engine straight into the object store, never held in memory. The size limit
- * is checked before compression: with `du -sb` (apparent size) on a running container, and by
- * counting the uncompressed tar stream on a stopped one (which is not started for this).
- * Entries are named `workspace/…`.
+ * Builds the download archive of a sandbox's whole `/workspace` (docs/sandboxes.md "Workspace
+ * download"): a gzipped tar streamed from the engine straight into the object store, never held in
+ * memory. The size limit is checked before compression: with `du -sb` (apparent size) on a running
+ * container, and by counting the uncompressed tar stream on a stopped one (which is not started for
+ * this). Entries are named `workspace/…`.
  */
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';

@@ -1,10 +1,11 @@
 /**
- * Initializes a sandbox's `/workspace` once and records its base (spec 2.13). A temporary
- * workspace (`repo: null`) becomes a new repository on `main` with one empty commit whose author,
- * committer, dates and message are fixed, so its SHA is the same on every host. A repository is
- * cloned on the host side (the sandbox has no network; see workspace-clone.ts) and copied in.
- * The recorded base lives in a root-owned file the member cannot forge; a workspace without a
- * record is an interrupted initialization and is emptied before starting again.
+ * Initializes a sandbox's `/workspace` once and records its base (docs/sandboxes.md "Workspace
+ * initialization"). A temporary workspace (`repo: null`) becomes a new repository on `main` with
+ * one empty commit whose author, committer, dates and message are fixed, so its SHA is the same on
+ * every host. A repository is cloned on the host side (the sandbox has no network; see
+ * workspace-clone.ts) and copied in. The recorded base lives in a root-owned file the member cannot
+ * forge; a workspace without a record is an interrupted initialization and is emptied before
+ * starting again.
  */
 import type Docker from 'dockerode';
 import { execInContainer } from './container-exec';

@@ -1,7 +1,7 @@
 /**
  * Activities of the grant workflow (`workflows/grant.ts`): renew a turn's inference grant while
- * its residency is alive, revoke it otherwise or when released (spec 5.3). A residency is alive
- * while its attempt is `running` on that host, the host heartbeats within
+ * its residency is alive, revoke it otherwise or when released (docs/agent-grants.md). A residency
+ * is alive while its attempt is `running` on that host, the host heartbeats within
  * `AGENT_HOST_STALE_SECONDS` and is not being removed, and (when a group is named) the group's
  * container is still the same generation. Both activities are idempotent.
  */

@@ -1,5 +1,5 @@
 /**
- * The agent audit log's one writer (docs/agent-audit.md; spec 4.4, 6.3): every administrator
+ * The agent audit log's one writer (docs/agent-audit.md): every administrator
  * and system action on the agent platform records one row through {@link recordAudit}.
  *
  * - Pass the transaction that makes the change (`recordAudit(trx, …)`): the action and its row
@@ -14,7 +14,7 @@ import { AppError } from '../../lib/errors';
 import { cleanText } from '../../lib/text';
 
 /**
- * What an action is about. The spec's filter values are `settings`, `servers` (allocations),
+ * What an action is about. The operator API's filter values are `settings`, `servers` (allocations),
  * `measurements` and `content` (event payload reads); `sandboxes`, `hosts`, `deletion` (chat and
  * user deletion, the sweeper) and `database` (database browser and its admin tool) are ours.
  */
@@ -39,7 +39,7 @@ export type AuditActor =
   | { type: 'system'; name: string };
 const SYSTEM_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
-/** The system actor of the chat deletion sweep (spec 3.4, 6.3). */
+/** The system actor of the chat deletion sweep (actor `user-deletion-sweeper`, source `system`). */
 export const USER_DELETION_SWEEPER = { type: 'system', name: 'user-deletion-sweeper' } as const satisfies AuditActor;
 
 /** The system actor of the idle stop: stops sandboxes idle past the host setting `idle_timeout_seconds` (docs/sandboxes.md "Idle stop"). */
@@ -165,7 +165,7 @@ export async function recordAudit(db: Knex | Knex.Transaction, entry: AuditEntry
 }
 
 /**
- * Audit before disclose (spec 4.4 event content): records `entry` and only then lets the caller
+ * Audit before disclose (operator event content reads): records `entry` and only then lets the caller
  * return what it read. Any failure to write becomes 503 `service_unavailable` (the cause kept,
  * the message saying nothing was disclosed), so a caller that awaits this first fails closed.
  */

@@ -1,5 +1,5 @@
 /**
- * Reading the agent audit log (spec 4.4 `GET /admin/agent/audit-log`; docs/agent-audit.md):
+ * Reading the agent audit log (`GET /admin/agent/audit-log`; docs/agent-audit.md):
  * newest first by id (the order rows were written), optionally one category, paged by `before`
  * (the oldest id of the previous page). Administrators appear by user id only: nothing here
  * joins the users table, so no e-mail can reach the page.

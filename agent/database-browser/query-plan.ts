@@ -1,5 +1,5 @@
 /**
- * A database browser query (spec 4.4, 8; docs/agent-admin.md "Database browser"): the body's
+ * A database browser query (docs/agent-admin.md "Database browser"): the body's
  * schema and its plan, the one SELECT it runs. Pure: nothing here touches the database.
  *
  * Safety rests on two rules, both enforced here and nowhere else:

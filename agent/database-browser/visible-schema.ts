@@ -1,5 +1,5 @@
 /**
- * The database browser's visible schema (spec 4.4, 5.7; docs/agent-admin.md "Database browser"):
+ * The database browser's visible schema (docs/agent-admin.md "Database browser"):
  * an allowlist of tables and, per table, of columns. Nothing else can be named by a query: a table
  * or column missing here does not exist for the browser, so a column a later migration adds stays
  * invisible until someone decides to list it.

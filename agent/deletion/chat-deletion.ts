@@ -1,5 +1,5 @@
 /**
- * Owners' deletion of a chat (spec 3.4 last row, 8; docs/chat-deletion.md): soft first, then
+ * Owners' deletion of a chat (docs/chat-deletion.md): soft first, then
  * permanent.
  *
  * - **Soft delete** sets `agent_jobs.deleted_at`: the chat disappears from every owner list and

@@ -152,7 +152,7 @@ export async function finishDeletion(db: Db, input: ClaimedDeletion & { sandbox:
 }
 
 /**
- * Ends the attempt as `failed`: tried again `retrySeconds` later (spec 8: a minute), with the error
+ * Ends the attempt as `failed`: tried again `retrySeconds` later (a minute by default), with the error
  * kept in `last_error` and the audit row. False when this attempt no longer holds the request.
  */
 export async function failDeletion(db: Db, input: ClaimedDeletion & { error: string; retrySeconds: number }): Promise<boolean> {

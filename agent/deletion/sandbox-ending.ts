@@ -1,5 +1,5 @@
 /**
- * Ending the sandbox group of a permanently deleted chat (spec 3.4 last row; docs/chat-deletion.md):
+ * Ending the sandbox group of a permanently deleted chat (docs/chat-deletion.md):
  * when the chat was the group's last member, the deletion sweep stops the group's container and
  * then deletes it, through the same operator actions an administrator uses (the group's workflow
  * `sandbox:<groupId>`, agent/sandboxes/sandbox-delivery.ts), with the review values read from the
@@ -15,8 +15,8 @@ import { systemRequestActor } from '../sandboxes/action-outcome';
 import { sendSandboxAction, type SandboxDeliverySettings } from '../sandboxes/sandbox-delivery';
 
 /**
- * The action that ends a stopped group for good (spec 3.4: "archived first when a bucket is
- * configured, discarded otherwise"): `archive_delete` with an S3 bucket (the group ends `cold`,
+ * The action that ends a stopped group for good (archived first when a bucket is
+ * configured, discarded otherwise): `archive_delete` with an S3 bucket (the group ends `cold`,
  * its archive verified in the bucket), `delete` without one. The embedded `fs` store is not a
  * bucket: on it, deleted chats' sandboxes are discarded rather than kept on the API's disk.
  */

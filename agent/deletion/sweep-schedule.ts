@@ -1,6 +1,6 @@
 /**
- * The Temporal Schedule that runs the deletion sweep every minute with overlap SKIP (spec 8:
- * "deleted-chat sweep each minute"; "deletion worker handles one request at a time"), created or
+ * The Temporal Schedule that runs the deletion sweep every minute with overlap SKIP (a
+ * deleted-chat sweep each minute, handling one request at a time), created or
  * brought up to date by the control worker at every start: the same call on a running deployment
  * changes nothing but the definition (interval, overlap, task queue, input), and keeps its state
  * (paused, note) as an operator left it.

@@ -1,5 +1,5 @@
 /**
- * The operator's activity view of a run (spec 2.13, 4.4): event envelopes in execution (id) order,
+ * The operator's activity view of a run (docs/agent-admin.md): event envelopes in execution (id) order,
  * without payload content. `has_content` says whether a payload was stored; `tool_name` and
  * `tool_use_id` are lifted out of the payload for `tool_use`/`tool_result` only. Reading the
  * content itself is a separate, audited route.

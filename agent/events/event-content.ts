@@ -1,5 +1,5 @@
 /**
- * One event's stored payload for an operator (spec 4.4, 6.3; docs/agent-admin.md "Event content").
+ * One event's stored payload for an operator (docs/agent-admin.md "Event content").
  * The read is audited before anything is returned: {@link readEventContent} writes the
  * `agent.run.event_content.read` row through `auditBeforeDisclose`, so a failed write answers
  * 503 and the payload never leaves this module. A refused read (unknown job, event of another
@@ -16,7 +16,7 @@ import { auditBeforeDisclose, type AuditBy } from '../audit/audit-log';
 import { JOB_ID } from '../jobs/job-store';
 import { parseEventId } from './event-store';
 
-/** Bytes of the payload's JSON text (UTF-8) returned at most: 256 KiB (spec 8). */
+/** Bytes of the payload's JSON text (UTF-8) returned at most: 256 KiB. */
 export const EVENT_CONTENT_CAP_BYTES = 256 * 1024;
 
 /** The payload as returned: the value when it fits, else the cut JSON text. */

@@ -1,11 +1,11 @@
 /**
- * Host event ingestion (spec 5.4, 6.2): a host writes its driver's normalized events for one of its
- * attempts. The write is fenced: inside one transaction the attempt row is read `FOR SHARE` and
- * must belong to the calling host and still be `running`, so an attempt that was finished,
+ * Host event ingestion (docs/agent-events.md): a host writes its driver's normalized events for one
+ * of its attempts. The write is fenced: inside one transaction the attempt row is read `FOR SHARE`
+ * and must belong to the calling host and still be `running`, so an attempt that was finished,
  * abandoned or replaced writes nothing, and finishing an attempt waits for an in-flight batch.
  * `job_id` and `turn_seq` come from the attempt row, never from the body. Hosts may write only
- * driver event types; `turn_*` events belong to the control plane. A `question` event (a native
- * CLI asking the owner) also opens the question for the owner's answer, in the same transaction.
+ * driver event types; `turn_*` events belong to the control plane. A `question` event (a native CLI
+ * asking the owner) also opens the question for the owner's answer, in the same transaction.
  */
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';

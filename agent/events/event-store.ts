@@ -1,5 +1,5 @@
 /**
- * The agent event log in PostgreSQL (`agent_events`, spec 2.13, 6.2). Writers append under a
+ * The agent event log in PostgreSQL (`agent_events`; docs/agent-events.md). Writers append under a
  * per-job transaction-scoped advisory lock, so for one job ids become visible strictly in id order:
  * a reader that has seen id N never later finds a new event of that job with a smaller id, and
  * paging with `event_id > last_seen` misses nothing. Every committed append notifies

@@ -1,6 +1,6 @@
 /**
- * The control plane's client of the gateway's grant dispatch endpoints (spec 5.3, 5.8;
- * docs/agent-grants.md): issue, renew and revoke inference grants, and check that an owner may
+ * The control plane's client of the gateway's grant dispatch endpoints
+ * (docs/agent-grants.md): issue, renew and revoke inference grants, and check that an owner may
  * run agent turns on a model, with `GATEWAY_GRANT_DISPATCH_TOKEN`. The paths and bodies are the
  * contract of lib/contracts/grant-dispatch.ts; calls go through the internal JSON client, so each
  * has a timeout and its errors name the call and the gateway's status and message, never the

@@ -1,9 +1,10 @@
 /**
- * A host runner fetches its turn's inference grant from the API (spec 5.3), so the token never
- * travels through Temporal history: `POST /v1/agent/hosts/:hostId/attempts/:attemptId/grant` with
- * the host credential. The attempt must be this host's, `running`, and its residency alive (host
- * heartbeating, not being removed); the grant names the job's owner and model and the member
- * residency (job, attempt, host, sandbox group, generation). Fetching again rotates the token.
+ * A host runner fetches its turn's inference grant from the API (docs/agent-grants.md), so the
+ * token never travels through Temporal history:
+ * `POST /v1/agent/hosts/:hostId/attempts/:attemptId/grant` with the host credential. The attempt
+ * must be this host's, `running`, and its residency alive (host heartbeating, not being removed);
+ * the grant names the job's owner and model and the member residency (job, attempt, host, sandbox
+ * group, generation). Fetching again rotates the token.
  */
 import type { Db } from '../../lib/db';
 import { AppError } from '../../lib/errors';

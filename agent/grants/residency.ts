@@ -1,9 +1,10 @@
 /**
- * Whether the member residency an inference grant is scoped to is still alive (spec 5.3): its
- * attempt is `running` on that host, the host heartbeats within `AGENT_HOST_STALE_SECONDS` and is
- * not removed (a host whose removal is pending drains: its running turns keep their grants and
- * finish; docs/agent-hosts.md "Removal"), and (when a group is named) the group's container is still the same
- * generation. Used by the grant workflow's renewal and by the host's grant route.
+ * Whether the member residency an inference grant is scoped to is still alive (a grant is renewed
+ * only while it is): its attempt is `running` on that host, the host heartbeats within
+ * `AGENT_HOST_STALE_SECONDS` and is not removed (a host whose removal is pending drains: its
+ * running turns keep their grants and finish; docs/agent-hosts.md "Removal"), and (when a group is
+ * named) the group's container is still the same generation. Used by the grant workflow's renewal
+ * and by the host's grant route.
  */
 import type { Db } from '../../lib/db';
 

@@ -1,8 +1,8 @@
 /**
- * Operator reads and slot changes on execution hosts (spec 3.5, 4.4): list hosts with their slot
- * state, and save a host's slots (lowering holds at once, raising once the runner confirms). The
- * host workflow (`host:<hostId>`, workflows/host.ts) calls {@link saveHostSlots} through its
- * activity; removal is agent/hosts/host-removal.ts. Each change writes its audit row
+ * Operator reads and slot changes on execution hosts (docs/agent-hosts.md "Slots"): list hosts with
+ * their slot state, and save a host's slots (lowering holds at once, raising once the runner
+ * confirms). The host workflow (`host:<hostId>`, workflows/host.ts) calls {@link saveHostSlots}
+ * through its activity; removal is agent/hosts/host-removal.ts. Each change writes its audit row
  * (docs/agent-audit.md) in the transaction that makes it.
  */
 import type { Knex } from 'knex';

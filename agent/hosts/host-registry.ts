@@ -1,7 +1,8 @@
 /**
- * Enrolled execution hosts (spec 3.5, 5.5): enrollment issues a per-host credential, stored
- * hashed; heartbeats report `slots_total`, runtime and capability attestations, and learn the
- * operator's saved slots (`slots_configured`) that a version-2 runner applies.
+ * Enrolled execution hosts (docs/agent-hosts.md; no shared dispatcher token): enrollment issues a
+ * per-host credential, stored hashed; heartbeats report `slots_total`, runtime and capability
+ * attestations, and learn the operator's saved slots (`slots_configured`) that a version-2 runner
+ * applies.
  */
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';

@@ -1,5 +1,5 @@
 /**
- * Guarded host removal (spec 4.4 "guarded removal of a host without allocation"; docs/agent-hosts.md
+ * Guarded host removal of a host without allocation (docs/agent-hosts.md
  * "Removal"), as the host workflow (`host:<hostId>`) drives it through its activities:
  *
  * - {@link requestHostRemoval}: a host that holds nothing is removed at once; otherwise

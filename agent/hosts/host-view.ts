@@ -1,5 +1,5 @@
 /**
- * The operator's view of an execution host (spec 3.5, 4.4): online/stale by the last heartbeat,
+ * The operator's view of an execution host (docs/agent-hosts.md): online/stale by the last heartbeat,
  * slots saved / reported / effective / default, and the display state of a pending slot change
  * (`applying N`, `N not applied`, `redeploy to change`).
  */

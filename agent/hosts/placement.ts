@@ -1,11 +1,12 @@
 /**
- * Host placement and slot admission (spec 3.5, 8): which enrolled host may run a turn now.
- * A retained chat runs only on its own host; a new chat goes to the online host with the most
- * free slots. Admission is decided inside the caller's transaction with the candidate host rows
- * locked `FOR UPDATE` (in host id order), so concurrent placements on one host serialize and the
- * count of `running` attempts they read already includes every attempt admitted before them.
- * The caller inserts its `running` attempt in the same transaction before committing.
- * Needs READ COMMITTED (PostgreSQL's default): each statement sees rows committed before it.
+ * Host placement and slot admission (slots 2 to 128 per host; docs/agent-hosts.md "Slots"): which
+ * enrolled host may run a turn now. A retained chat runs only on its own host; a new chat goes to
+ * the online host with the most free slots. Admission is decided inside the caller's transaction
+ * with the candidate host rows locked `FOR UPDATE` (in host id order), so concurrent placements on
+ * one host serialize and the count of `running` attempts they read already includes every attempt
+ * admitted before them. The caller inserts its `running` attempt in the same transaction before
+ * committing. Needs READ COMMITTED (PostgreSQL's default): each statement sees rows committed
+ * before it.
  */
 import { HOST_ATTESTATIONS, type ExecutionProfile } from '../../lib/execution-profiles';
 import type { Knex } from 'knex';

@@ -1,5 +1,5 @@
 /**
- * Repository entitlement (spec 4.4): a job may name a repository only when the deployment
+ * Repository entitlement: a job may name a repository only when the deployment
  * allowlist (`AGENT_REPO_ALLOWLIST`) names it. It fails closed: an empty allowlist entitles no
  * repository. Entries are exact repository strings (`owner/name`, a URL) or URL prefixes ending
  * in `/` (`https://git.example.com/team/`). Job creation also accepts a linked account's grant

@@ -1,5 +1,5 @@
 /**
- * Generated chat titles (spec 8; docs/agent-api.md "Titles"): what the model is asked (the first
+ * Generated chat titles (docs/agent-api.md "Titles"): what the model is asked (the first
  * prompt cut to 4,000 characters, at most 256 output tokens) and how its answer becomes a title
  * (one line, trimmed, markdown and quotes stripped, at most 80 characters). An answer with nothing
  * left is unusable (the caller asks again).

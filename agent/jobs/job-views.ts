@@ -1,5 +1,5 @@
 /**
- * What owners see of their chats: the job with its turns and `conversation_state` (spec 3.3), and
+ * What owners see of their chats: the job with its turns and `conversation_state`), and
  * paged lists of jobs (`temporary=true` lists only repo-less chats and cannot be combined with
  * `repo`).
  */
@@ -26,8 +26,9 @@ export interface TurnView {
 }
 
 /**
- * Spec 3.3: a running turn takes precedence over queued turns; with no active turn the latest
- * turn decides failed or idle (completed and user-stopped turns both leave the chat idle).
+ * The conversation status shown to owners: a running turn takes precedence over queued turns; with
+ * no active turn the latest turn decides failed or idle (completed and user-stopped turns both
+ * leave the chat idle).
  */
 export function conversationState(turns: ReadonlyArray<{ seq: number; state: string }>): ConversationState {
   if (turns.some((t) => t.state === 'running')) return 'running';

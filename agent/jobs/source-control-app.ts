@@ -1,5 +1,5 @@
 /**
- * The deployment's source-control app (spec 4.4): when one is configured
+ * The deployment's source-control app (docs/source-control.md): when one is configured
  * (`AGENT_SOURCE_CONTROL_APP_ID` + `AGENT_SOURCE_CONTROL_APP_PRIVATE_KEY_PATH`), creating a job on
  * a repository needs it loaded, and answers 503 while it cannot be (missing or unreadable key).
  * A loaded app is kept; a failed load is retried at most every 10 s. Jobs without a repository

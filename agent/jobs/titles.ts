@@ -1,7 +1,8 @@
 /**
- * Task titles (spec 8): a new chat's title is the first meaningful line of its first prompt, cut
- * to 36 characters. A line is meaningful when something other than markup is left after trimming:
- * blank lines, code fences (```), rules (---, ***) and lines of only `#`, `>`, `-` or `*` are skipped.
+ * Task titles (docs/agent-api.md "Titles"): a new chat's title is the first meaningful line of its
+ * first prompt, cut to 36 characters. A line is meaningful when something other than markup is left
+ * after trimming: blank lines, code fences (```), rules (---, ***) and lines of only `#`, `>`, `-`
+ * or `*` are skipped.
  */
 
 export const TITLE_MAX_CHARS = 36;

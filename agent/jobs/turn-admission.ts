@@ -1,8 +1,9 @@
 /**
- * Admission of a chat's next turn (spec 3.3, 3.5): in one transaction, claim the turn (job row,
- * then turn row locked), place it on a host with a free slot (host rows locked), make sure the
- * chat has its sandbox group there, and start its attempt. Nothing is written unless the turn is
- * admitted: a turn that must wait, was cancelled meanwhile or is not next leaves every row as it was.
+ * Admission of a chat's next turn (docs/agent-control-plane.md, docs/agent-hosts.md "Slots"): in
+ * one transaction, claim the turn (job row, then turn row locked), place it on a host with a free
+ * slot (host rows locked), make sure the chat has its sandbox group there, and start its attempt.
+ * Nothing is written unless the turn is admitted: a turn that must wait, was cancelled meanwhile or
+ * is not next leaves every row as it was.
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
@@ -91,7 +92,7 @@ async function ensureGroup(trx: Knex.Transaction, job: ClaimedJob, hostId: strin
 }
 
 /**
- * A cold group comes back (spec 3.4 "cold and restoring"): a new generation on the host the turn
+ * A cold group comes back (docs/sandboxes.md "Cold and restoring"): a new generation on the host the turn
  * was placed on, `restoring` until the host has restored and verified the archive and recorded
  * the new container (chat-activities `recordSandbox`), back to `cold` when the attempt fails.
  */

@@ -1,5 +1,5 @@
 /**
- * The turn state machine (spec 3.3; docs/agent-control-plane.md): the one owner of every state
+ * The turn state machine (docs/agent-control-plane.md): the one owner of every state
  * change of `agent_turns` and `agent_attempts`.
  *
  *   turn:    queued → running → completed | failed | cancelled;  queued → cancelled

@@ -1,8 +1,9 @@
 /**
  * Short model calls made on an owner's behalf with a short-lived, never-renewed inference grant
- * (spec 5.3, 8), shared by the prompt rewrite (`prompt_rewrite` grants) and generated chat titles
- * (`title` grants): one non-streaming `/v1/chat/completions` call to the gateway with the grant
- * token, and the quiet revocation of the grant afterwards. The token is never logged.
+ * (120 s, revoked after the call), shared by the prompt rewrite (`prompt_rewrite` grants) and
+ * generated chat titles (`title` grants): one non-streaming `/v1/chat/completions` call to the
+ * gateway with the grant token, and the quiet revocation of the grant afterwards. The token is
+ * never logged.
  */
 import { AppError } from '../../lib/errors';
 import type { Logger } from '../../lib/logger';

@@ -1,5 +1,5 @@
 /**
- * One prompt rewrite (spec 4.4, 5.3, 8): issue a `prompt_rewrite` grant for the owner and the
+ * One prompt rewrite (docs/agent-grants.md): issue a `prompt_rewrite` grant for the owner and the
  * model (operation `prompt-rewrite-<uuid>`, 120 s), call the gateway's `/v1/chat/completions` with
  * it under one deadline (default 90 s; 504 when passed), read the reply (2 to 4 questions, or a
  * rewritten prompt), and revoke the grant afterwards whatever happened. Creates no job.

@@ -1,5 +1,5 @@
 /**
- * What the prompt-rewrite model is asked and how its answer is read (spec 4.4, 8): the request
+ * What the prompt-rewrite model is asked and how its answer is read (docs/agent-grants.md): the request
  * body schema, the system prompts (strict JSON out), the chat messages, and the parsing of the
  * model's reply into 2 to 4 questions or one rewritten prompt of at most 32,000 characters.
  * A reply that breaks these rules is refused (502), never repaired or cut.

@@ -1,5 +1,5 @@
 /**
- * Native questions (issue 26, spec 4.4 "Native-question answer route"; docs/agent-drivers.md
+ * Native questions (issue 26; docs/agent-drivers.md
  * "Native questions"): a native CLI asks the chat's owner during an attempt. The host writes a
  * `question` event (its storing opens the question: {@link openQuestions}, in the ingest's
  * transaction) and polls the question's state; the owner lists the chat's questions and answers one

@@ -1,14 +1,14 @@
 /**
- * THE place where the outcome of every operator action on a sandbox group is known (spec 3.4,
- * issue 17 item 6: "every admin action writes an audit row (actor, target, reason, outcome)").
- * Called once per outcome: `refused` (condition failed in PostgreSQL, or the host did not confirm
- * before acceptance; the API calls it too for a refusal by the workflow's Update validator),
- * `completed` (the action's effect is recorded) and `failed` (accepted, then the host did not
- * confirm; the group is back in its previous state). Except for the validator's refusal (no
- * transaction: the API passes its pool), it runs inside the transaction that makes the change, so
- * the audit row (agent/audit/audit-log.ts `recordAudit`, category `sandboxes`, or `deletion` when the
- * deletion sweeper (actor `system:user-deletion-sweeper`) asked; the idle stop's, actor
- * `system:idle-sandbox-stopper`, stay under `sandboxes`; actions
+ * THE place where the outcome of every operator action on a sandbox group is known
+ * (docs/sandboxes.md "Audit", issue 17 item 6: "every admin action writes an audit row (actor,
+ * target, reason, outcome)"). Called once per outcome: `refused` (condition failed in PostgreSQL,
+ * or the host did not confirm before acceptance; the API calls it too for a refusal by the
+ * workflow's Update validator), `completed` (the action's effect is recorded) and `failed`
+ * (accepted, then the host did not confirm; the group is back in its previous state). Except for
+ * the validator's refusal (no transaction: the API passes its pool), it runs inside the transaction
+ * that makes the change, so the audit row (agent/audit/audit-log.ts `recordAudit`, category
+ * `sandboxes`, or `deletion` when the deletion sweeper (actor `system:user-deletion-sweeper`)
+ * asked; the idle stop's, actor `system:idle-sandbox-stopper`, stay under `sandboxes`; actions
  * `agent.sandbox.stop_idle`, `.delete`, `.force_delete`, `.remove_stale` / `.remove_inventory`,
  * `.restore_inventory`) commits with it.
  */

@@ -1,5 +1,5 @@
 /**
- * The inventory reconciler (spec 2.13, 3.4, 8; docs/sandboxes.md "Reconciler"): compares one host's
+ * The inventory reconciler (docs/sandboxes.md "Reconciler"): compares one host's
  * container report with its `agent_sandboxes` rows, both ways, in one transaction with those rows
  * locked `FOR UPDATE` (group id order), so it never races an operator action or a turn's admission,
  * which lock the same rows.

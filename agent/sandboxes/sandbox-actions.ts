@@ -1,5 +1,5 @@
 /**
- * Operator actions on a sandbox group (spec 3.4, docs/sandboxes.md "Lifecycle"): the conditions
+ * Operator actions on a sandbox group (docs/sandboxes.md "Lifecycle"): the conditions
  * each action needs, checked in PostgreSQL with the group row locked (so a turn's admission, which
  * locks the same row, either sees the pending state and waits or is seen as busy here), and the
  * state transitions the sandbox group workflow drives. The workflow's Update validators refuse

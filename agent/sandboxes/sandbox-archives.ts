@@ -1,5 +1,5 @@
 /**
- * Receipts of sandbox archives (spec 3.4, docs/sandboxes.md "Archives"). An archive exists for the
+ * Receipts of sandbox archives (docs/sandboxes.md "Archives"). An archive exists for the
  * control plane only once the object store has verified the object's exact length and SHA-256 and
  * its receipt is committed; only then does the host remove the container, and a cold group's
  * restore checks the bytes it reads against that receipt. A verification that fails removes the

@@ -1,14 +1,15 @@
 /**
- * The operators' sandbox inventory (`GET /admin/agent/sandboxes`, spec 3.4, 4.4): one entry per
- * sandbox group with what an operator reviews before an action (container id, generation, last
- * activity, state, the host's freshness, the chats it holds). Never secrets: no environment, no
- * credentials, no prompts. Hidden groups (removed from the inventory) appear only with `all`.
+ * The operators' sandbox inventory (`GET /admin/agent/sandboxes`; docs/sandboxes.md "Inventory"):
+ * one entry per sandbox group with what an operator reviews before an action (container id,
+ * generation, last activity, state, the host's freshness, the chats it holds). Never secrets: no
+ * environment, no credentials, no prompts. Hidden groups (removed from the inventory) appear only
+ * with `all`.
  */
 import type { Db } from '../../lib/db';
 import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { SandboxAction, SandboxState } from '../../workflows/definitions/sandbox-group';
 
-/** A reading older than this is stale (spec 8: 90 s; the host reports every 30 s). */
+/** A reading older than this is stale (90 s; the host reports every 30 s). */
 export const OBSERVATION_STALE_SECONDS = 90;
 
 /** Every sandbox group state (the `agent_sandboxes_state_check` constraint). */

@@ -1,5 +1,5 @@
 /**
- * Per-day container running time (spec 8: "resource usage accumulation gaps at most 120 s"; usage
+ * Per-day container running time (a gap between readings counts at most 120 s; usage
  * page windows in UTC days; docs/sandboxes.md "Reconciler"). Each host report that sees a group's
  * container running, after a previous report that also saw it running, adds the time between the
  * two readings, but at most {@link USAGE_GAP_CAP_SECONDS}: a host that was silent for ten minutes
@@ -7,7 +7,7 @@
  * seconds just before the current reading), split at each UTC midnight it crosses. Pure.
  */
 
-/** The longest gap between two readings that counts in full (spec 8). */
+/** The longest gap between two readings that counts in full. */
 export const USAGE_GAP_CAP_SECONDS = 120;
 
 const DAY_MS = 86_400_000;

@@ -1,6 +1,6 @@
 /**
- * Releasing a server allocation (spec 4.4 `DELETE /admin/agent/servers/<allocation_id>` with
- * `{expected_revision: N}`, "revision conflict requires refresh"; docs/agent-hosts.md "Server
+ * Releasing a server allocation (`DELETE /admin/agent/servers/<allocation_id>` with
+ * `{expected_revision: N}`, a revision conflict requires a refresh; docs/agent-hosts.md "Server
  * allocations"). Two steps, so no transaction stays open while Temporal answers:
  *
  * 1. {@link claimRelease}: the allocation row locked `FOR UPDATE`; 404 unknown, 409 already

@@ -9,7 +9,7 @@
  *   `releasing` allocation of that host is audited `agent.server.delete` `requested`, the reason
  *   naming what holds the host.
  * - {@link refuseAllocatedHost}: `DELETE /admin/agent/runner-hosts/<host>` is the removal of a host
- *   *without* allocation (spec 4.4); an allocated host answers 409 naming its allocation.
+ *   *without* allocation; an allocated host answers 409 naming its allocation.
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';

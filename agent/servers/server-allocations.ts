@@ -1,5 +1,5 @@
 /**
- * Server allocations (spec 4.4 `/admin/agent/servers`; docs/agent-hosts.md "Server allocations"):
+ * Server allocations (`/admin/agent/servers`; docs/agent-hosts.md "Server allocations"):
  * an allocation records that an execution server is allocated to the agent platform as one
  * enrolled host. Its `state` goes `active` → `releasing` (the host drains) → `released` (the host
  * removed), and its `revision` (1 at creation) grows by one on every change, so an operator's

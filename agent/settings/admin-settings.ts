@@ -1,5 +1,5 @@
 /**
- * The agent platform's admin settings (spec 2.13, 4.4 `GET, PUT /admin/agent/settings`, 5.8;
+ * The agent platform's admin settings (`GET, PUT /admin/agent/settings`, secrets write-only;
  * docs/agent-admin.md "Settings"): which keys exist, how each is validated, what it defaults to
  * (the environment), and how a change is saved (one transaction with its audit row).
  *
@@ -48,15 +48,15 @@ export const SETTING_DEFINITIONS = {
   repo_allowlist: {
     credential: false, schema: z.array(allowlistEntry).max(1000), fallback: (env) => parseAllowlist(env.AGENT_REPO_ALLOWLIST),
   } satisfies PlainDefinition<string[]>,
-  /** Largest workspace download before compression, MiB (spec 8 `workspace_download_max_mib`, default 1024). */
+  /** Largest workspace download before compression, MiB (default 1024). */
   workspace_download_max_mib: {
     credential: false, schema: z.number().int().min(1).max(1024 * 1024), fallback: (env) => env.WORKSPACE_DOWNLOAD_MAX_MIB,
   } satisfies PlainDefinition<number>,
-  /** Generate titles for new chats (spec 8 task titles). */
+  /** Generate titles for new chats (docs/agent-api.md "Titles"). */
   title_generation_enabled: {
     credential: false, schema: z.boolean(), fallback: (env) => env.AGENT_TITLE_GENERATION_ENABLED,
   } satisfies PlainDefinition<boolean>,
-  /** Deadline of one prompt rewrite, seconds (spec 8: 90). */
+  /** Deadline of one prompt rewrite, seconds (default 90). */
   prompt_rewrite_deadline_seconds: {
     credential: false, schema: z.number().positive().max(600), fallback: (env) => env.AGENT_PROMPT_REWRITE_DEADLINE_SECONDS,
   } satisfies PlainDefinition<number>,
@@ -68,7 +68,7 @@ export const SETTING_DEFINITIONS = {
   database_tool_url: {
     credential: false, schema: httpUrl.nullable(), fallback: () => null,
   } satisfies PlainDefinition<string | null>,
-  /** The database tool's initial administrator password (spec 8: at least 12 characters). Write-only. */
+  /** The database tool's initial administrator password (at least 12 characters). Write-only. */
   database_tool_password: {
     credential: true, schema: z.string().min(12, 'must be at least 12 characters').max(256),
   } satisfies CredentialDefinition,
@@ -188,7 +188,7 @@ export function parseSettingsPatch<K extends StoredSettingKey = SettingKey>(
 
 /**
  * The dispatch token (`GATEWAY_GRANT_DISPATCH_TOKEN`, set in the environment) is bound to the
- * gateway API URL's origin (spec 5.8): a saved `gateway_api_url` may change the path, never the
+ * gateway API URL's origin: a saved `gateway_api_url` may change the path, never the
  * origin the token was configured for.
  */
 export function assertGatewayOriginKept(next: string, env: Settings): void {

@@ -1,6 +1,6 @@
 /**
- * Host settings: the sandbox and workspace limits of the agent platform (spec 4.4
- * `PUT /admin/agent/host-settings`; docs/agent-admin.md "Host settings"). They are admin settings
+ * Host settings: the sandbox and workspace limits of the agent platform
+ * (`PUT /admin/agent/host-settings`; docs/agent-admin.md "Host settings"). They are admin settings
  * of their own route: stored in the same `agent_settings` table under their own keys, saved with
  * the same change marker and synced by the same per-process copy (settings-sync.ts), so a change
  * reaches the control worker within 5 s.
@@ -67,7 +67,7 @@ export const RETIRED_HOST_SETTINGS: Readonly<Record<string, string>> = Object.fr
 
 /** Every host setting. A new key: add it here and document it in docs/agent-admin.md "Host settings". */
 export const HOST_SETTING_DEFINITIONS = {
-  /** The overall limit of one turn, seconds (the runner's execution timeout, spec 8). */
+  /** The overall limit of one turn, seconds (the runner's execution timeout). */
   turn_time_limit_seconds: {
     credential: false, appliesTo: 'new_turns', schema: integer(60, 86_400), fallback: (env: Settings) => env.AGENT_TURN_TIME_LIMIT_SECONDS,
   } satisfies HostDefinition<number>,
@@ -75,11 +75,11 @@ export const HOST_SETTING_DEFINITIONS = {
   repository_max_mib: {
     credential: false, appliesTo: 'new_sandboxes', schema: integer(1, 102_400), fallback: () => HOST_SETTING_DEFAULTS.repository_max_mib,
   } satisfies HostDefinition<number>,
-  /** CPU cap of a new sandbox container, in CPUs (spec 8: 2). */
+  /** CPU cap of a new sandbox container, in CPUs (default 2). */
   container_cpus: {
     credential: false, appliesTo: 'new_sandboxes', schema: z.number().min(0.25).max(64), fallback: (env: Settings) => env.AGENT_SANDBOX_CPUS,
   } satisfies HostDefinition<number>,
-  /** Memory cap of a new sandbox container, MiB (spec 8: 4g). */
+  /** Memory cap of a new sandbox container, MiB (default 4g). */
   container_memory_mib: {
     credential: false, appliesTo: 'new_sandboxes', schema: integer(256, 262_144), fallback: (env: Settings) => Math.floor(env.AGENT_SANDBOX_MEMORY_BYTES / MIB),
   } satisfies HostDefinition<number>,

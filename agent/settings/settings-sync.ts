@@ -1,5 +1,5 @@
 /**
- * Settings sync (spec 8: "settings sync every 5 seconds"; docs/agent-admin.md "Settings"): each
+ * Settings sync (every 5 seconds; docs/agent-admin.md "Settings"): each
  * process that uses admin settings holds their effective values in memory and polls the change
  * marker (`agent_settings_state.revision`, one primary-key read) every
  * `AGENT_SETTINGS_SYNC_SECONDS` (default 2); when it moved, every saved row is read again and

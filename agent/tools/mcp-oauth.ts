@@ -1,5 +1,5 @@
 /**
- * OAuth for remote MCP connections (docs/mcp.md "OAuth"; spec 5.4), with the official SDK's client
+ * OAuth for remote MCP connections (docs/mcp.md "OAuth"), with the official SDK's client
  * OAuth functions. `start` discovers the server's authorization server (RFC 9728 / 8414), registers
  * a client (RFC 7591) for the configured redirect page and answers the authorization URL, with an
  * unpredictable state (stored as its SHA-256, bound to the owner and the connection, 10 minutes,

@@ -1,5 +1,5 @@
 /**
- * The tool relay's credentials (spec 5.4; docs/mcp.md "Relay credentials"). When a turn's attempt
+ * The tool relay's credentials (docs/mcp.md "Relay credentials"). When a turn's attempt
  * starts, its host fetches, with its own credential and like the inference grant, an attempt-fenced
  * `mcp_…` token and an `amr.…` residency credential (both stored as SHA-256 digests; fetching again
  * rotates both, so the earlier ones stop at once). Each relay call resolves the presented credential

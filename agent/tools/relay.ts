@@ -1,5 +1,5 @@
 /**
- * The tool relay (spec 5.4; docs/mcp.md "The relay"): the only way an agent reaches its chat's MCP
+ * The tool relay (docs/mcp.md "The relay"): the only way an agent reaches its chat's MCP
  * tools. Every request presents a relay credential, resolved again on each call to the chat's
  * current leased attempt (relay-credentials.ts). A call is recorded as a `tool_use` event, waits for
  * the owner's approval when its connection needs one, runs within its deadline through the chat's own
@@ -91,7 +91,7 @@ async function runCall(deps: RelayDeps, token: string, principal: RelayPrincipal
   try {
     const left = () => Math.max(1, deadline - Date.now());
     const { target, waited } = await resolveTarget(deps.db, tool.connection, principal.jobId, { sealingKey: deps.sealingKey, fetchFn: deps.pool.oauthFetch(left()) });
-    // Spec 5.4: after waiting for OAuth (a token refresh), the attempt and residency generation are re-checked before the server is called.
+    // After waiting for OAuth (a token refresh), the attempt and residency generation are re-checked before the server is called.
     if (waited) await recheckRelayCredential(deps.db, token, principal, deps.staleSeconds);
     const result = await deps.pool.callTool(target, tool.tool, input.arguments, { timeoutMs: left() });
     return resultOutput(result);

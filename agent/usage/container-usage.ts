@@ -1,5 +1,5 @@
 /**
- * What an owner's usage page (`/settings/usage`, spec 4.4, 8; docs/agent-api.md "Usage") shows
+ * What an owner's usage page (`/settings/usage`; docs/agent-api.md "Usage") shows
  * of their sandboxes: one entry per sandbox group holding one of their chats, and running time
  * per UTC day. Owner-scoped, and never a host, container id, image or generation: a sandbox is
  * named by the owner's first chat in it (job id and title), which the owner already knows.

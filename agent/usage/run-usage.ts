@@ -1,6 +1,6 @@
 /**
- * An owner's run usage for the settings usage page (spec 4.4 "run cost/tokens/turns by day and
- * model", spec 8 "usage page windows 7 or 30 UTC days"; docs/agent-api.md "Run usage"): per UTC
+ * An owner's run usage for the settings usage page (run cost, tokens and turns by day and
+ * model over windows of 7 or 30 UTC days; docs/agent-api.md "Run usage"): per UTC
  * day and model, the turns started, and the inference the runs bought through the gateway.
  *
  * Sources, both in the one PostgreSQL database the gateway and the control plane share:

@@ -1,5 +1,5 @@
 /**
- * The owners' usage page windows (spec 8: "usage page windows 7 or 30 UTC days"; docs/agent-api.md
+ * The owners' usage page windows (7 or 30 UTC days; docs/agent-api.md
  * "Usage"): query `days=7|30`, default 7; any other value (a repeated parameter included) is a 400
  * naming `days`. A window of N days is today (UTC, by the database clock) and the N-1 days before.
  */

@@ -94,7 +94,7 @@ export async function authenticateOperator(deps: PrincipalDeps, authorization: s
 
 /**
  * The operator account `userId`, checked now (an access token's subject, or the operator a database
- * tool session names: spec 5.7, each proxy request checks current `agent.admin`): 401 when the
+ * tool session names: each proxy request checks current `agent.admin`): 401 when the
  * account is gone, suspended or deleted, 403 without `agent.admin` or the admin role.
  */
 export async function currentOperator(deps: PrincipalDeps, userId: number, goneMessage = 'The account that opened this session can no longer act'): Promise<OperatorPrincipal> {

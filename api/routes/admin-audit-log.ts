@@ -1,5 +1,5 @@
 /**
- * `GET /admin/agent/audit-log` (spec 4.4, operator auth; docs/agent-audit.md): the agent audit
+ * `GET /admin/agent/audit-log` (operator auth; docs/agent-audit.md): the agent audit
  * log newest first; query `category` (one of the audit categories), `before` (the oldest id of
  * the previous page), `limit` (1..200, default 50). Other query parameters are refused with 400.
  */

@@ -1,5 +1,5 @@
 /**
- * The database browser (spec 4.4, 5.7, 8; docs/agent-admin.md "Database browser"), operator only;
+ * The database browser (docs/agent-admin.md "Database browser"), operator only;
  * each request re-reads the operator's account, so a withdrawn `agent.admin` answers 403 at once:
  *
  * - `GET /admin/agent/database/tables`: the visible schema (an allowlist of tables and columns),

@@ -1,5 +1,5 @@
 /**
- * The private database admin tool (spec 4.4 "Database-tool proxy", 5.7, 6.3, 7, 8;
+ * The private database admin tool (a same-origin proxy, operator only, audited;
  * docs/agent-admin.md "Database tool"):
  *
  * - `POST /admin/agent/database/pgadmin/setup` `{url, password}` saves the tool's private URL and
@@ -93,7 +93,7 @@ export function adminDatabaseToolRouter(deps: ApiDeps): Router<AgentState> {
   const toolOperator = requireToolOperator(principals, deps.settings.AGENT_CONTROL_TOKEN_SECRET);
   const listed = listedToolHosts(deps.settings.AGENT_DATABASE_TOOL_HOSTS);
 
-  /** The tool's URL when it may be proxied to; else 503 saying why (spec 7). */
+  /** The tool's URL when it may be proxied to; else 503 saying why (the saved private URL is not allowed). */
   const allowedTarget = (): URL => {
     const url = deps.agentSettings.current.database_tool_url;
     const problem = toolUrlProblem(url, listed);

@@ -1,5 +1,5 @@
 /**
- * `POST /admin/agent/runs/:jobId/events/:eventId/content` (spec 4.4, operator auth;
+ * `POST /admin/agent/runs/:jobId/events/:eventId/content` (operator auth;
  * docs/agent-admin.md "Event content"): one event's stored payload, audited
  * (`agent.run.event_content.read`) before it is returned, capped at 256 KiB with `truncated`.
  * The body is empty or `{}`; anything else is 400, over 1 KiB 413.

@@ -1,5 +1,5 @@
 /**
- * `GET, PUT /admin/agent/host-settings` (spec 4.4 "sandbox and workspace limits"; operator auth;
+ * `GET, PUT /admin/agent/host-settings` (sandbox and workspace limits; operator auth;
  * docs/agent-admin.md "Host settings"). The same shape as `/admin/agent/settings`: GET shows every
  * limit's effective value, its default, whether it is saved and where it applies; PUT
  * `{settings: {<key>: <value>}}` is partial, `null` returns a key to its default; a former key

@@ -1,5 +1,5 @@
 /**
- * Operator routes for execution hosts (spec 3.5, 4.4, operator auth; docs/agent-hosts.md):
+ * Operator routes for execution hosts (operator auth; docs/agent-hosts.md):
  * `GET /admin/agent/runner-hosts` lists hosts with their slot state;
  * `PUT /admin/agent/runner-hosts/:host/slots` `{slots: 2..128 | null}` saves a host's slots;
  * `DELETE /admin/agent/runner-hosts/:host` removes a host that holds nothing (200) or starts its

@@ -1,6 +1,6 @@
 /**
- * `POST /admin/agent/sandboxes/batch` (operator auth; spec 8 "batch actions run up to four requests
- * at once"; docs/sandboxes.md "Batch actions"): one operator action on up to 100 groups of the
+ * `POST /admin/agent/sandboxes/batch` (operator auth; batch actions run up to four requests
+ * at once; docs/sandboxes.md "Batch actions"): one operator action on up to 100 groups of the
  * inventory. Body `{action, items: [{group_id, …the single route's body}]}`: the actions and their
  * item fields come from the single routes' table ({@link SANDBOX_ACTIONS}), so an action added there
  * is served here too. Each item goes through the single route's path (`sendSandboxAction`), at most
@@ -27,7 +27,7 @@ import { acceptedAnswer, SANDBOX_ACTIONS, sandboxActionRequest, type SandboxActi
 /** Items a batch may carry. */
 export const BATCH_MAX_ITEMS = 100;
 
-/** Items delivered at once (spec 8). */
+/** Items delivered at once (up to four requests run at a time). */
 export const BATCH_CONCURRENCY = 4;
 
 const BODY_LIMIT = 128 * 1024;

@@ -1,5 +1,5 @@
 /**
- * Operator routes for sandbox groups (spec 3.4, 4.4, operator auth; docs/sandboxes.md "Lifecycle"):
+ * Operator routes for sandbox groups (operator auth; docs/sandboxes.md "Lifecycle"):
  * `GET /admin/agent/sandboxes?state=running|<state>|all` lists the inventory (default `running`;
  * `all` includes every state and hidden entries); one `POST /admin/agent/sandboxes/:groupId/<action>`
  * per action, whose body carries what the operator reviewed. Each action goes to the group's

@@ -1,5 +1,5 @@
 /**
- * Operator routes for server allocations (spec 4.4 `DELETE /admin/agent/servers/<allocation_id>`
+ * Operator routes for server allocations (`DELETE /admin/agent/servers/<allocation_id>`
  * `{expected_revision: N}`, operator auth; docs/agent-hosts.md "Server allocations"):
  * `POST /admin/agent/servers` `{host_id, label?}` allocates an enrolled host;
  * `GET /admin/agent/servers` lists allocations (query `state`, `before`, `limit`);

@@ -1,5 +1,5 @@
 /**
- * `GET, PUT /admin/agent/settings` (spec 2.13, 4.4, 5.8; operator auth; docs/agent-admin.md
+ * `GET, PUT /admin/agent/settings` (operator auth; secrets write-only; docs/agent-admin.md
  * "Settings"). GET shows every setting's effective value and where it comes from; credential
  * fields show only whether they are configured. PUT `{settings: {<key>: <value>}}` is partial:
  * omitted keys keep their values, `null` returns a key to its default (clears a credential), an

@@ -1,5 +1,5 @@
 /**
- * Owners' chat deletion (spec 3.4 last row, 8; docs/chat-deletion.md, docs/agent-api.md), owner
+ * Owners' chat deletion (docs/chat-deletion.md, docs/agent-api.md), owner
  * auth, another owner's or an unknown chat → 404:
  *
  * - `DELETE /v1/agent/jobs/:jobId` soft-deletes: the chat leaves every list and view, new turns

@@ -1,5 +1,5 @@
 /**
- * Owners' chat routes (spec 4.4): create a job, list jobs (also as `/conversations` and
+ * Owners' chat routes (docs/agent-api.md): create a job, list jobs (also as `/conversations` and
  * `/sessions`), list them grouped by repository (`/projects`), read one, append a turn, cancel a turn, fork at a turn. Owners see only their own jobs.
  */
 import type Router from '@koa/router';

@@ -1,6 +1,6 @@
 /**
- * `GET /v1/agent/usage/runs?days=7|30` (owner auth; spec 4.4 "run cost/tokens/turns by day and
- * model", spec 8 "usage page windows 7 or 30 UTC days"; docs/agent-api.md "Run usage"): the
+ * `GET /v1/agent/usage/runs?days=7|30` (owner auth; run cost, tokens and turns by day and
+ * model over windows of 7 or 30 UTC days; docs/agent-api.md "Run usage"): the
  * owner's turns, inference requests, tokens and cost per UTC day and model, every day of the window
  * present. `days` defaults to 7; anything but `7` or `30` is a 400 naming it. Never names a host,
  * container, image or generation.

@@ -1,5 +1,5 @@
 /**
- * Owner usage routes for the settings usage page (`/settings/usage`, spec 4.4, 8; docs/agent-api.md
+ * Owner usage routes for the settings usage page (`/settings/usage`; docs/agent-api.md
  * "Usage"), owner auth (`agent.use`), windows of 7 or 30 UTC days (`days`, default 7; anything else
  * 400 naming `days`). None names a host, container id, image or generation.
  * - `GET /v1/agent/usage/containers`: the owner's sandboxes with their latest reading and running

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/agent/prompts/rewrite` (spec 4.4; owners with `agent.use`): body
+ * `POST /v1/agent/prompts/rewrite` (owners with `agent.use`): body
  * `{prompt, model, clarify?, answers?}` → `{questions}` or `{prompt}` (docs/agent-grants.md).
  */
 import type Router from '@koa/router';

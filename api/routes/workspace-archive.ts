@@ -1,9 +1,9 @@
 /**
  * `GET /v1/agent/jobs/:jobId/workspace/archive` (owner): the gzipped tar of the chat's whole
- * `/workspace` (spec 4.4). The API never talks to Docker: it runs `workspace-archive:<jobId>:<uuid>`
- * whose activity on the sandbox's host stores the archive in the object store, then streams that
- * object to the owner and deletes it once the response is over (completed or abandoned: an
- * abandoned download is one info line, not an error). 413 above
+ * `/workspace` (docs/sandboxes.md "Workspace download"). The API never talks to Docker: it runs
+ * `workspace-archive:<jobId>:<uuid>` whose activity on the sandbox's host stores the archive in the
+ * object store, then streams that object to the owner and deletes it once the response is over
+ * (completed or abandoned: an abandoned download is one info line, not an error). 413 above
  * `WORKSPACE_DOWNLOAD_MAX_MIB` (measured before compression); 409 while the chat has no sandbox.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,10 +1,10 @@
 /**
- * The owner's server-sent-events stream of one job's event log (spec 6.2). Sends the backlog after
- * the resume point in pages, then follows live events while the job is active (a turn `queued` or
- * `running`), and ends after the backlog once it is not. Every event carries its id, so a client
- * resuming with `Last-Event-ID` gets exactly the rest. Writes wait for `drain` (no unbounded
- * buffering); a comment line keeps idle connections open; a client that goes away releases the
- * subscription at once.
+ * The owner's server-sent-events stream of one job's event log (docs/agent-event-stream.md). Sends
+ * the backlog after the resume point in pages, then follows live events while the job is active (a
+ * turn `queued` or `running`), and ends after the backlog once it is not. Every event carries its
+ * id, so a client resuming with `Last-Event-ID` gets exactly the rest. Writes wait for `drain` (no
+ * unbounded buffering); a comment line keeps idle connections open; a client that goes away
+ * releases the subscription at once.
  */
 import type { ServerResponse } from 'node:http';
 import type { Db } from '../../lib/db';

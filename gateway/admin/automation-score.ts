@@ -55,7 +55,7 @@ export function automationScoreRouter(deps: GatewayDeps): Router<GatewayState> {
     if (user === undefined) throw new AppError('not_found', `No user ${userId}`, { param: 'user_id' });
     ctx.body = await scoreUser(db, userId, { days: query.days, now: new Date() });
   });
-  documentRoute(router, 'GET', '/automation-scores', { query: automationScoresQuerySchema, summary: 'Automation scores of the users with requests in the window, a page at a time (spec 2.12).' });
-  documentRoute(router, 'GET', '/:user_id/automation-score', { query: automationScoreQuerySchema, summary: "One user's automation score (spec 2.12)." });
+  documentRoute(router, 'GET', '/automation-scores', { query: automationScoresQuerySchema, summary: 'Automation scores of the users with requests in the window, a page at a time.' });
+  documentRoute(router, 'GET', '/:user_id/automation-score', { query: automationScoreQuerySchema, summary: "One user's automation score." });
   return router;
 }

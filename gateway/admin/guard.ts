@@ -1,5 +1,5 @@
 /**
- * Every gateway admin route needs an administrator (spec 4.3, 5.2): the static `ADMIN_TOKEN`, or an
+ * Every gateway admin route needs an administrator: the static `ADMIN_TOKEN`, or an
  * access token of an account that is an administrator now (re-checked in the database, so a
  * demoted or suspended admin loses access before the token expires). Authentication comes first;
  * then, without a database, every admin endpoint answers 500 `Database not configured`.

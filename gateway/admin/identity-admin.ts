@@ -1,5 +1,5 @@
 /**
- * Admin endpoints for identity (spec 4.3): users (list, role/permissions/suspension), the
+ * Admin endpoints for identity (docs/identity.md): users (list, role/permissions/suspension), the
  * auth-failure blocklist, login-event purge and permanent deletion of a user.
  */
 import type Router from '@koa/router';
@@ -14,7 +14,7 @@ import { adminRoute } from './http';
 import type { GatewayState } from '../surfaces/state';
 import { adminDb } from './guard';
 
-/** Permissions an account can hold (spec 5.7 names these two; the full list is not shown). */
+/** Permissions an account can hold (`agent.use` for owners, `agent.admin` for operators; docs/identity.md). */
 export const PERMISSIONS = ['agent.use', 'agent.admin'] as const;
 
 const userPatch = z.object({

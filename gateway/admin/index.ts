@@ -1,5 +1,5 @@
 /**
- * The gateway admin API (spec 4.3): one router per area, all behind {@link adminGuard} (mounted
+ * The gateway admin API: one router per area, all behind {@link adminGuard} (mounted
  * by the app for every `/admin` path). Add an area by listing its router here.
  */
 import type Router from '@koa/router';

@@ -1,5 +1,5 @@
 /**
- * Per-model admin switches (spec 4.3): the `required_role` visibility override (listing shows
+ * Per-model admin switches: the `required_role` visibility override (listing shows
  * baseline, override and effective; the effective role decides `/v1/models` and calls, 404 for a
  * caller who may not see the model) and the per-user concurrency exemption (read on the hot path
  * through `RuntimeConfig.isConcurrencyExempt`).

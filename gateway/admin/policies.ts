@@ -1,10 +1,10 @@
 /**
- * Per-model routing policies stored in `site_settings` (spec 4.3, 2.9): offload routes
- * (`model_offload_route:<model_id>`) and the cost-aware (routewise) strategy settings. Both are
- * validated and stored. Routewise settings feed the strategy of routewise models at once
- * (docs/routewise.md); an offload policy is executed by the chat path while it is in force
- * (`gateway/routing/offload.ts`), and its listing says whether it is (`active`, else
- * `inactive_reason`).
+ * Per-model routing policies stored in `site_settings` (docs/routing.md "Offload",
+ * docs/routewise.md): offload routes (`model_offload_route:<model_id>`) and the cost-aware
+ * (routewise) strategy settings. Both are validated and stored. Routewise settings feed the
+ * strategy of routewise models at once (docs/routewise.md); an offload policy is executed by the
+ * chat path while it is in force (`gateway/routing/offload.ts`), and its listing says whether it is
+ * (`active`, else `inactive_reason`).
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';

@@ -1,9 +1,9 @@
 /**
- * Provider keys (spec 4.3, 2.8): keys added at runtime join the key pool of every route with that
- * provider label; environment keys (the keys configured in the files) can be taken out of
+ * Provider keys (docs/runtime-config.md): keys added at runtime join the key pool of every route
+ * with that provider label; environment keys (the keys configured in the files) can be taken out of
  * rotation and put back by fingerprint; either kind can be reserved for a minimum user role
- * (`min_role`, stored and listed). A key is accepted once and afterwards shown only as prefix
- * and fingerprint; it never appears in a response or a log line.
+ * (`min_role`, stored and listed). A key is accepted once and afterwards shown only as prefix and
+ * fingerprint; it never appears in a response or a log line.
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';

@@ -1,5 +1,5 @@
 /**
- * Providers (spec 4.3, 2.8): custom provider definitions (generic-compatible kinds only; a slug
+ * Providers (docs/runtime-config.md): custom provider definitions (generic-compatible kinds only; a slug
  * owned by code or by the registry file is refused here and skipped at boot), the rotation switch
  * (`disabled_providers`: every route with that provider label gets effective weight 0) and the
  * routing-table listing `GET /admin/providers/routable`. Keys show only prefix and fingerprint.

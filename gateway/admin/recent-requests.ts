@@ -1,5 +1,5 @@
 /**
- * Admin views over the recent request log (spec 4.3):
+ * Admin views over the recent request log (docs/request-log.md):
  *
  * - `GET /admin/recent-requests/offloads?days=1` — requests the routing offloaded (rows whose
  *   `metadata.routing.offload` is set), per model, offload route and reason, with their share of

@@ -1,8 +1,9 @@
 /**
- * Retargeting a registry (file) route (spec 4.3): point it at another upstream, kind, model name
- * or label while it keeps its `endpoint_id` and route id (breaker state, latency history, weight
- * overrides and an offload policy naming it all follow). Stored in `provider_route_configs`;
- * DELETE returns the route to its file definition. The verification tries it without saving.
+ * Retargeting a registry (file) route (docs/runtime-config.md): point it at another upstream, kind,
+ * model name or label while it keeps its `endpoint_id` and route id (breaker state, latency
+ * history, weight overrides and an offload policy naming it all follow). Stored in
+ * `provider_route_configs`; DELETE returns the route to its file definition. The verification tries
+ * it without saving.
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';

@@ -1,5 +1,5 @@
 /**
- * Admin routing views and switches (spec 4.3): the route listing (`/admin/routing`,
+ * Admin routing views and switches (docs/runtime-config.md): the route listing (`/admin/routing`,
  * `/admin/routing/provider-routes[/{model_id}]`, every route tagged `source`), weight overrides
  * per (model, endpoint), and the strategy switch. Changes are stored, then applied at once in
  * this process and within seconds in the others.

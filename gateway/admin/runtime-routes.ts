@@ -1,7 +1,8 @@
 /**
- * Runtime models and runtime routes (spec 4.3, 2.8): create a runtime model with its first route
- * (catalog defaults of spec 2.4 rule 11; `required_role` default `admin`), add, change and remove
- * runtime routes of any model, and try either without saving (verifications).
+ * Runtime models and runtime routes (docs/runtime-config.md): create a runtime model with its first route
+ * (catalog defaults: context_length 8192, max_output_length 4096, text in/out, no tools;
+ * `required_role` default `admin`), add, change and remove runtime routes of any model, and try
+ * either without saving (verifications).
  */
 import type Router from '@koa/router';
 import { createRouter, type AccessGuard } from '../../lib/http/route-access';
@@ -19,7 +20,7 @@ import { candidateRow, routeFields, rowColumns, runtimeModelBody, trialRoute, ty
 import { checkStrategy } from './routing';
 import { modelView, routeView } from './views';
 
-/** Catalog defaults of a model created at runtime (spec 2.4 rule 11). */
+/** Catalog defaults of a model created at runtime: context 8192, output 4096, text in/out, no tools. */
 export function runtimeModelRecord(body: RuntimeModelBody): RuntimeModelRecord {
   return {
     name: body.name ?? body.id,

@@ -1,8 +1,8 @@
 /**
- * Runtime switches (stored in `site_settings`, overriding the environment, spec 2.7/5.9/5.10):
- * `GET /admin/settings` shows each switch's stored value, environment default and effective
- * value; `PATCH /admin/settings` sets switches (`null` removes the override). Reopening sign-up
- * while the active manifest disables it is refused with 400.
+ * Runtime switches (stored in `site_settings`, overriding the environment; docs/identity.md
+ * "Runtime switches"): `GET /admin/settings` shows each switch's stored value, environment default
+ * and effective value; `PATCH /admin/settings` sets switches (`null` removes the override).
+ * Reopening sign-up while the active manifest disables it is refused with 400.
  */
 import type Router from '@koa/router';
 import { createRouter } from '../../lib/http/route-access';

@@ -1,5 +1,5 @@
 /**
- * The grant dispatch endpoints the control plane calls (spec 5.3, 5.8; docs/agent-grants.md):
+ * The grant dispatch endpoints the control plane calls (docs/agent-grants.md):
  * `POST /internal/agent/grants` (issue), `/internal/agent/grants/:grantId/renew` and `/revoke`,
  * and `POST /internal/agent/models/check` (may this owner run agent turns on this model?); paths
  * and body schemas are the contract in lib/contracts/grant-dispatch.ts, shared with the client.

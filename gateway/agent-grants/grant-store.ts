@@ -1,9 +1,9 @@
 /**
- * Inference grants in PostgreSQL (`agent_grants`, spec 5.3): issue (a `turn` grant per attempt,
- * rotated in place when issued again; a `prompt_rewrite` grant per operation; a `title` grant per
- * chat, used once), renew and revoke.
- * The token (`agr_<43 base64url chars>`) is returned once; only its SHA-256 digest and visible
- * prefix are stored. Every change stamps `updated_at`, which the gateways' grant caches follow.
+ * Inference grants in PostgreSQL (`agent_grants`; docs/agent-grants.md): issue (a `turn` grant per
+ * attempt, rotated in place when issued again; a `prompt_rewrite` grant per operation; a `title`
+ * grant per chat, used once), renew and revoke. The token (`agr_<43 base64url chars>`) is returned
+ * once; only its SHA-256 digest and visible prefix are stored. Every change stamps `updated_at`,
+ * which the gateways' grant caches follow.
  */
 import type { Db } from '../../lib/db';
 import { generateSecret, hashSecret, secretPrefix } from '../../lib/crypto';
@@ -11,10 +11,10 @@ import { AppError } from '../../lib/errors';
 import type { GrantKind } from '../../lib/contracts/grant-dispatch';
 
 export const GRANT_TOKEN_PREFIX = 'agr';
-/** Lifetime of a prompt-rewrite grant (spec 5.3, 8): fixed, never renewed. */
+/** Lifetime of a prompt-rewrite grant (120 s): fixed, never renewed. */
 export const PROMPT_REWRITE_TTL_SECONDS = 120;
 
-/** Lifetime of a chat-title grant (spec 8: five calls within 120 s): fixed, never renewed. */
+/** Lifetime of a chat-title grant (its five calls end within 120 s): fixed, never renewed. */
 export const TITLE_TTL_SECONDS = 120;
 
 export type { GrantKind };

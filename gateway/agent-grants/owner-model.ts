@@ -3,7 +3,7 @@
  * job (docs/agent-api.md "Create a job"), so a job naming a model that does not exist or that the
  * owner's role may not use is refused at once instead of failing later when its grant is issued.
  * The same rules as a grant and an inference call: the name is a public id or an alias of the
- * served registry, the owner's current role meets the model's `required_role` (spec 5.1), and
+ * served registry, the owner's current role meets the model's `required_role`, and
  * agents call `/v1/chat/completions`, so the model is a chat model.
  */
 import type { Db } from '../../lib/db';

@@ -1,5 +1,5 @@
 /**
- * Repeated-auth-failure blocklist (spec 5.11). A source that fails authentication
+ * Repeated-auth-failure blocklist (docs/identity.md). A source that fails authentication
  * `AUTH_FAILURE_BLOCK_THRESHOLD` times within `AUTH_FAILURE_BLOCK_WINDOW_SEC` is refused for
  * `AUTH_FAILURE_BLOCK_DURATION_SEC` with 429, whatever credential it presents next (callers ask
  * {@link AuthFailureBlocklist.blocked} before reading the key). Per process, in memory: a restart

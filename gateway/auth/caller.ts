@@ -1,10 +1,11 @@
 /**
- * Who is calling an inference surface (spec 5.1, 5.3). With `USER_AUTH_ENABLED=false` every caller
- * is an administrator. Otherwise `Authorization: Bearer <API key>` is looked up in the in-memory key
- * cache, and `Bearer agr_…` (an inference grant) in the grant cache (no database round trip); a
- * missing, unknown, revoked or expired credential, or one of a suspended or deleted account, does
- * not authenticate. A grant makes the caller its owner, limited to the grant's model. Model
- * visibility by role lives here too.
+ * Who is calling an inference surface (docs/identity.md "Authentication on the surfaces"). With
+ * `USER_AUTH_ENABLED=false` every caller is an administrator. Otherwise
+ * `Authorization: Bearer <API key>` is looked up in the in-memory key cache, and `Bearer agr_…`
+ * (an inference grant) in the grant cache (no database round trip); a missing, unknown, revoked or
+ * expired credential, or one of a suspended or deleted account, does not authenticate. A grant
+ * makes the caller its owner, limited to the grant's model. Model visibility by role lives here
+ * too.
  */
 import { AppError } from '../../lib/errors';
 import { bearerToken } from '../../lib/http/json-body';
@@ -131,7 +132,7 @@ export function roleAtLeast(role: Role, minimum: Role): boolean {
   return RANK[role] >= RANK[minimum];
 }
 
-/** Whether a caller's role may see and call a model (`required_role`, spec 5.1). */
+/** Whether a caller's role may see and call a model (`required_role`: the lowest role that may). */
 export function canSee(role: Role | undefined, model: Model): boolean {
   if (!model.requiredRole) return true;
   return role !== undefined && RANK[role] >= RANK[model.requiredRole];

@@ -1,5 +1,5 @@
 /**
- * Admission of a request that presents credentials (spec 5.1, 5.11): the auth-failure blocklist
+ * Admission of a request that presents credentials (docs/identity.md): the auth-failure blocklist
  * is consulted first, before the presented credential is read, so a blocked source gets 429 even
  * with a corrected key; then the credential is checked, and a failed check is counted against the
  * source and logged as `auth_failure` (WARNING). A request without any credential is refused

@@ -1,5 +1,5 @@
 /**
- * Per-user limits (issue: values not shown in the spec; defaults in docs/identity.md), checked in
+ * Per-user limits (values chosen here: docs/identity.md "Per-user limits"), checked in
  * memory on the hot path, per process:
  * - concurrency: at most `USER_CONCURRENCY_LIMIT` requests of one user in flight (0 = unlimited),
  *   except on models exempted by the admin API;
@@ -80,7 +80,7 @@ export class UserLimits {
   /**
    * Charges a finished request to its user (only while a quota is set): the cost of its usage at
    * the answering route's pricing in force now (its `pricing_schedule`), images included.
-   * Synthetic probes are charged too (spec 5.9).
+   * Synthetic probes are charged too (billing counts them regardless).
    */
   charge(userId: number | undefined, request: { pricing?: Pricing | undefined; usage?: Usage | undefined; images?: number | undefined }): void {
     if (userId === undefined || this.options.dailyQuotaUsd === 0 || !request.pricing) return;

@@ -49,7 +49,7 @@ export async function createUser(db: Db, fields: { email: string; passwordHash: 
 }
 
 /**
- * `ADMIN_EMAILS` (spec 5.10): a `free` account whose e-mail is listed becomes `admin`, without
+ * `ADMIN_EMAILS` (docs/identity.md): a `free` account whose e-mail is listed becomes `admin`, without
  * any proof that the caller owns the address. Returns the (possibly promoted) role.
  */
 export async function promoteListedAdmin(db: Db, log: Logger, user: UserRow, adminEmails: readonly string[]): Promise<Role> {

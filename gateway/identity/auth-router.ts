@@ -1,5 +1,5 @@
 /**
- * Account endpoints (spec 5.10, 5.13: bodies "not shown"; the contract is in docs/identity.md):
+ * Account endpoints (the contract is in docs/identity.md):
  * sign-up, e-mail verification, login, refresh, logout, and the caller's API keys.
  * Login, refresh and key management need a database (500 `Database not configured` without one).
  * Failed logins count against the auth-failure blocklist like failed keys.
@@ -37,7 +37,7 @@ const keyBody = z.object({
   expires_at: z.iso.datetime({ offset: true }).nullable().optional(),
 }).strict();
 
-/** Limits (values not shown in the spec; documented in docs/identity.md). */
+/** Limits (values chosen here; documented in docs/identity.md). */
 export const AUTH_RATE_LIMITS = {
   signupPerSource: { limit: 5, windowMs: 3_600_000 },
   loginPerSource: { limit: 30, windowMs: 300_000 },

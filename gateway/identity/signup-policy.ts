@@ -1,5 +1,6 @@
 /**
- * Whether public sign-up is open and whether it needs e-mail verification (spec 2.7, 5.10):
+ * Whether public sign-up is open and whether it needs e-mail verification (docs/identity.md,
+ * docs/site-config.md):
  * - a misconfigured distribution mode, or an active manifest that failed, closes sign-up;
  * - an active manifest with `features.public_signup: false` closes it, and nothing reopens it;
  * - otherwise the runtime switch `signup_enabled` (site_settings) wins over `SIGNUP_ENABLED`;

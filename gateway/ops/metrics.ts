@@ -91,7 +91,7 @@ export class GatewayMetrics {
       },
     });
     new Counter({
-      name: 'gateway_offloads_total', help: 'Requests offloaded (spec 2.9), by model and reason',
+      name: 'gateway_offloads_total', help: 'Requests offloaded, by model and reason',
       labelNames: ['model', 'reason'], registers,
       collect() {
         this.reset();

@@ -1,5 +1,5 @@
 /**
- * Validation of a route's `embeddings_path` (spec 2.5). Returns the path to join, `undefined`
+ * Validation of a route's `embeddings_path` (docs/registry.md). Returns the path to join, `undefined`
  * for the default, or the unresolved variable; invalid values throw a startup error.
  */
 import { RegistryConfigError } from './errors';

@@ -1,5 +1,5 @@
 /**
- * Registry configuration errors. `RegistryConfigError` stops startup (spec 7: unknown router,
+ * Registry configuration errors. `RegistryConfigError` stops startup (unknown router,
  * unknown router key, `api_key` with `api_keys`, invalid embeddings path…); the message names
  * the file, the model, the key and the fix.
  */

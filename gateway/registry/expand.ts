@@ -1,6 +1,7 @@
 /**
- * Whole-value environment expansion for the models file (spec 2.4 rule 6): a value that is
- * exactly `${NAME}` is replaced by the variable; anything else is kept literally.
+ * Whole-value environment expansion for the models file (only `base_url`, `api_key`, `api_keys`,
+ * `provider_model_id`, `embeddings_path`): a value that is exactly `${NAME}` is replaced by the
+ * variable; anything else is kept literally.
  */
 const WHOLE_VALUE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 

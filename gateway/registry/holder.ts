@@ -11,7 +11,7 @@ export class RegistryHolder {
   constructor(public current: Registry) {}
 
   /**
-   * Resolves a public id or alias the caller may see, else 404 (spec 7: not found or not visible),
+   * Resolves a public id or alias the caller may see, else 404 (not found or not visible),
    * as that caller's role sees it (provider keys reserved for higher roles left out).
    */
   resolve(name: string, role: Role | undefined, surface: 'chat' | 'embeddings'): Model {

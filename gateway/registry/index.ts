@@ -15,9 +15,9 @@ export { RegistryConfigError } from './errors';
 
 /**
  * Routing strategies and the `router_params` keys each accepts. `fixed` accepts
- * `local_fraction` without effect (spec 2.6). `routewise` is the cost-aware strategy
+ * `local_fraction` without effect. `routewise` is the cost-aware strategy
  * (`gateway/routing/routewise.ts`, docs/routewise.md). A strategy known but missing from
- * {@link AVAILABLE_STRATEGIES} stops startup saying its package is not installed (spec 2.4 rule 10).
+ * {@link AVAILABLE_STRATEGIES} stops startup saying its package is not installed.
  */
 export const STRATEGIES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ['fixed', new Set(['local_fraction'])],
@@ -52,8 +52,9 @@ export function loadGatewayRegistry(options: {
 }
 
 /**
- * Reads the distribution manifest (spec 2.7), then the registry with the manifest's paths when it
- * is active. An active manifest that failed to load leaves the gateway with no models.
+ * Reads the distribution manifest (docs/registry.md "Distribution manifest"), then the registry
+ * with the manifest's paths when it is active. An active manifest that failed to load leaves the
+ * gateway with no models.
  */
 export function loadGatewayConfiguration(options: {
   settings: PathEnv & { DISTRIBUTION_CONFIG_PATH?: string | undefined; DISTRIBUTION_CONFIG_MODE?: string | undefined };

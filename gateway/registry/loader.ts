@@ -1,8 +1,8 @@
 /**
- * Loads the models file into a {@link Registry} with the spec's log lines (2.4): a missing file is
- * a warning and no models; unset `${VAR}`s skip models (or optional routes); a bad route label
- * stops loading at that model; configuration errors stop startup; alias collisions resolve to the
- * model loaded last; `Registered N routes from <path>`.
+ * Loads the models file into a {@link Registry} with its documented log lines (docs/registry.md): a
+ * missing file is a warning and no models; unset `${VAR}`s skip models (or optional routes); a bad
+ * route label stops loading at that model; configuration errors stop startup; alias collisions
+ * resolve to the model loaded last; `Registered N routes from <path>`.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';

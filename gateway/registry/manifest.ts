@@ -1,10 +1,11 @@
 /**
- * The distribution manifest (spec 2.7): one YAML document, no secrets, no interpolation.
- * `schema_version` must be 1; unknown keys at the top level and under `features` are rejected;
- * other sections ignore unknown keys. Activation by `DISTRIBUTION_CONFIG_MODE`: `dark` (default)
- * validates and logs only; `active` applies it (its `paths:` feed registry path resolution). An
- * active manifest that fails to load is logged CRITICAL and the gateway serves no models; any other
- * mode value, an empty one, or `active` without a path is a misconfiguration (one warning).
+ * The distribution manifest (docs/registry.md "Distribution manifest"): one YAML document, no
+ * secrets, no interpolation. `schema_version` must be 1; unknown keys at the top level and under
+ * `features` are rejected; other sections ignore unknown keys. Activation by
+ * `DISTRIBUTION_CONFIG_MODE`: `dark` (default) validates and logs only; `active` applies it (its
+ * `paths:` feed registry path resolution). An active manifest that fails to load is logged CRITICAL
+ * and the gateway serves no models; any other mode value, an empty one, or `active` without a path
+ * is a misconfiguration (one warning).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';

@@ -1,7 +1,8 @@
 /**
- * Builds one {@link Model} from a raw models-file entry (spec 2.1, 2.2, 2.4 rules 5–7, 9–10, 2.5).
- * Outcomes: a model; a skip (unset `${VAR}`), logged by the caller; a {@link RegistryStopError}
- * (bad route label: loading stops here); a {@link RegistryConfigError} (startup stops).
+ * Builds one {@link Model} from a raw models-file entry (docs/registry.md: fields, route
+ * inheritance, `${VAR}` skips, labels, embeddings paths). Outcomes: a model; a skip (unset
+ * `${VAR}`), logged by the caller; a {@link RegistryStopError} (bad route label: loading stops
+ * here); a {@link RegistryConfigError} (startup stops).
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -99,7 +100,7 @@ export interface BuildContext {
 
 export type BuildOutcome = { model: Model } | { skipped: string; variable: string };
 
-/** `router_params` keys that moved to routes, and what replaces them (spec 2.4 rule 10). */
+/** `router_params` keys that moved to routes, and what replaces them (refused at boot). */
 const REMOVED_ROUTER_PARAMS: Readonly<Record<string, string>> = {
   quota: "route-level 'quota: {limit: N}'",
   quota_limit: "route-level 'quota: {limit: N}'",
@@ -151,7 +152,7 @@ function checkRouter(model: z.infer<typeof modelSchema>, where: string, ctx: Bui
   }
 }
 
-/** Stable id from what selects the upstream, never from the label (spec 2.2). */
+/** Stable id from what selects the upstream, never from the label (a label change keeps breaker, latency history and weight overrides). */
 function endpointIdFor(modelId: string, kind: string, baseUrl: string, providerModelId: string, occurrence: number): string {
   const digest = createHash('sha256').update(`${modelId}\n${kind}\n${baseUrl.replace(/\/+$/, '')}\n${providerModelId}\n${occurrence}`).digest('hex');
   return `ep_${digest.slice(0, 16)}`;

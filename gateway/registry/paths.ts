@@ -1,5 +1,5 @@
 /**
- * Which file each configuration kind is read from (spec 2.4 rules 1–2): explicit environment
+ * Which file each configuration kind is read from (docs/registry.md): explicit environment
  * variable (canonical name beats the older one) > active manifest `paths:` > bundled default.
  */
 import { existsSync } from 'node:fs';

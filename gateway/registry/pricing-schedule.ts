@@ -1,5 +1,5 @@
 /**
- * `pricing_schedule` (spec 2.1): time-dependent pricing, UTC only. Before `effective_at` the base
+ * `pricing_schedule` (docs/pricing.md): time-dependent pricing, UTC only. Before `effective_at` the base
  * `pricing` applies; from it on, `default` applies outside every window and a window's own
  * `pricing` inside it (each overrides the base field by field). Windows are half-open
  * `[start, end)`; `start`/`end` are either daily UTC clock times `HH:MM` (a window whose end is not

@@ -31,7 +31,7 @@ export interface Pricing {
   schedule?: PricingSchedule;
 }
 
-/** One way to serve a model (spec 2.2), with every inherited model field resolved. */
+/** One way to serve a model (a route entry), with every inherited model field resolved. */
 export interface Route {
   /** Stable identity for breaker, latency history, affinity and weight overrides; label-independent. */
   endpointId: string;
@@ -101,6 +101,6 @@ export interface Registry {
   models: readonly Model[];
   /** Public id or alias → model (aliases resolve to the model loaded last). */
   byName: ReadonlyMap<string, Model>;
-  /** One per model id plus one per alias (spec 4.2 `routes_configured`). */
+  /** One per model id plus one per alias (`routes_configured` of `/health`). */
   routesConfigured: number;
 }

@@ -1,5 +1,5 @@
 /**
- * The conversation facts a chat request contributes to its log row (spec 2.12 reads them):
+ * The conversation facts a chat request contributes to its log row (the automation score reads them):
  * how many `user` turns, how many images (priced per image) and audio clips they carry (both also
  * choose the routes: docs/routing.md "Input modalities"), how many tool calls the history's
  * `assistant` messages made, and a reference to the newest user message. One pass over the

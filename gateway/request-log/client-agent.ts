@@ -1,6 +1,6 @@
 /**
  * The agent a client declares (`metadata.agent` in `api_logs`, read by the automation score as
- * the coding-agent opener share, spec 2.12): the leading product token of `User-Agent`
+ * the coding-agent opener share, docs/automation-score.md): the leading product token of `User-Agent`
  * (`claude-cli/1.0.3 (external, cli)` → `claude-cli`) when it names a known interactive or coding
  * agent. Other clients (SDKs, HTTP libraries, browsers) declare no agent.
  */

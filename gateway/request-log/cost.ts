@@ -1,5 +1,5 @@
 /**
- * The price of one request from its route's `pricing` (spec 2.1: USD per 1M tokens for `prompt`,
+ * The price of one request from its route's `pricing` (USD per 1M tokens for `prompt`,
  * `completion`, `input_cache_reads` and `input_cache_writes`; `request` USD per request; `image`
  * USD per image; values are strings), resolved for the request's time through the route's
  * `pricing_schedule`, and the usage the upstream reported. Used by the request log at flush time,

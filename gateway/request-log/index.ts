@@ -1,10 +1,10 @@
 /**
- * The request log (`api_logs`, spec 2.8): one row per inference request, written off the request
- * path by the batching writer. {@link RequestLog.finish} is what the hot path calls when a
- * request's response has ended; it only decides whether the request is logged (synthetic probes
- * and rejections follow the runtime flags `log_synthetic_probes` / `log_rejected_requests`) and
- * pushes the request's record. Without a database there is no RequestLog and nothing is queued.
- * See docs/request-log.md.
+ * The request log (`api_logs`; docs/request-log.md): one row per inference request, written off the
+ * request path by the batching writer. {@link RequestLog.finish} is what the hot path calls when a
+ * request's response has ended; it only decides whether the request is logged (synthetic probes and
+ * rejections follow the runtime flags `log_synthetic_probes` / `log_rejected_requests`) and pushes
+ * the request's record. Without a database there is no RequestLog and nothing is queued. See
+ * docs/request-log.md.
  */
 import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';

@@ -1,6 +1,6 @@
 /**
- * Per-message features the automation score reads (spec 2.12, `user_message_shape`): of the
- * newest user message's stripped text, its length in characters (code points), its Shannon
+ * Per-message features the automation score reads (docs/automation-score.md, `user_message_shape`):
+ * of the newest user message's stripped text, its length in characters (code points), its Shannon
  * entropy in bits per character, and a 64-bit hash (the first 16 hex digits of its SHA-256).
  * Computed at flush time, never on the request path.
  */

@@ -15,7 +15,7 @@ import { batchJsonBytes } from './batch';
 import { RowsRefusedError, type LogSink } from './writer';
 import type { ApiLogRow } from './row';
 
-/** Days `provider_hourly_stats` keeps (spec 2.8). */
+/** Days `provider_hourly_stats` keeps. */
 export const HOURLY_STATS_RETENTION_DAYS = 30;
 
 const COLUMNS: ReadonlyArray<keyof ApiLogRow> = [

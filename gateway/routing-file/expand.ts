@@ -1,5 +1,5 @@
 /**
- * Environment expansion for the routing file (spec 2.4 rule 6, last sentence): unlike the models
+ * Environment expansion for the routing file (docs/routing-file.md): unlike the models
  * file, every string at any depth (mappings and lists) expands `${VAR}`, `${VAR:-default}` and
  * variables embedded in a longer value. An unset variable without a default expands to the empty
  * string; `:-` also applies when the variable is set but empty (as in a POSIX shell).

@@ -1,9 +1,10 @@
 /**
- * Health probing of the routing file's local entries (spec 2.6): every `health_check` seconds a
- * GET to the entry endpoint's origin + `/health`, given `timeout` seconds to answer. A 2xx answer
- * is `healthy`, anything else (status, refusal, timeout) `unhealthy`. A change of state is logged
- * at WARNING. The results are only reported (`GET /routing` → `manager_status.endpoint_health`);
- * they never change routing. The timer is unref'd and {@link EndpointHealthProbe.stop} ends it.
+ * Health probing of the routing file's local entries (docs/routing-file.md): every `health_check`
+ * seconds a GET to the entry endpoint's origin + `/health`, given `timeout` seconds to answer. A
+ * 2xx answer is `healthy`, anything else (status, refusal, timeout) `unhealthy`. A change of state
+ * is logged at WARNING. The results are only reported (`GET /routing` →
+ * `manager_status.endpoint_health`); they never change routing. The timer is unref'd and {@link
+ * EndpointHealthProbe.stop} ends it.
  */
 import type { Logger } from '../../lib/logger';
 import type { RoutingFileConfig } from './schema';

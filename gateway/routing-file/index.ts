@@ -1,5 +1,5 @@
 /**
- * The routing file (spec 2.6) put together: resolved path (env > active manifest > bundled
+ * The routing file (docs/routing-file.md) put together: resolved path (env > active manifest > bundled
  * default), loaded, applied to the registry, and its local endpoints probed.
  *
  * `/health/deep` lists the split's route weights through {@link routingFileExclusions}.
@@ -30,7 +30,7 @@ export interface RoutingFile {
 }
 
 /**
- * The routing-file entries of `/health/deep` `route_exclusions` (spec 2.10): one per (model,
+ * The routing-file entries of `/health/deep` `route_exclusions`: one per (model,
  * endpoint) whose weight the local/remote split set, with configured weight, effective weight and
  * reasons (`routing-file local/remote split`, plus `route matches no routing-file deployment entry`
  * for a split model's unmatched routes). Always empty on a gateway with a database. Filter on

@@ -1,12 +1,12 @@
 /**
- * Reads the routing file (spec 2.6) from its resolved path and settles the default router.
+ * Reads the routing file (docs/routing-file.md) from its resolved path and settles the default router.
  *
  * - missing file: a warning, the defaults apply (status `not_found`);
  * - invalid YAML or an invalid document: logged `RoutingManager failed to initialize`, the
  *   defaults apply and the registry keeps its weights (status `failed`);
  * - an unknown `default_router` stops startup listing the known strategies, like the models file;
  * - `ENABLE_ROUTEWISE=true` (deprecated) turns a `fixed` default into `routewise`; a default naming
- *   a strategy that is known but not installed stops startup saying so (spec 2.4 rule 10).
+ *   a strategy that is known but not installed stops startup saying so.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';

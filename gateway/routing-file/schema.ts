@@ -1,7 +1,7 @@
 /**
- * The routing file's schema (spec 2.6) and its normalisation: deprecated spellings, entries whose
- * endpoint expanded to nothing, and the validation that fails the whole file. Pure: the document
- * arrives parsed and expanded; messages go to the callbacks.
+ * The routing file's schema (docs/routing-file.md) and its normalisation: deprecated spellings,
+ * entries whose endpoint expanded to nothing, and the validation that fails the whole file. Pure:
+ * the document arrives parsed and expanded; messages go to the callbacks.
  */
 import { z } from 'zod';
 
@@ -26,7 +26,7 @@ const endpoint = z.string().trim().refine((value) => {
 export const deploymentEntrySchema = z.object({
   /** Base URL compared exactly with a route's `base_url`; its origin + `/health` is probed (local only). */
   endpoint,
-  /** Public model ids (or aliases) this endpoint serves; must not be empty (spec 8). */
+  /** Public model ids (or aliases) this endpoint serves; must not be empty (an empty list fails the whole file). */
   models: z.array(z.string().trim().min(1)).min(1, { message: 'must list at least one model' }),
 }).loose();
 
@@ -50,7 +50,7 @@ export const routingFileSchema = z.object({
 export type RoutingFileConfig = z.infer<typeof routingFileSchema>;
 export type DeploymentEntry = z.infer<typeof deploymentEntrySchema>;
 
-/** The built-in defaults of spec 2.6 (what applies with no file or a file that failed). */
+/** The built-in defaults of the routing file (what applies with no file or a file that failed). */
 export const DEFAULT_ROUTING_FILE: RoutingFileConfig = routingFileSchema.parse({});
 
 export interface ParseReporters {

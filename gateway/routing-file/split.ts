@@ -1,5 +1,5 @@
 /**
- * The routing file's effect on the registry (spec 2.6), as pure functions returning a new
+ * The routing file's effect on the registry (docs/routing-file.md), as pure functions returning a new
  * registry (the input is never mutated; untouched models keep their identity):
  *
  * - {@link applyDefaultRouter}: models naming no `router` get the file's default (only when it is
@@ -17,7 +17,7 @@ import { indexRegistry } from '../runtime-config/overlay-apply';
 import type { Model, Registry, Route } from '../registry/types';
 import type { DeploymentEntry, RoutingFileConfig } from './schema';
 
-/** The reason `/health/deep` lists for a weight set by the split (spec 2.10). */
+/** The reason `/health/deep` lists for a weight set by the split. */
 export const SPLIT_REASON = 'routing-file local/remote split';
 
 export type SplitGroup = 'local' | 'remote' | 'unmatched';

@@ -1,8 +1,9 @@
 /**
- * Session affinity pins (spec 3.2): caller × model → endpoint, so one caller keeps hitting the
- * endpoint that holds its prompt cache. A pin's TTL slides with every use; a pin older than the
- * maximum age is dropped even while in use (so load rebalances eventually); idle pins are swept
- * lazily once the table holds more than `sweepAbove` entries. Pure apart from the injected clock.
+ * Session affinity pins (docs/routing.md "Session affinity"): caller × model → endpoint, so one
+ * caller keeps hitting the endpoint that holds its prompt cache. A pin's TTL slides with every use;
+ * a pin older than the maximum age is dropped even while in use (so load rebalances eventually);
+ * idle pins are swept lazily once the table holds more than `sweepAbove` entries. Pure apart from
+ * the injected clock.
  */
 
 export interface AffinityOptions {
@@ -36,7 +37,7 @@ export class AffinityTable {
     return this.pins.size;
   }
 
-  /** The table key of a caller's pin for a model (`affinityKey` of spec 5.12 + model id). */
+  /** The table key of a caller's pin for a model (`affinityKey`: API-key hash, grant or address bucket, + model id). */
   static key(callerKey: string, modelId: string): string {
     return `${callerKey}\n${modelId}`;
   }

@@ -1,5 +1,5 @@
 /**
- * Circuit breaker per endpoint, per process (spec 3.1). Closed → open after
+ * Circuit breaker per endpoint, per process (docs/routing.md "Circuit breaker"). Closed → open after
  * `failureThreshold` consecutive failures, or a failure leaving the availability average (an
  * EWMA of successes, 1 = all succeed) below `minAvailability`; open → half-open once the cooldown
  * has elapsed, admitting exactly one test request; its success closes the circuit, its failure

@@ -1,13 +1,13 @@
 /**
- * Adaptive outbound concurrency per (provider label, API key) (spec 8): AIMD. A lane starts at
- * `initialLimit`, loses one on each 429 (never below 1), gains one after every
- * `probeSuccessInterval` successes, up to `maxLimit`. A request waits for a permit at most
- * `acquireTimeoutMs`, then fails over (the caller raises a `concurrency` failure, which the
- * breaker ignores). A `Retry-After` on a 429 blocks the lane until it passes. Local hosts are
- * exempt. Timers come from an injected scheduler so tests use a fake clock.
+ * Adaptive outbound concurrency per (provider label, API key) (docs/routing.md "Adaptive outbound
+ * concurrency"): AIMD. A lane starts at `initialLimit`, loses one on each 429 (never below 1),
+ * gains one after every `probeSuccessInterval` successes, up to `maxLimit`. A request waits for a
+ * permit at most `acquireTimeoutMs`, then fails over (the caller raises a `concurrency` failure,
+ * which the breaker ignores). A `Retry-After` on a 429 blocks the lane until it passes. Local hosts
+ * are exempt. Timers come from an injected scheduler so tests use a fake clock.
  */
 
-/** Hosts never limited (spec 8): local engines manage their own queues. */
+/** Hosts never limited: local engines manage their own queues. */
 export const CONCURRENCY_EXEMPT_HOSTS: readonly string[] = Object.freeze(['localhost', '127.0.0.1', '0.0.0.0', 'host.docker.internal']);
 
 export interface ConcurrencyOptions {

@@ -1,5 +1,5 @@
 /**
- * Tries a request's candidate routes in order (spec 7, issue 3 §4): connect errors, timeouts, 5xx
+ * Tries a request's candidate routes in order (issue 3 §4): connect errors, timeouts, 5xx
  * and 429 move to the next route; a context-length refusal skips routes whose `context_length` is
  * not wider; anything else (401, other 4xx) is surfaced at once. A pinned request never falls back.
  * When every route fails, the first (primary) error is raised, as the client error it maps to
@@ -107,7 +107,7 @@ export async function runWithFallback<T>(candidates: readonly Route[], attempt: 
   }
   options.onFailure?.(failed);
   if (offload && !offload.eligible && !stopped) {
-    // The offload route could have taken it but the prompt is above its max_input_tokens (spec 7).
+    // The offload route could have taken it but the prompt is above its max_input_tokens: 503, no provider available.
     const why = primary ? `every other route failed (${primary.message})` : 'no other route can serve it';
     throw new AppError('no_provider_available',
       `No provider available for model ${options.modelId}: the prompt is estimated above the offload route's max_input_tokens (${offload.policy.max_input_tokens}) and ${why}`,

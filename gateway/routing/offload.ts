@@ -1,6 +1,7 @@
 /**
- * Offload (spec 2.9, 8): a model on router `fixed` may name one of its routes (by route id) as
- * its offload route. That route is kept out of normal rotation and takes a request only when
+ * Offload (docs/routing.md "Offload"): a model on router `fixed` may name one of its routes (by
+ * route id) as its offload route. That route is kept out of normal rotation and takes a request
+ * only when
  *
  * - `engine_wait`: a streaming request's local route has not produced its first upstream chunk
  *   within `wait_seconds` (the local attempt is aborted, never the client);
@@ -19,7 +20,7 @@ import type { OffloadPolicy } from '../runtime-config/types';
 
 export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
 
-/** `_routing.offload` (spec 2.10): the reason flag, and the offload endpoint when it failed. */
+/** `_routing.offload` (routing attribution): the reason flag, and the offload endpoint when it failed. */
 export interface OffloadAttribution {
   queue_wait?: true;
   engine_wait?: true;
@@ -186,7 +187,7 @@ class EngineQueue {
 
 /**
  * Per local engine (endpoint): streaming requests of offload-policy models admitted to it that
- * have not yet returned a first token (spec 2.9 `engine_queue_limit`), and the requests waiting
+ * have not yet returned a first token (`engine_queue_limit`), and the requests waiting
  * for room. Per process, memory only.
  */
 export class EngineQueues {

@@ -1,5 +1,5 @@
 /**
- * Prompt-size estimate (spec 8): 4 bytes of UTF-8 text per token, 85 tokens per image, 200 per
+ * Prompt-size estimate: 4 bytes of UTF-8 text per token, 85 tokens per image, 200 per
  * audio input; and the priority tier it puts a request in.
  */
 import type { PriorityTier } from '../adapters';

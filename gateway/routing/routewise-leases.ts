@@ -1,5 +1,5 @@
 /**
- * Probe leases (`routewise_probe_leases`, spec 2.8): before the routewise strategy probes a model's
+ * Probe leases (`routewise_probe_leases`): before the routewise strategy probes a model's
  * endpoints whose capacity is unknown, a gateway worker takes the model's lease, so two workers
  * never probe one model concurrently. Each operation is one SQL statement judged on the database's
  * clock (no skew between workers): acquire inserts the row or takes over an expired one (or

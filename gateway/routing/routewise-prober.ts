@@ -1,5 +1,5 @@
 /**
- * The routewise latency prober (spec 2.1 `router_params`, 2.8 `routewise_probe_leases`): for each
+ * The routewise latency prober (`router_params`, `routewise_probe_leases`; docs/routewise.md): for each
  * model routed `routewise` with `router_params.probe_interval_seconds` > 0, every interval this
  * process takes the model's probe lease and, only while holding it, sends `GET <base>/models` to
  * every probed route (weight > 0, not `on_demand`: the latency prober never probes those), timing

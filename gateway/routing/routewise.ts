@@ -1,7 +1,7 @@
 /**
- * The cost-aware strategy `routewise` (spec 2.2, issue items 8–9): orders a model's routes so the
- * capacity already paid for is used first. Pure: live pool state, settings, the clock and the
- * random source are passed in. Order, each tier a fallback for the previous:
+ * The cost-aware strategy `routewise` (docs/routewise.md; issue items 8–9): orders a model's routes
+ * so the capacity already paid for is used first. Pure: live pool state, settings, the clock and
+ * the random source are passed in. Order, each tier a fallback for the previous:
  *
  * 1. `provider_type: concurrency` routes whose pool has a free slot under `concurrency: {limit}`;
  * 2. `quota` routes whose quota pool has budget left under `quota: {limit}`;
@@ -169,7 +169,7 @@ export function routewiseOrder(
   ];
 }
 
-/** `ENABLE_ROUTEWISE=true` (deprecated, spec 9): the cost-aware router becomes the default when `default_router` is `fixed`. */
+/** `ENABLE_ROUTEWISE=true` (deprecated): the cost-aware router becomes the default when `default_router` is `fixed`. */
 export function effectiveDefaultRouter(defaultRouter: string, enableRoutewise: boolean): string {
   return enableRoutewise && defaultRouter === 'fixed' ? 'routewise' : defaultRouter;
 }

@@ -54,10 +54,10 @@ export interface UpstreamAnswerCounter {
 
 /** What the surface knows about the request when asking for a route order. */
 export interface RoutingRequest {
-  /** `affinityKey(...)` of the caller (spec 5.12), or undefined (no affinity). */
+  /** `affinityKey(...)` of the caller (docs/client-address.md), or undefined (no affinity). */
   callerKey: string | undefined;
   promptTokens: number;
-  /** An honoured synthetic probe: no routing observation is recorded (spec 5.9). */
+  /** An honoured synthetic probe: no routing observation is recorded. */
   synthetic: boolean;
 }
 
@@ -170,7 +170,7 @@ export class RoutingTicket implements AttemptObserver {
     this.core.breakers.record(route.endpointId, true, this.probing);
     this.core.breakers.clearCredentialRejected(route.endpointId);
     if (this.memoryKey !== undefined && this.core.prefill.enabled) this.core.prefill.remember(this.memoryKey, route.endpointId, this.request.promptTokens);
-    // A request that needed fallback does not pin: the next request re-picks (spec 3.2).
+    // A request that needed fallback does not pin: the next request re-picks.
     if (this.pinKey !== undefined && !this.failedAny && route.endpointId !== this.unpinned) this.core.affinity.pin(this.pinKey, route.endpointId);
   }
 

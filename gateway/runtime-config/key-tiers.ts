@@ -1,9 +1,9 @@
 /**
- * Tier-reserved provider keys (spec 2.8): a key with a `min_role` is used only for callers of at
- * least that role. The overlay precomputes, for each model with such keys, the model as each role
- * sees it, so the hot path picks the caller's variant with one map lookup
- * ({@link RegistryHolder.resolve}). A route whose pool holds only keys reserved above the
- * caller's role is left out for that caller.
+ * Tier-reserved provider keys (docs/runtime-config.md): a key with a `min_role` is used only for
+ * callers of at least that role. The overlay precomputes, for each model with such keys, the model
+ * as each role sees it, so the hot path picks the caller's variant with one map lookup ({@link
+ * RegistryHolder.resolve}). A route whose pool holds only keys reserved above the caller's role is
+ * left out for that caller.
  */
 import type { Model, Role, Route } from '../registry/types';
 import { ROLES } from '../registry/types';

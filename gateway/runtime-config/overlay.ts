@@ -1,8 +1,9 @@
 /**
- * The overlay: effective registry = registry loaded from files + stored runtime state (spec 1.3,
- * 2.8). Pure: given the file registry and the stored rows it returns a new registry (never
- * mutating the input; unchanged routes keep their object identity) plus what the admin listings
- * need (each route's source and weights). Order, lowest to highest:
+ * The overlay: effective registry = registry loaded from files + stored runtime state (re-applied
+ * on top of the files at every start; docs/runtime-config.md). Pure: given the file registry and
+ * the stored rows it returns a new registry (never mutating the input; unchanged routes keep their
+ * object identity) plus what the admin listings need (each route's source and weights). Order,
+ * lowest to highest:
  *   1. custom provider definitions (slugs owned by code or the registry are skipped)
  *   2. retarget overrides of registry routes (source `override`; endpoint_id and route id kept)
  *   3. runtime models and runtime routes (source `runtime`)

@@ -1,5 +1,5 @@
 /**
- * Stored runtime state (spec 2.8) as read from PostgreSQL, and the `site_settings` keys the
+ * Stored runtime state (docs/runtime-config.md) as read from PostgreSQL, and the `site_settings` keys the
  * runtime configuration owns. Rows carry secrets (`api_key`); only {@link keyView} shapes leave
  * the process, so a secret never reaches a response or a log line.
  */
@@ -71,7 +71,7 @@ export interface RouteConfigRow {
   api_key_fingerprint: string | null;
 }
 
-/** A runtime model's own fields (its routes are candidates). Catalog defaults of spec 2.4 rule 11. */
+/** A runtime model's own fields (its routes are candidates). Catalog defaults: context 8192, output 4096, text in/out, no tools. */
 export interface RuntimeModelRecord {
   name: string;
   context_length: number;
@@ -83,7 +83,7 @@ export interface RuntimeModelRecord {
   aliases?: string[];
 }
 
-/** Offload policy of spec 2.9 as stored under `model_offload_route:<model_id>`. */
+/** Offload policy (docs/routing.md "Offload") as stored under `model_offload_route:<model_id>`. */
 export interface OffloadPolicy {
   route_id: string;
   wait_seconds: number;

@@ -1,6 +1,6 @@
 /**
  * Runtime settings (`site_settings` rows: key → JSON value), read by the hot path from memory.
- * Every process reloads all rows every few seconds (spec 8: settings sync every 5 seconds), and
+ * Every process reloads all rows every few seconds (settings sync every 5 seconds), and
  * a write through {@link SiteSettings.write} is visible in the writing process at once.
  * Without a database the cache stays empty and every read gives the fallback.
  *

@@ -1,5 +1,5 @@
 /**
- * Offload on the chat path (spec 2.9; docs/routing.md "Offload"): the try order of a request
+ * Offload on the chat path (docs/routing.md "Offload"): the try order of a request
  * whose model has a policy in force, and the waits around its local attempts — queue wait
  * (engine queue or outbound permit) and engine wait (streams: first chunk) — that end in
  * {@link OffloadNow} for the fallback driver.
@@ -18,7 +18,7 @@ import type { GatewayContextDeps, GatewayState } from './state';
 export type StreamOpener = (signal: ClientAbort, admission: Admission | undefined) => Promise<UpstreamStream>;
 
 /**
- * The offload state of a request whose model has a policy in force (spec 2.9), and its try order:
+ * The offload state of a request whose model has a policy in force, and its try order:
  * the local routes (the offload route taken out of rotation), then the offload route unless the
  * prompt is estimated above `max_input_tokens`. Undefined: the policy is not in force.
  */
@@ -37,7 +37,7 @@ export function offloadPlan(deps: GatewayContextDeps, model: Model, ticket: Rout
   return { routes, run };
 }
 
-/** The offload waits of one local attempt (spec 2.9). */
+/** The offload waits of one local attempt. */
 interface AttemptWaits {
   /** Engine wait: longest wait for the first chunk once the request is sent (streams). */
   engineMs: number | undefined;
@@ -84,7 +84,7 @@ async function openStreamWaiting(open: StreamOpener, signal: ClientAbort, waits:
 }
 
 /**
- * Queue wait (spec 2.9): with `engine_queue_limit`, a request to a local engine whose queue is
+ * Queue wait: with `engine_queue_limit`, a request to a local engine whose queue is
  * full waits up to `wait_seconds` for room, then throws {@link OffloadNow}. A stream holds a
  * place from admission to its first chunk; returns whether this request holds one.
  */

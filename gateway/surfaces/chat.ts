@@ -1,5 +1,5 @@
 /**
- * `POST /v1/chat/completions` (spec 4.1), streaming and not: resolve the model, order its routes
+ * `POST /v1/chat/completions`, streaming and not: resolve the model, order its routes
  * (weighted, or the `X-Route-Pin` route alone), and try them through the fallback driver. A stream
  * commits to a route only when its first upstream chunk arrives, so failures before that still
  * fall back. A model with an offload policy in force keeps its offload route out of rotation and
@@ -36,7 +36,7 @@ import { finishCompletionUsage, type Usage } from './usage';
 
 /**
  * Routes for one request and the ticket that hears its attempts: the `X-Route-Pin` route alone,
- * or the routing core's order (affinity pin, strategy, prefill-aware choice; spec 3.2, 8).
+ * or the routing core's order (affinity pin, strategy, prefill-aware choice; docs/routing.md).
  */
 export function candidatesFor(model: Model, pin: string | undefined, deps: Pick<GatewayContextDeps, 'routing'>, request: { state: RequestRecord; promptTokens: number }): { ticket: RoutingTicket; pinned: boolean } {
   const synthetic = request.state.synthetic;
@@ -55,7 +55,7 @@ function apiKeyRef(state: RequestRecord): string | undefined {
   return id === undefined ? undefined : `key:${id}`;
 }
 
-/** `X-Route-Pin` (spec 4.1): an admin debugging aid; other roles get 403. */
+/** `X-Route-Pin`: an admin debugging aid; other roles get 403. */
 function routePin(ctx: InferenceContext, role: Role): string | undefined {
   const pin = ctx.header('x-route-pin');
   if (pin !== undefined && role !== 'admin') throw new AppError('forbidden', 'X-Route-Pin is an administrator debugging aid', { param: 'X-Route-Pin' });
@@ -80,7 +80,7 @@ export interface SurfaceShape {
   completion(body: ChatCompletion & { usage?: Usage }): unknown;
   stream(): StreamShape;
   /**
-   * `true`: the surface picks one adapter (the messages surface, spec 4.1): the routing order still
+   * `true`: the surface picks one adapter (the messages surface): the routing order still
    * chooses it (affinity, weights, breakers skipping open circuits), but the first route tried is
    * the only attempt: its failure is the client's error, never retried on another route.
    */

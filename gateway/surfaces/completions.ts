@@ -1,5 +1,5 @@
 /**
- * `POST /v1/completions` on the chat path (spec 4.1): the prompt becomes one user message, the
+ * `POST /v1/completions` on the chat path: the prompt becomes one user message, the
  * request runs through the same routing and fallback as chat, and results come back in the
  * legacy `text_completion` shape (streaming and not).
  */

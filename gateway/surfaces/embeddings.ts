@@ -1,6 +1,6 @@
 /**
- * `POST /v1/embeddings` (spec 4.1): the model's routes are an ordered fallback chain (configured
- * order; weight 0 routes are skipped), each called at its embeddings path (spec 2.5).
+ * `POST /v1/embeddings`: the model's routes are an ordered fallback chain (configured
+ * order; weight 0 routes are skipped), each called at its embeddings path (docs/registry.md).
  */
 import { AppError } from '../../lib/errors';
 import { abortOnClientClose } from '../../lib/http/client-abort';

@@ -1,5 +1,5 @@
 /**
- * `GET /health/deep` (spec 2.10, 4.2): per-endpoint availability and circuit state (and
+ * `GET /health/deep` (docs/routing.md): per-endpoint availability and circuit state (and
  * `degraded` after an upstream rejected the gateway's credential), `route_exclusions` (one entry
  * per (model, endpoint) the runtime configuration keeps out of traffic, with configured weight,
  * effective weight and reasons), and a providers map merging both. Exclusions are deliberate

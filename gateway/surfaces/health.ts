@@ -1,5 +1,5 @@
 /**
- * `GET /health` and `GET /health/ready` (spec 4.2).
+ * `GET /health` and `GET /health/ready` (docs/errors-and-health.md "Gateway health").
  *
  * `/health` is 200 for `healthy` and `degraded`, 503 only when the configured database was
  * unreachable at startup (`reason: database_unavailable_at_startup`). `/health/ready` is strict:
@@ -26,7 +26,7 @@ export interface HealthBody {
 
 export interface HealthDeps {
   database: DatabaseState;
-  /** One per model id plus one per alias (spec 4.2). */
+  /** One per model id plus one per alias. */
   routesConfigured: () => number;
   /** Seconds between refreshes of the in-process cache of operational state. */
   cacheRefreshSeconds: number;

@@ -1,5 +1,5 @@
 /**
- * The messages surface on the chat path (spec 4.1, docs/inference-surfaces.md "Messages surface"):
+ * The messages surface on the chat path (docs/inference-surfaces.md "Messages surface"):
  * `POST /v1/messages` and `POST /v1/messages/count_tokens`, also under `/<MESSAGES_PREFIX>/v1/…`.
  * A request is translated to chat (`gateway/translate/messages-surface/request.ts`), served by
  * {@link serveChat} with one attempt (no fallback: one adapter is picked), and answered as a

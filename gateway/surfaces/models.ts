@@ -1,5 +1,5 @@
 /**
- * `GET /v1/models` (spec 4.1): one entry per public id and per alias the caller's role may see.
+ * `GET /v1/models`: one entry per public id and per alias the caller's role may see.
  * No key is needed; a valid key (or auth turned off) only decides whether role-restricted
  * models are included. Item fields beyond `id`/`object`/`on_demand` are this gateway's choice.
  */

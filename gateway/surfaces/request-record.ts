@@ -22,18 +22,18 @@ import type { OffloadAttribution } from '../routing/offload';
 import type { FailedAttempt } from '../upstream/upstream-error';
 import type { Usage } from './usage';
 
-/** The internal `_routing` attribution (spec 2.10): kept for logs and analytics, never sent to clients. */
+/** The internal `_routing` attribution: kept for logs and analytics, never sent to clients. */
 export interface RoutingAttribution {
   provider: string;
   base_url: string;
   endpoint_id: string;
   fallback?: boolean;
   failed_attempts?: FailedAttempt[];
-  /** Set when the request was offloaded (spec 2.9): the reason flag, `offload_endpoint_id` when the offload route failed. */
+  /** Set when the request was offloaded: the reason flag, `offload_endpoint_id` when the offload route failed. */
   offload?: OffloadAttribution;
 }
 
-/** Why a request was refused before reaching a handler, with the presented credential's state (spec 5.11). */
+/** Why a request was refused before reaching a handler, with the presented credential's state. */
 export interface Rejection {
   /** e.g. `missing_api_key`, `invalid_api_key`, `ip_blocked`. */
   reason: string;
@@ -68,14 +68,14 @@ export class RequestRecord extends LazyRequestState {
   readonly path: string;
   /** The surface (`chat`, `messages`…): from the path, or named by the handler (the messages prefix). */
   surface: string;
-  /** The resolved client address (spec 5.12). */
+  /** The resolved client address (docs/client-address.md). */
   client: ClientIpInfo | undefined;
   /** Who is calling; undefined when the request was refused before admission. */
   caller: Caller | undefined = undefined;
   /** The model asked for, then its public id once resolved. */
   model: string | undefined = undefined;
   stream = false;
-  /** `X-Probe: synthetic` honoured for this request (spec 5.9): omitted from logs unless `log_synthetic_probes`. */
+  /** `X-Probe: synthetic` honoured for this request: omitted from logs unless `log_synthetic_probes`. */
   synthetic = false;
   /** The route that answered; undefined when none did. */
   routing: RoutingAttribution | undefined = undefined;
@@ -96,7 +96,7 @@ export class RequestRecord extends LazyRequestState {
   latencyMs = 0;
   /** Epoch milliseconds when the response ended (the row's `created_at`, the pricing instant). Set by {@link end}. */
   at = 0;
-  // Message-shape inputs (spec 2.12), noted in one pass by `noteChatFacts`.
+  // Message-shape inputs (docs/automation-score.md), noted in one pass by `noteChatFacts`.
   /** `user` messages in the request. */
   numUserTurns: number | undefined = undefined;
   /** Tool calls made by `assistant` messages in the request's history. */

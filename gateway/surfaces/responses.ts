@@ -1,5 +1,5 @@
 /**
- * `POST /v1/responses` (spec 4.1, docs/inference-surfaces.md "`POST /v1/responses`"): built on the
+ * `POST /v1/responses` (docs/inference-surfaces.md "`POST /v1/responses`"): built on the
  * chat path. The request is translated to chat (`translate/responses-surface/request.ts`), routed
  * like chat (fallback included), and answered as a `response` object or as Responses stream events
  * (`translate/responses-surface/stream.ts`). A route whose upstream speaks the Responses API

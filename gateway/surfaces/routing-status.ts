@@ -1,5 +1,5 @@
 /**
- * `GET /routing` (spec 4.2): every published route with its effective weight, and the routing
+ * `GET /routing`: every published route with its effective weight, and the routing
  * file's status. No credentials are asked for, so the body is sensitive (it reveals upstream base
  * URLs and the topology); it never carries API keys. Expose it only on trusted networks.
  */

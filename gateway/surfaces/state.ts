@@ -27,7 +27,7 @@ import type { RequestRecord, RoutingAttribution } from './request-record';
  * {@link RequestRecord} instead.
  */
 export interface GatewayState extends RequestState {
-  /** The resolved client address (spec 5.12). */
+  /** The resolved client address (docs/client-address.md). */
   client?: ClientIpInfo | undefined;
   /** Who is calling (routes that take an API key, e.g. the model list). */
   caller?: Caller | undefined;
@@ -41,23 +41,23 @@ export interface GatewayState extends RequestState {
 
 export interface GatewayContextDeps {
   registry: RegistryHolder;
-  /** Inference grants (spec 5.3); absent without a database. */
+  /** Inference grants (docs/agent-grants.md); absent without a database. */
   grants?: GrantCache | undefined;
   upstream: UpstreamClient;
   authenticator: Authenticator;
-  /** Blocklist-then-credential admission (spec 5.1, 5.11). */
+  /** Blocklist-then-credential admission (docs/identity.md). */
   gate: AuthGate;
   /** Per-user concurrency and daily quota. */
   limits: UserLimits;
   clientAddress: ClientAddressResolver;
-  /** Breakers, affinity pins and prefill backlog of this process (spec 3.1, 3.2, 8). */
+  /** Breakers, affinity pins and prefill backlog of this process (docs/routing.md). */
   routing: RoutingCore;
   /** Adaptive outbound concurrency per (provider label, API key). */
   concurrency: ConcurrencyLimiter;
   rng: Rng;
   /** The cost-aware strategy: which models it routes, their order, pool slots around attempts. */
   routewise: Routewise;
-  /** Stored offload policies by model (spec 2.9); one map lookup per request. */
+  /** Stored offload policies by model; one map lookup per request. */
   offload: OffloadPolicies;
   tiers: TierThresholds;
   maxBodyBytes: number;
@@ -87,7 +87,7 @@ export function sendJson(ctx: InferenceContext, body: unknown): void {
 
 /**
  * Records which route answers (before any response byte is written). Honoured synthetic probes
- * (spec 5.9) also get `X-Provider` naming the answering backend.
+ * also get `X-Provider` naming the answering backend.
  */
 export function attribute(ctx: InferenceContext, routing: RoutingAttribution): void {
   ctx.state.routing = routing;

@@ -1,5 +1,5 @@
 /**
- * Usage as the gateway reports it (spec 4.1): `prompt_tokens_details.cached_tokens` when the
+ * Usage as the gateway reports it: `prompt_tokens_details.cached_tokens` when the
  * upstream reported it (a null details object means a miss only on routes declaring
  * `null_cache_details_means_miss`); non-streaming responses add `cache_read_tokens`; the final
  * stream chunk adds `cached_tokens` beside `prompt_tokens_details`.

@@ -25,7 +25,7 @@ export interface ChatConfig {
   idleSeconds: number;
   /** Turns one workflow run handles before it continues as new (bounds the history). */
   turnsPerRun: number;
-  /** Generate a better title for chats titled from their prompt (spec 8); absent in older inputs: off. */
+  /** Generate a better title for chats titled from their prompt (docs/agent-api.md "Titles"); absent in older inputs: off. */
   generateTitles?: boolean;
 }
 

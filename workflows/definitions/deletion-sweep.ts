@@ -1,18 +1,18 @@
 /**
- * The deletion sweep's public surface (spec 3.4 last row, 8; docs/chat-deletion.md): workflow type,
+ * The deletion sweep's public surface (docs/chat-deletion.md): workflow type,
  * the Temporal Schedule that starts it every minute (overlap SKIP), its input and its result.
  */
 
 /** Workflow type name registered by the control worker (the export name in `workflows/index.ts`). */
 export const DELETION_SWEEP_WORKFLOW_TYPE = 'deletionSweepWorkflow';
 
-/** Spec 8: "deleted-chat sweep each minute". */
+/** The deleted-chat sweep runs each minute. */
 export const DELETION_SWEEP_INTERVAL = '1 minute';
 
 export interface DeletionSweepInput {
   /** How long a claimed request is held before another sweep may take it again (a dead sweep's). */
   leaseSeconds: number;
-  /** Spec 8: a failed attempt is retried a minute later. */
+  /** A failed attempt is retried a minute later. */
   retrySeconds: number;
   /** Requests handled (one at a time) by one run at most; the rest wait for the next minute. */
   maxRequests: number;

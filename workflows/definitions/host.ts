@@ -1,5 +1,5 @@
 /**
- * The host workflow's public surface (`host:<hostId>`, spec 3.5, 4.4, 8; docs/agent-hosts.md
+ * The host workflow's public surface (`host:<hostId>`; docs/agent-hosts.md
  * "The host workflow"): workflow type and id, input, the operator actions (one Update each, with a
  * validator), the heartbeat signal, the host states shown as the `AgentState` search attribute,
  * the slot-change judgement the workflow and the operator view share, and the failure types the

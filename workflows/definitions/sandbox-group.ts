@@ -1,5 +1,5 @@
 /**
- * The sandbox group workflow's public surface (`sandbox:<groupId>`, spec 3.4, docs/sandboxes.md
+ * The sandbox group workflow's public surface (`sandbox:<groupId>`, docs/sandboxes.md
  * "Lifecycle"): workflow type and id, input, the operator actions (one Update each, with a
  * validator), their requests and answers, and the failure types the API maps to 409 / 503.
  */
@@ -31,7 +31,7 @@ export type SandboxState =
   | 'starting' | 'running' | 'stopped' | 'cold' | 'restoring'
   | 'dead' | 'stop_pending' | 'deleting' | 'deleted' | 'archiving';
 
-/** Operator actions of spec 3.4 (restoring a cold group is a turn's work, not an action). */
+/** Operator actions on a sandbox group (docs/sandboxes.md "Lifecycle"; restoring a cold group is a turn's work, not an action). */
 export type SandboxAction = 'stop' | 'delete' | 'force_delete' | 'archive_delete' | 'remove_from_inventory' | 'restore_to_inventory';
 
 /** What the operator reviewed: the action is refused unless the group still matches it. */

@@ -1,5 +1,5 @@
 /**
- * Model-name translation on the messages surface only (spec 4.1, docs/inference-surfaces.md
+ * Model-name translation on the messages surface only (docs/inference-surfaces.md
  * "Messages surface"): a trailing bracketed long-context marker (`[1m]`, `[200k]`) is removed
  * first, then a dashed version at the end of the name (`family-4-6`, optionally followed by an
  * 8-digit date `-20250101`, which is kept) becomes the dotted gateway id (`family-4.6`). Any other
