@@ -4,7 +4,7 @@
  * folded for reading (./fold-events.ts). Native questions are answered in place, the running or
  * queued turn can be cancelled, follow-up turns are sent from the composer at the bottom, a
  * completed turn can be forked into a new chat ("Fork from here" in the turns table), and the
- * workspace can be downloaded.
+ * workspace can be downloaded; the SSH line (./ssh-line.tsx) shows how to open a shell in the sandbox.
  */
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
@@ -20,6 +20,7 @@ import { EventItem, ToolItem } from './event-items';
 import { foldEvents, textOf } from './fold-events';
 import { QuestionCard } from './question-card';
 import type { JobView, QuestionRecord, TurnView } from './types';
+import { SshLine } from './ssh-line';
 import { WorkspaceDownload } from './workspace-download';
 
 const STREAM_LABEL: Record<StreamState, string> = {
@@ -128,6 +129,7 @@ export function ChatPage(props: PageProps): JSX.Element {
           ))}
         </div>
       ) : null}
+      {data ? <SshLine jobId={jobId} state={data.conversation_state} /> : null}
       <ol class="events" aria-label="Chat events" aria-live="polite">
         {items.map((item) => (
           <li key={item.key} class={`item-${item.kind}`}>

@@ -1,11 +1,13 @@
 /**
  * The account's security view (`/settings/security`): every time an operator signed in as this
  * account for support (`GET /auth/impersonations`, docs/identity.md "Impersonation"): who, why,
- * when it started, until when it could act, when it ended early, and how often it was used.
+ * when it started, until when it could act, when it ended early, and how often it was used; and
+ * the owner's SSH keys (./ssh-keys-section.tsx).
  */
 import type { JSX } from 'preact';
 import { ErrorNote, Freshness, Page, Table, When } from '../ui/parts';
 import { useResource } from '../ui/resource';
+import { SshKeysSection } from './ssh-keys-section';
 
 interface Impersonation {
   id: number;
@@ -36,6 +38,7 @@ export function SecurityPage(): JSX.Element {
           { label: 'Requests', cell: (i) => String(i.uses) },
         ]}
       />
+      <SshKeysSection />
     </Page>
   );
 }
