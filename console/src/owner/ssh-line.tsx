@@ -54,8 +54,8 @@ export function SshLine(props: { jobId: string; state: string | undefined }): JS
   if (!data) return null;
   const noKey = data.keys === 0 ? <> · <Link to="/settings/security">add an SSH key</Link> first</> : null;
   if (data.available && data.command) {
-    return <p class="ssh-line muted" aria-label="SSH">SSH: <code>{data.command}</code> <CopyButton text={data.command} />{noKey}</p>;
+    return <p class="ssh-line muted">SSH: <code>{data.command}</code> <CopyButton text={data.command} />{noKey}</p>;
   }
   const why = data.reason ? REASONS[data.reason] : 'not available';
-  return <p class="ssh-line muted" aria-label="SSH">SSH not available: {why}{noKey}</p>;
+  return <p class="ssh-line muted">SSH not available: {why}{noKey}</p>;
 }
