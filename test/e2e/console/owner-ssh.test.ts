@@ -1,5 +1,5 @@
 /**
- * Owner SSH in the console (docs/console.md "SSH"), in headless Chromium against the real stack:
+ * Owner SSH in the console (docs/console.md "Owner workspace"), in headless Chromium against the real stack:
  * the Security page lists, adds and deletes SSH keys made by ssh-keygen (a refused key shows the
  * API's 400 reason under the field and registers nothing; a dismissed confirmation deletes
  * nothing); the chat page shows why SSH is not available while the host runs no SSH server, and
