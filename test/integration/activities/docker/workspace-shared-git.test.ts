@@ -66,11 +66,31 @@ describe('git shared by the members of a sandbox group (real sandbox)', function
   });
 
   it('keeps the repository group-writable: shared by configuration, no object or ref closed to the group', async () => {
-    assert.equal((await sh(fork, 'git config core.sharedRepository')).trim(), 'group');
+    // `git init --shared=group` records it as `1`, the same setting.
+    assert.match((await sh(fork, 'git config core.sharedRepository')).trim(), /^(group|1)$/);
     // Loose objects are read-only by design (never changed, only added); every directory, ref and other file is group-writable.
     const closed = await sh(fork, "find .git ! -perm -g+w ! -regex '.git/objects/[0-9a-f][0-9a-f]/[0-9a-f]*' -print | head");
     assert.equal(closed, '', 'everything under .git but the loose objects is group-writable');
     const modes = await sh(fork, 'stat -c "%A %G" .git/objects/$(git rev-parse HEAD | cut -c1-2) .git/refs/heads/main');
     for (const line of modes.trim().split('\n')) assert.match(line, /^.{4}rw[xs-].* agent-workspace$/, line);
+  });
+
+  it('makes a repository from before forks shared when the first fork joins', async () => {
+    const older = await startMemberSandbox({ suite: 'workspace-shared-git-older' });
+    try {
+      const original = older.sandbox;
+      await initWorkspace(docker(), original.containerName, { uid: TEST_MEMBER_UID, repo: null });
+      await sh(original, 'git config --unset core.sharedRepository && chmod -R go-w .git');
+      await commit(original, 'old.txt');
+      await ensureMember(docker(), original.containerName, FORK_UID);
+      const joined = new DockerSandbox(docker(), original.containerName, FORK_UID);
+      assert.equal((await sh(joined, 'git config core.sharedRepository')).trim(), 'group');
+      assert.equal((await sh(joined, 'stat -c %U .git/config')).trim(), `member-${TEST_MEMBER_UID}`, 'the configuration stays the owner\'s');
+      await commit(joined, 'new.txt');
+      await commit(original, 'newer.txt');
+      assert.equal((await sh(joined, 'git log --format=%s | head -n 3')).trim().split('\n').join(' '), 'newer.txt new.txt old.txt');
+    } finally {
+      await older.remove();
+    }
   });
 });
