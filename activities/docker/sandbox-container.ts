@@ -250,10 +250,18 @@ const MEMBER_SETUP = [
   // (docs/sandboxes.md "Forks"), which may write the whole tree: setgid directories keep new files in it.
   'if [ "$(stat -c %u /workspace)" = 0 ]; then chown "$uid:$uid" /workspace; fi',
   `getent group agent-workspace >/dev/null || groupadd -g ${WORKSPACE_GID} agent-workspace 2>/dev/null || getent group agent-workspace >/dev/null`,
+  // Every member may run git in the one repository, whichever member owns it (git refuses a repository
+  // another user owns unless the system configuration names it safe). A concurrent setup may hold the lock.
+  'i=0; until git config --system --get-all safe.directory | grep -qx /workspace || git config --system --add safe.directory /workspace 2>/dev/null || [ $i -ge 20 ]; do i=$((i+1)); sleep 0.2; done',
+  'git config --system --get-all safe.directory | grep -qx /workspace',
   'if ! id -nG "$user" | tr " " "\\n" | grep -qx agent-workspace; then',
   '  usermod -aG agent-workspace "$user"',
-  // A member other than the owner joined (a fork): hand the tree written so far to the group once.
-  '  if [ "$(stat -c %u /workspace)" != "$uid" ]; then chgrp -R agent-workspace /workspace && chmod -R g+rwX /workspace && find /workspace -type d -exec chmod g+s {} +; fi',
+  // A member other than the owner joined (a fork): hand the tree written so far to the group once, and
+  // make its repository shared (a workspace from before forks is not), so git keeps what it writes group-writable.
+  '  if [ "$(stat -c %u /workspace)" != "$uid" ]; then',
+  '    if [ -f /workspace/.git/config ] && [ ! -L /workspace/.git/config ]; then git config --file /workspace/.git/config core.sharedRepository group && chown "$(stat -c %u /workspace)" /workspace/.git/config; fi',
+  '    chgrp -R agent-workspace /workspace && chmod -R g+rwX /workspace && find /workspace -type d -exec chmod g+s {} +',
+  '  fi',
   'fi',
 ].join('\n');
 

@@ -65,12 +65,21 @@ interface CaptureTarget {
   uid: number;
 }
 
+/**
+ * Runs as the member exactly as its own commands run (the UID alone, so with the shared group
+ * `agent-workspace`, and `umask 002`). `/workspace` may belong to another member of the group (a
+ * fork's capture): it is named a safe directory on the command line, the only trusted place left
+ * once the system and global configuration are switched off.
+ */
 async function asMember(target: CaptureTarget, script: string, args: string[], maxOutputBytes: number): Promise<{ exitCode: number; stdout: string; stderr: string; truncated: boolean }> {
   return execInContainer(target.docker, target.containerName, {
-    cmd: ['sh', '-c', script, ...args],
-    user: `${target.uid}:${target.uid}`,
+    cmd: ['sh', '-c', `umask 002\n${script}`, ...args],
+    user: String(target.uid),
     workingDir: WORKSPACE_DIR,
-    env: { HOME: memberPaths(target.uid).home, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' },
+    env: {
+      HOME: memberPaths(target.uid).home, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C',
+      GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: WORKSPACE_DIR,
+    },
     maxOutputBytes,
   });
 }

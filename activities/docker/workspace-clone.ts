@@ -96,6 +96,8 @@ export async function cloneIntoWorkspace(docker: Docker, containerName: string, 
 async function cloneOnHost(dir: string, url: string, input: CloneInput): Promise<string> {
   const git = gitRunner(dir, input.cloneCredential);
   await git(['init', '-q', '-b', 'main', '.']);
+  // Shared by the group's members (forks): what any member's git writes stays group-writable (docs/sandboxes.md "Forks").
+  await git(['config', 'core.sharedRepository', 'group']);
   await git(['remote', 'add', 'origin', url]);
   await git(['fetch', '-q', '--tags', 'origin', '+refs/heads/*:refs/remotes/origin/*'], { credential: true });
   const target = input.baseSha ?? (input.baseRef ? `refs/remotes/origin/${input.baseRef}` : await remoteDefault(git));

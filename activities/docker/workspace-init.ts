@@ -39,9 +39,11 @@ export const TEMPORARY_WORKSPACE_COMMIT = {
 /** SHA of that commit (git SHA-1 object format): the same on every host, checked by the tests. */
 export const TEMPORARY_WORKSPACE_SHA = '0ac516439b515dd9be6dc19787686863c76d142f';
 
+// A repository shared by the group's members (forks) and written like their commands, with umask 002 (docs/sandboxes.md "Forks").
 const INIT_TEMPORARY = [
   'set -e',
-  `git init -q -b main ${WORKSPACE_DIR}`,
+  'umask 002',
+  `git init -q --shared=group -b main ${WORKSPACE_DIR}`,
   `cd ${WORKSPACE_DIR}`,
   `git -c commit.gpgsign=false commit -q --allow-empty -m '${TEMPORARY_WORKSPACE_COMMIT.message}'`,
   'git rev-parse HEAD',
@@ -84,7 +86,8 @@ async function initTemporaryWorkspace(docker: Docker, containerName: string, uid
   const { name, email, date } = TEMPORARY_WORKSPACE_COMMIT;
   const result = await execInContainer(docker, containerName, {
     cmd: ['sh', '-c', INIT_TEMPORARY],
-    user: `${uid}:${uid}`,
+    // The UID alone: the engine adds the account's supplementary groups, as for the member's own commands.
+    user: String(uid),
     workingDir: '/',
     env: {
       HOME: memberPaths(uid).home,
