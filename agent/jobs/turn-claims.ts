@@ -38,7 +38,11 @@ export async function claimQueuedTurns(db: Db, hostId: string, limits: Admission
   return db.transaction(async (trx) => {
     const host = await trx('agent_hosts').where({ host_id: hostId }).whereNull('removal_requested_at').whereNull('removed_at')
       .where('last_heartbeat_at', '>', trx.raw('now() - make_interval(secs => ?)', [limits.staleSeconds]))
-      .forUpdate().first<(SlotColumns & { capabilities: unknown }) | undefined>('slots_saved', 'slots_total', 'capabilities');
+      // SKIP LOCKED here too: while another claim or a chat's admission holds this host's row, this
+      // claim gives up at once instead of holding a connection in the queue behind it (claims start
+      // on every heartbeat and every finished turn; queued behind one slow holder they would take
+      // the whole pool). The holder counts the slots; the next heartbeat or finished turn claims again.
+      .forUpdate().skipLocked().first<(SlotColumns & { capabilities: unknown }) | undefined>('slots_saved', 'slots_total', 'capabilities');
     if (!host) return [];
     const free = effectiveSlots(host, limits.defaultSlots) - ((await runningCounts(trx, [hostId])).get(hostId) ?? 0);
     if (free <= 0) return [];

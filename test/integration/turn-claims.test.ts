@@ -105,6 +105,22 @@ describe('turn claims: one shared queue (FOR UPDATE SKIP LOCKED)', () => {
     }
   });
 
+  it("gives up at once, claiming nothing, while another transaction holds the host's row", async () => {
+    await insertHost(t.db, 'host-a', { slotsTotal: 3 });
+    const chats = await queueChats(2, 1);
+    const holder = await wide.transaction();
+    try {
+      await holder('agent_hosts').where({ host_id: 'host-a' }).forUpdate().first('host_id');
+      // Returns while the host row is held (released only after this): a claim that queued
+      // behind it would never return here.
+      assert.deepEqual(await claimQueuedTurns(wide, 'host-a', LIMITS), []);
+    } finally {
+      await holder.rollback();
+    }
+    const claimed = await claimQueuedTurns(wide, 'host-a', LIMITS);
+    assert.deepEqual(claimed.map((c) => c.admitted.turnId).sort(), chats.map((c) => c.turnIds[0]!).sort());
+  });
+
   it("the chat workflow's admission answers busy instead of waiting while another admission holds the chat", async () => {
     await insertHost(t.db, 'host-a', { slotsTotal: 3 });
     const [chat] = await queueChats(1, 1);
