@@ -5,6 +5,7 @@
  */
 import { AppError } from '../../lib/errors';
 import type { Route } from '../registry';
+import { keepRoutes } from './keep-routes';
 
 /** What a request carries beyond text, as counted when its messages were read. */
 export interface MediaCounts {
@@ -36,10 +37,6 @@ function accepts(route: Route, needed: readonly string[]): boolean {
  */
 export function routesAccepting(routes: readonly Route[], modelId: string, counts: MediaCounts): readonly Route[] {
   const needed = requiredModalities(counts);
-  const usable = routes.filter((route) => accepts(route, needed));
-  if (usable.length === 0) {
-    throw new AppError('no_provider_available',
-      `No provider available for model ${modelId}: AllCircuitsOpenError: no route accepts the request's input modalities (${needed.join(', ')})`);
-  }
-  return usable;
+  return keepRoutes(routes, (route) => accepts(route, needed), () => new AppError('no_provider_available',
+    `No provider available for model ${modelId}: AllCircuitsOpenError: no route accepts the request's input modalities (${needed.join(', ')})`));
 }

@@ -21,6 +21,7 @@ import type { ChatCompletion } from '../processors/types';
 import type { Model, Route } from '../registry';
 import type { Role } from '../registry/types';
 import { runWithFallback, type FallbackOptions } from '../routing/fallback';
+import { keepRoutes } from '../routing/keep-routes';
 import { carriesMedia, routesAccepting } from '../routing/modalities';
 import type { OffloadAttribution } from '../routing/offload';
 import { estimatePromptTokens, priorityTier } from '../routing/prompt-estimate';
@@ -121,11 +122,8 @@ export interface NativeRoutes {
 /** The routes a surface can use: chat-completions routes, and those speaking the surface's own API. */
 function servableRoutes(routes: readonly Route[], model: Model, shape: SurfaceShape | undefined): readonly Route[] {
   if (routes.every((r) => r.upstreamApi === 'chat_completions')) return routes;
-  const usable = routes.filter((r) => r.upstreamApi === 'chat_completions' || shape?.native?.serves(r) === true);
-  if (usable.length === 0 && routes.length > 0) {
-    throw new AppError('invalid_request', `Model ${model.id} is served only through /v1/${routes[0]!.upstreamApi}`, { param: 'model' });
-  }
-  return usable;
+  return keepRoutes(routes, (r) => r.upstreamApi === 'chat_completions' || shape?.native?.serves(r) === true, () => new AppError('invalid_request',
+    `Model ${model.id} is served only through /v1/${routes[0]!.upstreamApi}`, { param: 'model' }));
 }
 
 /**
@@ -139,11 +137,8 @@ function assertStructuredOutput(model: Model, field: string): void {
 
 /** The routes of this request's order that serve structured output; none left is the same 400. */
 function structuredRoutes(routes: readonly Route[], model: Model, field: string): readonly Route[] {
-  const usable = routes.filter((r) => r.supportsStructuredOutput);
-  if (usable.length === 0) {
-    throw new AppError('invalid_request', `Model ${model.id} has no route available here that supports structured output ('${field}')`, { param: field });
-  }
-  return usable;
+  return keepRoutes(routes, (r) => r.supportsStructuredOutput, () => new AppError('invalid_request',
+    `Model ${model.id} has no route available here that supports structured output ('${field}')`, { param: field }));
 }
 
 /**

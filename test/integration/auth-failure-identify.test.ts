@@ -1,7 +1,8 @@
 /**
  * `AUTH_FAILURE_IDENTIFY_CALLER`: an `auth_failure` line names the account of a failed key
- * (`user_id`) by default; with `false` it carries no account id, and the failure makes no account
- * query (no read of `users` or `api_keys` while the request is refused).
+ * (`user_id`) by default; with `false` it carries no account id. The lookup the flag turns off is in
+ * the in-memory key cache, so neither setting reads `users` or `api_keys` while the request is
+ * refused: that is checked under both, as a property of the refusal path, not of the flag.
  */
 import assert from 'node:assert/strict';
 import { createKey, signUpAndLogIn } from '../support/accounts';
@@ -64,14 +65,16 @@ describe('AUTH_FAILURE_IDENTIFY_CALLER', function () {
   it('names the account of a failed key by default', async () => {
     const { gw, key, userId } = await gatewayWithRevokedKey('true', 'named@example.com');
     try {
-      assert.equal((await refusedChat(gw, key)).status, 401);
+      const { status, queries } = await refusedChat(gw, key);
+      assert.equal(status, 401);
       assert.equal(failureLine(gw)?.user_id, userId);
+      assert.deepEqual(queries.filter((sql) => /\b(users|api_keys)\b/.test(sql)), [], 'the account is named from memory, without a query');
     } finally {
       await gw.close();
     }
   });
 
-  it('with false, logs the failure without user_id and queries no account', async () => {
+  it('with false, logs the failure without user_id (and still queries nothing)', async () => {
     const { gw, key } = await gatewayWithRevokedKey('false', 'anonymous@example.com');
     try {
       const { status, queries } = await refusedChat(gw, key);
@@ -79,7 +82,7 @@ describe('AUTH_FAILURE_IDENTIFY_CALLER', function () {
       const line = failureLine(gw);
       assert.ok(line, 'the failure is still logged');
       assert.equal('user_id' in line, false, 'no account id in the auth_failure line');
-      assert.deepEqual(queries.filter((sql) => /\b(users|api_keys)\b/.test(sql)), [], 'no account lookup on the failure');
+      assert.deepEqual(queries.filter((sql) => /\b(users|api_keys)\b/.test(sql)), [], 'no database read on the refusal');
     } finally {
       await gw.close();
     }
