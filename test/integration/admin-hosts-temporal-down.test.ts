@@ -5,21 +5,12 @@
  * rather than the action's long one, and nothing changes in PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { enrollHost } from '../../agent/hosts/host-registry';
 import { createTemporalClient } from '../../lib/temporal';
 import { ADMIN_TOKEN } from '../support/admin';
 import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
-
-/** A loopback port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { unusedLoopbackPort } from '../support/ports';
 
 describe('admin: runner-host actions while Temporal is unreachable', function () {
   // The probe gives up after TEMPORAL_CALL_TIMEOUT_SECONDS (1 here); the action's own deadline is 60 s.
@@ -30,7 +21,7 @@ describe('admin: runner-host actions while Temporal is unreachable', function ()
 
   before(async () => {
     t = await freshDatabase();
-    const temporal = createTemporalClient({ TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}`, TEMPORAL_NAMESPACE: 'default' });
+    const temporal = createTemporalClient({ TEMPORAL_ADDRESS: `127.0.0.1:${await unusedLoopbackPort()}`, TEMPORAL_NAMESPACE: 'default' });
     api = await startTestApi({ db: t.db, temporal: temporal.client, env: { TEMPORAL_CALL_TIMEOUT_SECONDS: '1' } });
     await enrollHost(t.db, HOST);
   });

@@ -6,7 +6,6 @@
  * the public id the job keeps. Without grant dispatch configured the check is skipped.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
 import { postJson } from '../support/accounts';
 import { DISPATCH_TOKEN } from '../support/agent-grants';
@@ -17,18 +16,10 @@ import { startTestGateway, type TestGateway } from '../support/gateway';
 import { temporalEnv, uniqueTaskQueue } from '../support/temporal';
 import { waitFor } from '../support/wait';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { unusedLoopbackPort } from '../support/ports';
 
 interface ErrorAnswer {
   error: { message: string; type: string; code: string; param: string | null };
-}
-
-/** A loopback port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe('agent job creation checks the model first', function () {
@@ -103,7 +94,7 @@ describe('agent job creation checks the model first', function () {
     assert.equal(embedding.status, 400);
     assert.equal(embedding.body.error.param, 'model');
 
-    const silent = await api(new GatewayGrantClient({ gatewayUrl: `http://127.0.0.1:${await closedPort()}`, dispatchToken: DISPATCH_TOKEN }));
+    const silent = await api(new GatewayGrantClient({ gatewayUrl: `http://127.0.0.1:${await unusedLoopbackPort()}`, dispatchToken: DISPATCH_TOKEN }));
     const down = await create(silent, free, 'chat');
     assert.equal(down.status, 503);
     assert.equal(down.body.error.code, 'service_unavailable');

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { unusedLoopbackPort } from './ports';
 
 export const EVERYTHING_BIN = resolve('node_modules/.bin/mcp-server-everything');
 export const FILESYSTEM_BIN = resolve('node_modules/.bin/mcp-server-filesystem');
@@ -19,14 +20,6 @@ export function stdioTemplates(filesystemDir?: string): string {
   });
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((ok) => server.close(() => ok()));
-  return port;
-}
-
 export interface RunningMcpServer {
   url: string;
   close(): Promise<void>;
@@ -34,7 +27,7 @@ export interface RunningMcpServer {
 
 /** `mcp-server-everything streamableHttp` on a free loopback port (it reads `PORT`). */
 export async function startEverythingHttp(): Promise<RunningMcpServer> {
-  const port = await freePort();
+  const port = await unusedLoopbackPort();
   const child: ChildProcess = spawn(EVERYTHING_BIN, ['streamableHttp'], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   await new Promise<void>((ok, fail) => {
     let seen = '';

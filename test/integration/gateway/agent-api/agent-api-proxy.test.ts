@@ -17,6 +17,7 @@ import { startTestGateway, type TestGateway } from '../../../support/gateway';
 import { rawRequest } from '../../../support/raw-request';
 import { SseReader } from '../../../support/sse-reader';
 import { waitFor } from '../../../support/wait';
+import { unusedLoopbackPort } from '../../../support/ports';
 
 /** What the stand-in API saw of one request. */
 interface Seen {
@@ -53,15 +54,6 @@ async function startStandIn(): Promise<{ url: string; seen: Seen[]; server: Serv
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server };
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** `answer`, or a failure naming `what` when it has not settled within 10 s: a hang is a failure, with its request named. */
@@ -297,7 +289,7 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
   });
 
   it('answers 503 naming the agent API when it is down (no hang), and 404 saying where it is when not configured', async () => {
-    const down = await gateway({ GATEWAY_AGENT_API_URL: `http://127.0.0.1:${await closedPort()}` });
+    const down = await gateway({ GATEWAY_AGENT_API_URL: `http://127.0.0.1:${await unusedLoopbackPort()}` });
     const res = await fetch(`${down.url}/v1/agent/jobs`, { headers: { authorization: `Bearer ${owner.apiKey}` } });
     assert.equal(res.status, 503);
     const body = (await res.json()) as { error: { message: string; code: string } };
