@@ -14,7 +14,7 @@ import { createTitleActivities } from '../../activities/control/title-activities
 import type { titleWorkflow } from '../../workflows/title';
 import { titleWorkflowId, type TitleOutcome } from '../../workflows/definitions/title';
 import { GatewayGrantClient } from '../../agent/grants/gateway-grant-client';
-import type { RecordedRequest } from '../support/fake-upstream';
+import type { Behaviour, RecordedRequest } from '../support/fake-upstream';
 import { captureLogs } from '../support/logs';
 import { startAgentStack, ownerCall, AGENT_MODEL, DISPATCH_TOKEN, type AgentStack } from '../support/agent-stack';
 import { waitFor } from '../support/wait';
@@ -29,6 +29,18 @@ function titleRequests(stack: AgentStack, prefix: string): TitleBody[] {
   return stack.upstream.chatRequests()
     .map((r: RecordedRequest) => r.body as TitleBody)
     .filter((b) => b.messages?.[0]?.content === TITLE_SYSTEM_PROMPT && b.messages[1]?.content.startsWith(prefix));
+}
+
+/**
+ * Scripts the replies to the title calls of one chat (by its prompt's start), so a late call of an
+ * earlier test (an aborted call the gateway still forwards) cannot take one of them.
+ */
+function scriptTitleReplies(stack: AgentStack, prefix: string, ...replies: Behaviour[]): void {
+  stack.upstream.setResponder((r) => {
+    const b = r.body as TitleBody | undefined;
+    const ours = b?.messages?.[0]?.content === TITLE_SYSTEM_PROMPT && b.messages[1]?.content.startsWith(prefix);
+    return ours ? replies.shift() : undefined;
+  });
 }
 
 async function jobRow(db: Db, jobId: string): Promise<{ title: string; title_source: string }> {
@@ -76,6 +88,7 @@ describe('generated chat titles (PostgreSQL + Temporal + Docker + gateway)', fun
   });
   afterEach(() => {
     stack.upstream.setDefault(undefined);
+    stack.upstream.setResponder(undefined);
   });
 
   it('gives a new chat the model\'s sanitized title through a revoked 120 s title grant, sending ≤ 4,000 prompt characters', async () => {
@@ -148,7 +161,7 @@ describe('generated chat titles (PostgreSQL + Temporal + Docker + gateway)', fun
 
     it('retries unusable answers and upstream errors, and generates a chat\'s title only once', async () => {
       const jobId = await newJob('retry case: rename the helper');
-      stack.upstream.enqueue({ kind: 'json', content: '""' }, { kind: 'status', status: 500 }, { kind: 'json', content: 'Rename the helper\nbecause…' });
+      scriptTitleReplies(stack, 'retry case', { kind: 'json', content: '""' }, { kind: 'status', status: 500 }, { kind: 'json', content: 'Rename the helper\nbecause…' });
       assert.deepEqual(await activities.generateChatTitle({ jobId }), { kind: 'generated', title: 'Rename the helper', calls: 3 });
       assert.equal(titleRequests(stack, 'retry case').length, 3);
       assert.deepEqual(await activities.generateChatTitle({ jobId }), { kind: 'skipped', reason: 'not_prompt_title' });
@@ -159,7 +172,7 @@ describe('generated chat titles (PostgreSQL + Temporal + Docker + gateway)', fun
 
     it('lets an owner rename made during generation win', async () => {
       const jobId = await newJob('rename case: tidy the docs');
-      stack.upstream.enqueue({ kind: 'slow_first_byte', delayMs: 1500, then: { kind: 'json', content: 'Tidy the docs' } });
+      scriptTitleReplies(stack, 'rename case', { kind: 'slow_first_byte', delayMs: 1500, then: { kind: 'json', content: 'Tidy the docs' } });
       const running = activities.generateChatTitle({ jobId });
       await waitFor(() => titleRequests(stack, 'rename case').length === 1, 'the title call reached the upstream');
       await stack.t.db('agent_jobs').where({ job_id: jobId }).update({ title: 'Renamed by owner', title_source: 'owner' });
@@ -186,7 +199,8 @@ describe('generated chat titles (PostgreSQL + Temporal + Docker + gateway)', fun
     it('keeps the initial title after five failed calls and logs agent_title_generation_failed without prompt or token', async () => {
       const prompt = 'failure case: secret-ish prompt words';
       const jobId = await newJob(prompt);
-      stack.upstream.enqueue(
+      scriptTitleReplies(
+        stack, 'failure case',
         { kind: 'status', status: 500 }, { kind: 'json', content: '' }, { kind: 'status', status: 500 },
         { kind: 'json', content: '**  **' }, { kind: 'status', status: 500 },
       );
