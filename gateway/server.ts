@@ -28,6 +28,7 @@ import { messagesErrorBody } from './translate/messages-surface/errors';
 import { responsesHandler } from './surfaces/responses';
 import { inferenceRouteDoc } from './surfaces/inference-docs';
 import { RequestRecord } from './surfaces/request-record';
+import { HeldEndResponse, holdEnd } from './request-log/held-end';
 import type { GatewayContextDeps, InferenceContext, InferenceHandler } from './surfaces/state';
 
 /**
@@ -83,6 +84,8 @@ async function runInference(handler: InferenceRoute, req: IncomingMessage, res: 
   const startedAt = performance.now();
   const origin = describeRequest(deps.clientAddress, deps.log, req);
   const record = trackRequest(new RequestRecord(requestIdFrom(req.headers['x-request-id']), deps.log, path, origin.client, startedAt), req, res, deps.log, path, origin.fields);
+  // With a request log, the answer's last bytes wait for its row's journal write (held-end.ts).
+  if (deps.requestLog) record.heldResponse = holdEnd(res);
   try {
     if (req.method !== 'POST') {
       throw new AppError('invalid_request', `Method ${req.method} is not allowed on ${path}; use POST`, { status: 405, headers: { Allow: 'POST' } });
@@ -105,7 +108,8 @@ async function runInference(handler: InferenceRoute, req: IncomingMessage, res: 
     record.end(req, res);
     if (record.usage !== undefined) deps.limits.charge(record.caller?.userId, record);
     deps.metrics.requests.observe(record);
-    deps.requestLog?.finish(record);
+    if (deps.requestLog) deps.requestLog.finish(record);
+    else record.releaseResponse();
   }
 }
 
@@ -122,7 +126,7 @@ export function honoursProbe(caller: Caller, header: string | string[]): boolean
  * The gateway's listener with its route table: the inference routes (API key), the Koa app's, and
  * (with `GATEWAY_AGENT_API_URL`) the forwarded agent API paths. `close` closes the agent API pool.
  */
-export type GatewayListener = RequestListener & { routes: readonly RouteEntry[]; close(): Promise<void> };
+export type GatewayListener = RequestListener & { routes: readonly RouteEntry[]; responseClass: typeof HeldEndResponse; close(): Promise<void> };
 
 /**
  * The request listener to give `http.createServer`. An inference path is one map lookup; only on
@@ -149,7 +153,7 @@ export function createGatewayListener(deps: GatewayDeps): GatewayListener {
     else if (agentApi) agentApi.handle(req, res, path);
     else notServed(req, res, path, knownApiUrl, deps);
   };
-  return Object.assign(listener, { routes: table, close: async () => agentApi?.close() });
+  return Object.assign(listener, { routes: table, responseClass: HeldEndResponse, close: async () => agentApi?.close() });
 }
 
 function notServed(req: IncomingMessage, res: ServerResponse, path: string, knownApiUrl: string | undefined, deps: GatewayDeps): void {

@@ -46,8 +46,10 @@ export class RequestLog {
    * rejected request, and the record itself pushed (no copy).
    */
   finish(record: RequestRecord): void {
-    if (record.synthetic && !this.flags.flag('log_synthetic_probes', false)) return;
-    if (record.rejected && !this.flags.flag('log_rejected_requests', false)) return;
+    if ((record.synthetic && !this.flags.flag('log_synthetic_probes', false)) || (record.rejected && !this.flags.flag('log_rejected_requests', false))) {
+      record.releaseResponse();
+      return;
+    }
     this.writer.push(record);
   }
 

@@ -169,6 +169,15 @@ export class RequestLogWriter {
   private readonly admit = (): void => {
     const entries = this.fresh;
     this.fresh = [];
+    try {
+      this.journalRows(entries);
+    } finally {
+      // The rows are on disk (or could not be): the answers' last bytes may go (held-end.ts).
+      for (const entry of entries) entry.releaseResponse();
+    }
+  };
+
+  private journalRows(entries: readonly RequestRecord[]): void {
     const texts: string[] = [];
     for (const entry of entries) {
       try {
@@ -192,7 +201,7 @@ export class RequestLogWriter {
       this.queue.push({ text, journal: segment });
     }
     if (this.queue.length >= this.options.batchSize) this.schedule();
-  };
+  }
 
   /** Starts the flush timer. */
   start(): void {

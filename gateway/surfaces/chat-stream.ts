@@ -14,6 +14,7 @@ import type { Route } from '../registry';
 import type { UpstreamStream } from '../upstream/client';
 import { SseSplitter, sseEvent } from '../sse/sse-splitter';
 import { finishStreamUsage, type Usage } from './usage';
+import { holdTail } from '../request-log/held-end';
 
 /**
  * Re-shapes the chat stream for another surface (`/v1/completions`, `/v1/responses`): each
@@ -394,6 +395,7 @@ export function relayStream(res: ServerResponse, route: Route, opened: UpstreamS
       relay.flush(); // the frames already relayed, then the error event
       state.log.warn({ event: 'upstream_stream_failed', endpoint_id: route.endpointId, provider: route.providerLabel, err: message }, 'upstream stream failed after the first byte');
       const text = `Upstream stream failed: ${message}`;
+      holdTail(res);
       res.end(errorFrame ? errorFrame(text) : sseEvent(JSON.stringify({ error: { message: text, type: 'server_error', code: 'upstream_error' } })));
       settle({ usage: relay.usage, completed: false, error: message });
     };
@@ -411,6 +413,7 @@ export function relayStream(res: ServerResponse, route: Route, opened: UpstreamS
       // A throw here (a processor failing on odd input) aborts the upstream; `error` follows.
       data: (chunk) => relay.push(chunk) || res.destroyed,
       end: () => {
+        holdTail(res); // the last frames go with the end, once the row is journaled
         try {
           relay.end();
         } catch (err) {

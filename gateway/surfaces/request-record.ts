@@ -111,12 +111,23 @@ export class RequestRecord extends LazyRequestState {
   userAgent: string | undefined = undefined;
   sessionId: string | undefined = undefined;
 
+  /** The response whose end waits for this record's row to be journaled (gateway/request-log/held-end.ts). */
+  heldResponse: { release(): void } | undefined = undefined;
+
   constructor(requestId: string, root: Logger, path: string, client: ClientIpInfo | undefined, startedAt: number) {
     super(requestId, root);
     this.path = path;
     this.surface = surfaceOf(path);
     this.client = client;
     this.startedAt = startedAt;
+  }
+
+  /** Lets the response's held end go (its row is journaled, or will not be logged). */
+  releaseResponse(): void {
+    const res = this.heldResponse;
+    if (res === undefined) return;
+    this.heldResponse = undefined;
+    res.release();
   }
 
   /** Whether the request was refused before a handler served it (no caller, or a refusal label). */

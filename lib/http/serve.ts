@@ -2,7 +2,7 @@
  * Starts a Koa app on a port and returns a handle whose `close` drains it: stop accepting,
  * close idle keep-alive sockets, let in-flight requests finish, then cut what is left.
  */
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
 
@@ -14,9 +14,17 @@ export interface Serving {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Listens on `host:port` (port 0 picks a free one); takes a Koa app or a request listener. */
-export async function serve(app: Koa | RequestListener, options: { host: string; port: number }): Promise<Serving> {
-  const server = createServer(typeof app === 'function' ? app : app.callback());
+/** A request listener that wants its responses made by its own `ServerResponse` subclass. */
+export type ListenerWithResponses = RequestListener & { responseClass?: typeof ServerResponse };
+
+/**
+ * Listens on `host:port` (port 0 picks a free one); takes a Koa app or a request listener (whose
+ * `responseClass`, when it has one, makes every response: the gateway's held ends).
+ */
+export async function serve(app: Koa | ListenerWithResponses, options: { host: string; port: number }): Promise<Serving> {
+  const server = typeof app === 'function'
+    ? createServer(app.responseClass ? { ServerResponse: app.responseClass } : {}, app)
+    : createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0; // streams may run long; deadlines are enforced per request by the handlers

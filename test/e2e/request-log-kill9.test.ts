@@ -1,19 +1,14 @@
 /**
- * kill -9 of the gateway loses no row of an answered request (issue 25, item 3): the built
- * gateway (`node dist/gateway/main.js`) with a real PostgreSQL and a fake upstream serves a
- * bounded load on 127.0.0.1; once half of it has been answered the process gets SIGKILL, with rows
- * of answered requests not yet in PostgreSQL (the batch is larger than what one interval
- * collects). A second gateway on the same spool directory adopts the journal the first one left
- * and replays it. Every request answered 200 before the gateway's last event-loop turn, and every
- * one answered after the restart, has exactly one row; no request has two.
+ * kill -9 of the gateway loses no row of an answered request: the built gateway
+ * (`node dist/gateway/main.js`) with a real PostgreSQL and a fake upstream serves a bounded load on
+ * 127.0.0.1; once half of it has been answered the process gets SIGKILL, with rows of answered
+ * requests not yet in PostgreSQL (the batch is larger than what one interval collects). A second
+ * gateway on the same spool directory adopts the journal the first one left and replays it.
  *
- * Which 200s are counted, without a clock: the gateway journals a turn's rows at the end of that
- * turn, so a response sent in the turn during which SIGKILL lands can lack its row
- * (docs/request-log.md, "Guarantees"). The client counts the first {@link KILL_AFTER} 200s, then
- * keeps the load going and kills only after it has read {@link CONCURRENCY} + 1 more: each of its
- * connections carries one request at a time, so at most {@link CONCURRENCY} responses can be sent in
- * (or still be unread from before) the turn that sent the last counted one; the next one was sent
- * in a later turn, after that turn's journal write.
+ * Every 200 the client read, before the kill, while it was landing, and after the restart, has
+ * exactly one row; no request has two. No response is excused: an answer's last bytes are held
+ * until its row is in the journal (gateway/request-log/held-end.ts, docs/request-log.md
+ * "Guarantees"), so whatever the client could read has its row on disk.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -32,7 +27,6 @@ const REQUESTS = 3000;
 const KILL_AFTER = 1500;
 const CONCURRENCY = 32;
 const AFTER_RESTART = 200;
-
 
 interface Running {
   child: ChildProcess;
@@ -96,7 +90,6 @@ describe('e2e: kill -9 of the gateway under load', function () {
     const ok: string[] = [];
     let next = 0;
     let killed = false;
-    let later = 0; // 200s read after the counted ones
     const send = async (id: string, url: string): Promise<number | undefined> => {
       try {
         const res = await fetch(`${url}/v1/chat/completions`, {
@@ -113,9 +106,9 @@ describe('e2e: kill -9 of the gateway under load', function () {
     await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
       while (next < REQUESTS && !killed) {
         const id = `load-${next++}`;
-        if ((await send(id, first.url)) !== 200 || killed) continue;
-        if (ok.length < KILL_AFTER) ok.push(id);
-        else if (++later > CONCURRENCY) {
+        if ((await send(id, first.url)) !== 200) continue;
+        ok.push(id); // also those read after the kill was sent: they were answered
+        if (ok.length === KILL_AFTER) {
           killed = true;
           first.child.kill('SIGKILL');
         }
@@ -140,6 +133,6 @@ describe('e2e: kill -9 of the gateway under load', function () {
     const missing = ok.filter((id) => !perId.has(id));
     assert.deepEqual(missing, [], `every 200 has its row (${missing.length} of ${ok.length} missing)`);
     assert.deepEqual(rows.filter((r) => Number(r.n) !== 1), [], 'no request has two rows');
-    assert.equal(ok.length, KILL_AFTER + AFTER_RESTART);
+    assert.ok(ok.length >= KILL_AFTER + AFTER_RESTART, `${ok.length} answers counted`);
   });
 });
