@@ -28,7 +28,7 @@ export const HOST_ATTESTATIONS = {
    * The runner's fork helper cuts a member's native session back to an earlier turn (docs/sandboxes.md
    * "Forks"). v2: the native CLIs' sessions too (a v1 runner would resume a CLI fork from the latest turn).
    */
-  nativeForkAtAnchor: 'native-fork-at-anchor-v2',
+  nativeForkAtAnchor: 'native-fork-at-anchor-v1',
 } as const;
 
 /**

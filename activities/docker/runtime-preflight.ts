@@ -7,7 +7,7 @@
  * - `untrusted-vm-v1` when the isolating runtime's probe ran AND saw a guest kernel different
  *   from the host kernel; or, with `AGENT_SANDBOX_BACKEND=container`, when the trusted probe ran
  *   (the operator accepted the shared kernel: `shared_kernel_accepted` says so);
- * - `shared-sandbox-v1`, `sandbox-helper-3` and `native-fork-at-anchor-v2` (this runner's pins: its
+ * - `shared-sandbox-v1`, `sandbox-helper-3` and `native-fork-at-anchor-v1` (this runner's pins: its
  *   fork helper cuts a session at an earlier turn) whenever some profile is attested.
  *
  * A probe that fails (runtime not registered, binary gone, image missing) attests nothing for its

@@ -39,7 +39,7 @@ export interface PlaceTurnInput {
   profile: ExecutionProfile;
   /** Only this host (a host claiming work for itself, docs/agent-hosts.md "The claim queue"): no other host row is locked. */
   onlyHostId?: string;
-  /** The turn is a historical fork's first: only a host attesting `native-fork-at-anchor-v2` may run it. */
+  /** The turn is a historical fork's first: only a host attesting `native-fork-at-anchor-v1` may run it. */
   needsForkAtAnchor?: boolean;
 }
 
@@ -97,7 +97,7 @@ export async function runningCounts(trx: Knex | Knex.Transaction, hostIds: reado
  * effective slots); a new chat on the online host attesting the profile with the most free slots,
  * ties by host id (`no_host` when no host is online, `no_attested_host` when none online attests
  * the profile, `host_full` when every such host is full). A historical fork's first turn also
- * needs `native-fork-at-anchor-v2` (`fork_at_anchor_not_attested` while no candidate attests it).
+ * needs `native-fork-at-anchor-v1` (`fork_at_anchor_not_attested` while no candidate attests it).
  */
 export async function placeTurn(trx: Knex.Transaction, input: PlaceTurnInput): Promise<Placement> {
   const hosts = await lockHosts(trx, input);

@@ -17,7 +17,7 @@ const MESSAGES: Record<WaitReason, string> = {
   host_offline: "This chat's sandbox lives on a host that is offline or being removed; the turn starts when it is back.",
   no_attested_host: "No online host attests this chat's execution profile (for untrusted-vm-v1: an isolating runtime with its own kernel); the turn starts when one does.",
   host_not_attested: "This chat's host no longer attests its execution profile (its isolating runtime failed its preflight); the turn starts when it does again.",
-  fork_at_anchor_not_attested: "This fork starts at an earlier turn of its chat, and the sandbox's host cannot cut a conversation back to a turn yet (no native-fork-at-anchor-v2); the turn starts when it can.",
+  fork_at_anchor_not_attested: "This fork starts at an earlier turn of its chat, and the sandbox's host cannot cut a conversation back to a turn yet (no native-fork-at-anchor-v1); the turn starts when it can.",
   sandbox_pending: "An operator action on this chat's sandbox is in progress (stop, archive, delete, restore); the turn starts after it.",
 };
 

@@ -33,7 +33,7 @@ describe('runtime preflight (Docker with runsc and runc)', function () {
     assert.equal(trusted?.guest_kernel, release(), 'runc shares the host kernel');
     assert.equal(isolating?.ok, true, JSON.stringify(isolating));
     assert.notEqual(isolating?.guest_kernel, release(), 'gVisor reports a kernel of its own');
-    assert.deepEqual(result.attestations, ['trusted-v1', 'untrusted-vm-v1', 'shared-sandbox-v1', 'sandbox-helper-3', 'native-fork-at-anchor-v2']);
+    assert.deepEqual(result.attestations, ['trusted-v1', 'untrusted-vm-v1', 'shared-sandbox-v1', 'sandbox-helper-3', 'native-fork-at-anchor-v1']);
     assert.deepEqual(result.refused, {});
     assert.equal(result.shared_kernel_accepted, false);
     const left = await docker().listContainers({ all: true, filters: { label: [`agent.test-run=${testRunId}`, 'agent.probe'] } });
@@ -52,13 +52,13 @@ describe('runtime preflight (Docker with runsc and runc)', function () {
 
   it('attests nothing untrusted for a runtime the engine does not know, and says why', async () => {
     const result = await preflight({ runtimes: { ...DEFAULT_RUNTIMES, isolating: `nonexistent-${process.pid}` } });
-    assert.deepEqual(result.attestations, ['trusted-v1', 'shared-sandbox-v1', 'sandbox-helper-3', 'native-fork-at-anchor-v2']);
+    assert.deepEqual(result.attestations, ['trusted-v1', 'shared-sandbox-v1', 'sandbox-helper-3', 'native-fork-at-anchor-v1']);
     assert.match(result.refused['untrusted-vm-v1'] ?? '', /isolating runtime nonexistent-\d+ failed its probe: .*runtime/i);
   });
 
   it('with AGENT_SANDBOX_BACKEND=container attests untrusted-vm-v1 on the shared kernel, saying so, and probes no isolating runtime', async () => {
     const result = await preflight({ runtimes: { ...DEFAULT_RUNTIMES, isolating: `nonexistent-${process.pid}`, backend: 'container' } });
-    assert.deepEqual(result.attestations, ['trusted-v1', 'untrusted-vm-v1', 'shared-sandbox-v1', 'sandbox-helper-3', 'native-fork-at-anchor-v2']);
+    assert.deepEqual(result.attestations, ['trusted-v1', 'untrusted-vm-v1', 'shared-sandbox-v1', 'sandbox-helper-3', 'native-fork-at-anchor-v1']);
     assert.equal(result.shared_kernel_accepted, true);
     assert.deepEqual(result.probes.map((p) => p.runtime), ['runc']);
   });

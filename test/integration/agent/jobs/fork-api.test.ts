@@ -154,7 +154,7 @@ describe('forking a chat at a turn (owner API, PostgreSQL)', function () {
     assert.match(await old.text(), /predates forks at an earlier turn \(fork helper version 2, 3 needed\)/);
   });
 
-  it('places a historical fork\'s first turn only on a host attesting native-fork-at-anchor-v2, tells that host what to cut, and records the fork made', async () => {
+  it('places a historical fork\'s first turn only on a host attesting native-fork-at-anchor-v1, tells that host what to cut, and records the fork made', async () => {
     const { jobId, groupId } = await chatWithTurns(2);
     assert.equal((await t.db('agent_sandboxes').where({ group_id: groupId }).first<{ fork_helper_version: number }>('fork_helper_version'))?.fork_helper_version, 4,
       'a new group records the current fork helper version');
@@ -164,7 +164,7 @@ describe('forking a chat at a turn (owner API, PostgreSQL)', function () {
     const admit = () => admitTurn(t.db, { jobId: forkId, seq: 1 }, { staleSeconds: 90, defaultSlots: 8 });
     assert.deepEqual(await admit(), { kind: 'wait', reason: 'fork_at_anchor_not_attested' });
 
-    await t.db('agent_hosts').where({ host_id: 'fork-host' }).update({ capabilities: JSON.stringify(['container', 'untrusted-vm-v1', 'trusted-v1', 'native-fork-at-anchor-v2']) });
+    await t.db('agent_hosts').where({ host_id: 'fork-host' }).update({ capabilities: JSON.stringify(['container', 'untrusted-vm-v1', 'trusted-v1', 'native-fork-at-anchor-v1']) });
     try {
       const admitted = await admit();
       assert.equal(admitted.kind, 'admitted');
