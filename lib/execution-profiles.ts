@@ -24,19 +24,23 @@ export const HOST_ATTESTATIONS = {
   sharedSandbox: 'shared-sandbox-v1',
   /** The runner answers a native CLI's questions (docs/agent-drivers.md "Native questions"). */
   sandboxHelper: 'sandbox-helper-3',
-  /** The runner's fork helper cuts a member's native session back to an earlier turn (docs/sandboxes.md "Forks"). */
+  /**
+   * The runner's fork helper cuts a member's native session back to an earlier turn (docs/sandboxes.md
+   * "Forks"). v2: the native CLIs' sessions too (a v1 runner would resume a CLI fork from the latest turn).
+   */
   nativeForkAtAnchor: 'native-fork-at-anchor-v1',
 } as const;
 
 /**
  * The fork helper version a sandbox group records (`agent_sandboxes.fork_helper_version`,
  * docs/sandboxes.md "Forks"). 2: groups from before forks (their native sessions carry no turn
- * marks, so a fork can only copy them whole: at the latest turn). 3: groups created since, whose
- * built-in sessions mark where each turn ends, so a fork can be cut at any earlier turn.
+ * marks, so a fork can only copy them whole: at the latest turn). 3: groups whose built-in
+ * sessions mark where each turn ends, so a built-in chat can be forked at any earlier turn.
+ * 4: groups created since, whose Codex and Claude Code sessions mark their turns too.
  */
-export const FORK_HELPER_VERSION = 3;
-/** The lowest group version a fork at an earlier turn (a historical fork) needs. */
-export const FORK_AT_ANCHOR_MIN_VERSION = 3;
+export const FORK_HELPER_VERSION = 4;
+/** The lowest group version a fork at an earlier turn (a historical fork) needs, by driver. */
+export const FORK_AT_ANCHOR_MIN_VERSION = { builtin: 3, cli: 4 } as const;
 
 /** `AGENT_SANDBOX_BACKEND`: `vm` runs untrusted work under the isolating runtime; `container` accepts a shared kernel for it. */
 export const SANDBOX_BACKENDS = ['vm', 'container'] as const;

@@ -110,6 +110,7 @@ export function codexAppNotification(method: string, params: Json, run: NativeRu
     case 'turn/completed': {
       const turn = isRecord(params.turn) ? params.turn : {};
       if (turn.status === 'completed') {
+        run.turnMark = str(turn.id);
         run.result = run.lastText ?? lastAgentMessage(turn.items) ?? '';
       } else {
         const error = isRecord(turn.error) ? str(turn.error.message) : undefined;
@@ -172,6 +173,8 @@ export interface CodexAppServerOptions extends StdinSessionOptions {
   prompt: string;
   /** The stored thread to resume; absent: a new thread. */
   resumeId?: string;
+  /** A fork's first run: a new thread forked from `threadId` through turn `lastTurnId` (native-marks.ts); wins over `resumeId`. */
+  fork?: { threadId: string; lastTurnId: string };
 }
 
 /** One turn's JSON-RPC client of `codex app-server`: fed stdout lines, writes to stdin. */
@@ -244,7 +247,7 @@ export class CodexAppServer extends StdinSession {
   private response(id: RpcId, msg: Json): void {
     if (isRecord(msg.error)) {
       const message = str(msg.error.message) ?? 'error';
-      const what = id === INITIALIZE ? 'initialize' : id === THREAD ? (this.options.resumeId ? 'thread/resume' : 'thread/start') : id === TURN ? 'turn/start' : `request ${id}`;
+      const what = id === INITIALIZE ? 'initialize' : id === THREAD ? this.threadMethod() : id === TURN ? 'turn/start' : `request ${id}`;
       this.fail(`the app-server refused ${what}: ${message}`);
       return;
     }
@@ -252,7 +255,9 @@ export class CodexAppServer extends StdinSession {
     if (id === INITIALIZE) {
       this.send({ method: 'initialized' });
       const thread = { model: this.options.model, cwd: '/workspace', approvalPolicy: 'never', sandbox: 'danger-full-access' };
-      if (this.options.resumeId) this.send({ id: THREAD, method: 'thread/resume', params: { threadId: this.options.resumeId, ...thread, excludeTurns: true } });
+      const { fork, resumeId } = this.options;
+      if (fork) this.send({ id: THREAD, method: 'thread/fork', params: { threadId: fork.threadId, lastTurnId: fork.lastTurnId, ...thread, excludeTurns: true } });
+      else if (resumeId) this.send({ id: THREAD, method: 'thread/resume', params: { threadId: resumeId, ...thread, excludeTurns: true } });
       else this.send({ id: THREAD, method: 'thread/start', params: thread });
     } else if (id === THREAD) {
       const threadId = isRecord(result.thread) ? str(result.thread.id) : undefined;
@@ -264,6 +269,10 @@ export class CodexAppServer extends StdinSession {
       this.run.sessionId = threadId;
       this.send({ id: TURN, method: 'turn/start', params: { threadId, input: [{ type: 'text', text: this.options.prompt, text_elements: [] }] } });
     }
+  }
+
+  private threadMethod(): string {
+    return this.options.fork ? 'thread/fork' : this.options.resumeId ? 'thread/resume' : 'thread/start';
   }
 
   private notification(method: string, params: Json): CliLine[] {

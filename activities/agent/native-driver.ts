@@ -11,7 +11,9 @@
  * `<sessionDir>/claude`), kept in the retained sandbox (and in its archive); the session id of the
  * last successful run is stored beside them (`<cli>.session`) and the next turn resumes it. A
  * resume that ends without any model output (a lost or corrupt session) is run again fresh, after a
- * `notice` (`session_reset`).
+ * `notice` (`session_reset`). Each completed turn also records where the session stands
+ * (`<cli>.turns.json`, native-marks.ts), so a fork can start from the session at that turn: a
+ * fork's first run forks the original's session there instead of resuming.
  */
 import { execCliLines, redactPayload } from './cli-exec';
 import { redactSecret, tailWithMarker } from './driver-text';
@@ -22,6 +24,7 @@ import type { NativeProtocol } from './stdin-session';
 import { SandboxFileError, type AgentDriver, type DriverInput, type ExecResult, type StdinWriter } from './types';
 import { TOOL_RELAY_MCP_PATH } from './model-relay';
 import { listRelayTools, ToolRelayRefusedError } from './tool-relay-client';
+import { MARKS_MAX_BYTES, NATIVE_ID, marksFile, parseNativeMarks, withTurnMark, type NativeMarks } from './native-marks';
 
 export type NativeKind = 'codex' | 'claude-code';
 
@@ -39,11 +42,17 @@ interface Invocation {
   files: Array<[string, string]>;
 }
 
+/** Where a run's CLI session comes from: a new one, the stored one resumed, or a fork's first run (native-marks.ts). */
+interface SessionStart {
+  resumeId?: string;
+  fork?: { session: string; at: string };
+}
+
 interface NativeSpec {
   dir: string;
-  invocation(input: DriverInput, port: number, resumeId: string | undefined): Invocation;
+  invocation(input: DriverInput, port: number, start: SessionStart): Invocation;
   /** The run's session: it writes stdin (kept open) and reads every stdout line. */
-  protocol(input: DriverInput, run: NativeRun, resumeId: string | undefined): NativeProtocol;
+  protocol(input: DriverInput, run: NativeRun, start: SessionStart): NativeProtocol;
 }
 
 function tomlString(value: string): string {
@@ -53,8 +62,9 @@ function tomlString(value: string): string {
 const SPECS: Record<NativeKind, NativeSpec> = {
   codex: {
     dir: 'codex',
-    protocol: (input, run, resumeId) => new CodexAppServer(run, {
+    protocol: (input, run, { resumeId, fork }) => new CodexAppServer(run, {
       model: input.model, prompt: input.prompt, signal: input.signal, ...(resumeId ? { resumeId } : {}), ...(input.questions ? { questions: input.questions } : {}),
+      ...(fork ? { fork: { threadId: fork.session, lastTurnId: fork.at } } : {}),
     }),
     invocation(input, port) {
       const home = `${input.sessionDir}/codex`;
@@ -93,13 +103,15 @@ const SPECS: Record<NativeKind, NativeSpec> = {
   'claude-code': {
     dir: 'claude',
     protocol: (input, run) => new ClaudeStreamJson(run, { prompt: input.prompt, signal: input.signal, ...(input.questions ? { questions: input.questions } : {}) }),
-    invocation(input, port, resumeId) {
+    invocation(input, port, { resumeId, fork }) {
+      // A fork's first run: a new session made from the original's, cut after the anchor's last message.
+      const session = fork ? ['--resume', fork.session, '--resume-session-at', fork.at, '--fork-session'] : resumeId ? ['--resume', resumeId] : [];
       return {
         // stream-json in and a permission prompt on stdio: the CLI's questions (`AskUserQuestion`)
         // come to the driver as control requests (claude-control.ts).
         argv: [
           'claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio',
-          '--model', input.model, '--dangerously-skip-permissions', ...(resumeId ? ['--resume', resumeId] : []),
+          '--model', input.model, '--dangerously-skip-permissions', ...session,
           // The chat's MCP tools: the tool relay's endpoint through the model relay (docs/mcp.md "Drivers").
           ...(input.toolRelay ? ['--mcp-config', JSON.stringify({ mcpServers: { [TOOL_RELAY_SERVER]: { type: 'http', url: `http://127.0.0.1:${port}${TOOL_RELAY_MCP_PATH}` } } }), '--strict-mcp-config'] : []),
         ],
@@ -118,16 +130,30 @@ const SPECS: Record<NativeKind, NativeSpec> = {
 };
 
 
-const SESSION_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
-
-async function storedSession(input: DriverInput, spec: NativeSpec): Promise<string | undefined> {
+async function readOptional(input: DriverInput, path: string, maxBytes: number): Promise<string | undefined> {
   try {
-    const id = (await input.sandbox.readFile(`${input.sessionDir}/${spec.dir}.session`, 1024)).trim();
-    return SESSION_ID.test(id) ? id : undefined;
+    return await input.sandbox.readFile(path, maxBytes);
   } catch (err) {
     if (err instanceof SandboxFileError) return undefined;
     throw err;
   }
+}
+
+async function storedSession(input: DriverInput, spec: NativeSpec): Promise<string | undefined> {
+  const id = (await readOptional(input, `${input.sessionDir}/${spec.dir}.session`, 1024))?.trim();
+  return id !== undefined && NATIVE_ID.test(id) ? id : undefined;
+}
+
+/**
+ * After a successful run: the session to resume next turn, and this turn's mark (where a fork can
+ * start). The marks are written even without a new mark: a fork's point is cleared once made.
+ */
+async function saveSession(input: DriverInput, spec: NativeSpec, native: NativeRun, marks: NativeMarks): Promise<void> {
+  const session = native.sessionId !== undefined && NATIVE_ID.test(native.sessionId) ? native.sessionId : undefined;
+  if (session) await input.sandbox.writeFile(`${input.sessionDir}/${spec.dir}.session`, `${session}\n`);
+  const at = native.turnMark !== undefined && NATIVE_ID.test(native.turnMark) ? native.turnMark : undefined;
+  const next = session && at ? withTurnMark(marks, { job: input.jobId, seq: input.turnSeq, session, at }) : { version: 1 as const, turns: marks.turns };
+  if ((session && at) || marks.fork) await input.sandbox.writeFile(marksFile(input.sessionDir, spec.dir), JSON.stringify(next));
 }
 
 export function nativeDriver(kind: NativeKind): AgentDriver {
@@ -135,20 +161,24 @@ export function nativeDriver(kind: NativeKind): AgentDriver {
   return async (given) => {
     if (!given.relay) throw new Error(`The ${kind} driver needs the model relay, which this host runner did not start`);
     const input = await withToolsOnlyWhenBound(given);
-    const resumeId = await storedSession(input, spec);
-    let run = await runOnce(kind, spec, input, resumeId);
+    const marks = parseNativeMarks(await readOptional(input, marksFile(input.sessionDir, spec.dir), MARKS_MAX_BYTES));
+    // A fork's first run forks the original's session at the anchor; it never falls back to a new
+    // session (that would continue the fork from the wrong point without saying so).
+    const resumeId = marks.fork ? undefined : await storedSession(input, spec);
+    let run = await runOnce(kind, spec, input, marks.fork ? { fork: marks.fork } : { resumeId });
     if (resumeId !== undefined && run.native.result === undefined && !run.native.produced) {
       await input.events.emit('notice', { kind: 'session_reset', message: `The ${kind} session of this chat could not be resumed; this turn starts a new one.` });
-      run = await runOnce(kind, spec, input, undefined);
+      run = await runOnce(kind, spec, input, {});
     }
     const { native, exec } = run;
     if (native.result !== undefined) {
-      if (native.sessionId && SESSION_ID.test(native.sessionId)) await input.sandbox.writeFile(`${input.sessionDir}/${spec.dir}.session`, `${native.sessionId}\n`);
+      await saveSession(input, spec, native, marks);
       return { result: native.result };
     }
     if (exec.exitCode === RELAY_MISSING) throw new Error('The model relay is not reachable inside this sandbox (a sandbox created before native drivers has no relay mount: start a new chat)');
     const why = native.failure ?? tailWithMarker(exec.stderr.trim(), 2000);
-    throw new Error(`The ${kind} CLI ${exec.exitCode === 0 ? 'ended' : `exited with code ${exec.exitCode}`} without an answer${why ? `: ${redactSecret(why, input.grantToken)}` : ''}`);
+    const forking = marks.fork ? " while forking the original chat's session at the fork's anchor" : '';
+    throw new Error(`The ${kind} CLI ${exec.exitCode === 0 ? 'ended' : `exited with code ${exec.exitCode}`} without an answer${forking}${why ? `: ${redactSecret(why, input.grantToken)}` : ''}`);
   };
 }
 
@@ -168,12 +198,12 @@ async function withToolsOnlyWhenBound(input: DriverInput): Promise<DriverInput> 
   }
 }
 
-async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, resumeId: string | undefined): Promise<{ native: NativeRun; exec: ExecResult }> {
+async function runOnce(kind: NativeKind, spec: NativeSpec, input: DriverInput, start: SessionStart): Promise<{ native: NativeRun; exec: ExecResult }> {
   const relay = input.relay!;
-  const invocation = spec.invocation(input, relay.port, resumeId);
+  const invocation = spec.invocation(input, relay.port, start);
   for (const [path, content] of invocation.files) await input.sandbox.writeFile(path, content);
   const native = newNativeRun();
-  const protocol = spec.protocol(input, native, resumeId);
+  const protocol = spec.protocol(input, native, start);
   let exec: ExecResult | undefined;
   try {
     exec = await execCliLines(input, ['agent-relay-run', relay.socket, String(relay.port), ...invocation.argv], {

@@ -25,6 +25,8 @@ export interface NativeRun {
   relayCalls: Set<string>;
   /** The CLI's session (thread) id, to resume the next turn. */
   sessionId?: string;
+  /** Where the CLI's session stands after this turn (native-marks.ts): Claude Code's last assistant message uuid, Codex's turn id. */
+  turnMark?: string;
   /** The last assistant text (Codex's final answer is its last agent message). */
   lastText?: string;
   /** The final answer, once the CLI reported the run complete. */
@@ -93,6 +95,8 @@ export function claudeLine(split: SplitLine, run: NativeRun): CliLine[] {
       }
       return [];
     case 'assistant': {
+      // The main conversation's messages only: a sub-agent's are not entries of the session's chain.
+      if (typeof obj.uuid === 'string' && (obj.parent_tool_use_id === null || obj.parent_tool_use_id === undefined)) run.turnMark = obj.uuid;
       const out: CliLine[] = [];
       for (const block of content) {
         if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {

@@ -45,15 +45,15 @@ function refusedGroupState(state: string, jobId: string): string | null {
 }
 
 /**
- * Why a fork at an earlier turn (not the chat's latest) cannot be made: only the built-in driver's
- * session can be cut back to a turn, and only in a group whose sessions mark their turns.
+ * Why a fork at an earlier turn (not the chat's latest) cannot be made: a session can be cut back
+ * to a turn only in a group whose sessions mark their turns (the built-in driver's since version
+ * 3, Codex's and Claude Code's since version 4).
  */
 function refusedHistorical(job: JobRow, forkHelperVersion: number, seq: number): string | null {
-  if (job.driver !== 'builtin') {
-    return `Turn ${seq} is not this chat's latest turn, and a ${job.driver} session cannot be forked at an earlier turn yet; fork at the latest turn`;
-  }
-  if (forkHelperVersion < FORK_AT_ANCHOR_MIN_VERSION) {
-    return `Turn ${seq} is not this chat's latest turn, and this chat's sandbox predates forks at an earlier turn (fork helper version ${forkHelperVersion}, ${FORK_AT_ANCHOR_MIN_VERSION} needed); fork at the latest turn`;
+  const needed = job.driver === 'builtin' ? FORK_AT_ANCHOR_MIN_VERSION.builtin : FORK_AT_ANCHOR_MIN_VERSION.cli;
+  if (forkHelperVersion < needed) {
+    const what = job.driver === 'builtin' ? 'forks at an earlier turn' : `forks of a ${job.driver} session at an earlier turn`;
+    return `Turn ${seq} is not this chat's latest turn, and this chat's sandbox predates ${what} (fork helper version ${forkHelperVersion}, ${needed} needed); fork at the latest turn`;
   }
   return null;
 }

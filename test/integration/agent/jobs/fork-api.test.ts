@@ -140,11 +140,14 @@ describe('forking a chat at a turn (owner API, PostgreSQL)', function () {
   it('refuses a historical fork its driver or its group cannot cut, naming why', async () => {
     const { jobId, groupId } = await chatWithTurns(2);
     await t.db('agent_jobs').where({ job_id: jobId }).update({ driver: 'codex' });
+    assert.equal((await fork(jobId, { anchor_seq: 1 })).status, 201, 'a codex chat of a group whose CLI sessions mark their turns');
+    await t.db('agent_sandboxes').where({ group_id: groupId }).update({ fork_helper_version: 3 });
     const codex = await fork(jobId, { anchor_seq: 1 });
     assert.equal(codex.status, 409);
-    assert.match(await codex.text(), /a codex session cannot be forked at an earlier turn yet; fork at the latest turn/);
+    assert.match(await codex.text(), /predates forks of a codex session at an earlier turn \(fork helper version 3, 4 needed\); fork at the latest turn/);
     assert.equal((await fork(jobId, { anchor_seq: 2 })).status, 201, 'the latest turn is fine');
     await t.db('agent_jobs').where({ job_id: jobId }).update({ driver: 'builtin' });
+    assert.equal((await fork(jobId, { anchor_seq: 1 })).status, 201, 'a built-in chat of a version 3 group');
     await t.db('agent_sandboxes').where({ group_id: groupId }).update({ fork_helper_version: 2 });
     const old = await fork(jobId, { anchor_seq: 1 });
     assert.equal(old.status, 409);
@@ -153,7 +156,7 @@ describe('forking a chat at a turn (owner API, PostgreSQL)', function () {
 
   it('places a historical fork\'s first turn only on a host attesting native-fork-at-anchor-v1, tells that host what to cut, and records the fork made', async () => {
     const { jobId, groupId } = await chatWithTurns(2);
-    assert.equal((await t.db('agent_sandboxes').where({ group_id: groupId }).first<{ fork_helper_version: number }>('fork_helper_version'))?.fork_helper_version, 3,
+    assert.equal((await t.db('agent_sandboxes').where({ group_id: groupId }).first<{ fork_helper_version: number }>('fork_helper_version'))?.fork_helper_version, 4,
       'a new group records the current fork helper version');
     const res = await fork(jobId, { anchor_seq: 1, prompt: 'again' });
     assert.equal(res.status, 201, await res.clone().text());
