@@ -33,11 +33,17 @@ const control = proxyActivities<ChatActivities>({
 /** Marks histories whose admission a wake signal interrupts (older runs replay without it). */
 const ADMISSION_WAKES_PATCH = 'admission-wakes';
 
-/** Waits for a free slot: `NoFreeSlot` failures retry every few seconds without growing history. */
-const admission = proxyActivities<ChatActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 1.5, maximumInterval: '3 seconds' },
-});
+/**
+ * Waits for a free slot: `NoFreeSlot` failures retry without growing history, every few seconds
+ * at most (`admissionRetrySeconds`; a retry policy is not part of the recorded commands, so older
+ * histories replay whatever it is).
+ */
+function admissionActivities(config: ChatInput['config']): ChatActivities {
+  return proxyActivities<ChatActivities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 1.5, maximumInterval: `${config.admissionRetrySeconds ?? 3} seconds` },
+  });
+}
 
 export async function chatWorkflow(input: ChatInput): Promise<void> {
   let wake = false;
@@ -108,7 +114,7 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
 }
 
 async function runTurn(input: ChatInput, seq: number, wakes: () => number, onScope: (scope: CancellationScope) => void): Promise<void> {
-  const admitted = await admit(input.jobId, seq, wakes);
+  const admitted = await admit(admissionActivities(input.config), input.jobId, seq, wakes);
   if (admitted.kind !== 'admitted') return;
   upsertSearchAttributes([
     { key: searchAttributes.state, value: 'running' },
@@ -140,13 +146,13 @@ async function runTurn(input: ChatInput, seq: number, wakes: () => number, onSco
  * so a claimed turn is dispatched without waiting out the retry timer. An answer lost to the
  * cancellation is not lost: the next call takes the same admission (it is recorded for this run).
  */
-function admit(jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
+function admit(admission: ChatActivities, jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
   // Not wrapped in another async function: older histories order their commands by this exact await.
   if (!patched(ADMISSION_WAKES_PATCH)) return admission.admitTurn({ jobId, seq });
-  return admitUntilAnswered(jobId, seq, wakes);
+  return admitUntilAnswered(admission, jobId, seq, wakes);
 }
 
-async function admitUntilAnswered(jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
+async function admitUntilAnswered(admission: ChatActivities, jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
   for (;;) {
     const seen = wakes();
     const scope = new CancellationScope();

@@ -15,7 +15,7 @@ import { searchAttributes } from '../../workflows/definitions/search-attributes'
 
 export type ChatSettings = Pick<Settings,
   'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'
-  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS' | 'AGENT_TITLE_GENERATION_ENABLED' | 'TEMPORAL_CALL_TIMEOUT_SECONDS'>;
+  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS' | 'AGENT_CHAT_ADMISSION_RETRY_SECONDS' | 'AGENT_TITLE_GENERATION_ENABLED' | 'TEMPORAL_CALL_TIMEOUT_SECONDS'>;
 
 export function chatConfigFrom(settings: ChatSettings): ChatConfig {
   return {
@@ -24,6 +24,7 @@ export function chatConfigFrom(settings: ChatSettings): ChatConfig {
     grantRenewSeconds: settings.AGENT_GRANT_RENEW_SECONDS,
     idleSeconds: settings.AGENT_CHAT_IDLE_SECONDS,
     turnsPerRun: settings.AGENT_CHAT_TURNS_PER_RUN,
+    admissionRetrySeconds: settings.AGENT_CHAT_ADMISSION_RETRY_SECONDS,
     generateTitles: settings.AGENT_TITLE_GENERATION_ENABLED,
   };
 }

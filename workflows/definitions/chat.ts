@@ -25,6 +25,8 @@ export interface ChatConfig {
   idleSeconds: number;
   /** Turns one workflow run handles before it continues as new (bounds the history). */
   turnsPerRun: number;
+  /** Longest wait between the chat's own admission tries while its turn waits for a slot; absent in older inputs: 3 seconds. */
+  admissionRetrySeconds?: number;
   /** Generate a better title for chats titled from their prompt (docs/agent-api.md "Titles"); absent in older inputs: off. */
   generateTitles?: boolean;
 }
