@@ -4,12 +4,16 @@
  * waiting turn and wakes its chat workflow (docs/agent-hosts.md "The claim queue"). Nothing else
  * can start it in time here: the host sends no heartbeats during the test (no heartbeat claims),
  * the in-process control worker runs no reconciler, and the waiting chat's own next try for a slot
- * is read from Temporal before the slot frees and is seconds away.
+ * is read from Temporal before the slot frees and is seconds away. The reconciler's recheck of the
+ * waiting chat, by contrast, leaves its admission waiting.
  */
 import assert from 'node:assert/strict';
 import { startAgentStack, ownerCall, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
 import { waitFor } from '../support/wait';
 import { chatWorkflowId } from '../../workflows/definitions/chat';
+import { reconcileQueuedTurns } from '../../activities/control/chat-reconciler';
+import { ChatDelivery } from '../../agent/jobs/chat-delivery';
+import { captureLogs } from '../support/logs';
 
 async function submitChat(stack: AgentStack, prompt: string): Promise<string> {
   const res = await ownerCall(stack, 'POST', '/v1/agent/jobs', { prompt, model: AGENT_MODEL, repo: null });
@@ -48,7 +52,7 @@ describe('a turn waiting for a slot starts when the slot frees (PostgreSQL + Tem
     await stack?.close();
   });
 
-  it('claims the waiting turn and dispatches it before the chat would have asked again', async () => {
+  it('claims the waiting turn and dispatches it before the chat would have asked again; a reconciler recheck leaves it waiting', async () => {
     const holders = [await submitChat(stack, 'holds a slot'), await submitChat(stack, 'holds the other slot')];
     await waitFor(() => releases.length === 2, 'both slots held by running turns', 60_000);
     // From here the host is claimed for only by the end of a turn: no heartbeat claims (it stays online for 90 s).
@@ -64,6 +68,19 @@ describe('a turn waiting for a slot starts when the slot frees (PostgreSQL + Tem
       const at = await nextOwnTry(stack, waiter);
       return at !== undefined && at - Date.now() >= 5_000 ? at : undefined;
     }, "the waiting chat's next own try at least 5 s away", 40_000);
+
+    // The reconciler's wake of a chat whose turn is merely queued only rechecks: it must not cancel
+    // the waiting admission (extra history, and the back-off would start again from half a second).
+    const reconciled = await reconcileQueuedTurns({ db: stack.t.db, delivery: new ChatDelivery(stack.env.client, stack.settings, captureLogs('reconciler').log), log: captureLogs('reconciler').log, minQueuedSeconds: 0 });
+    assert.equal(reconciled, 1, 'the reconciler woke the waiting chat (the holding chats have running turns)');
+    // The workflow task that handled the wake has completed: whatever it commanded is in the history.
+    const events = await waitFor(async () => {
+      const all = (await stack.env.client.workflow.getHandle(chatWorkflowId(waiter)).fetchHistory()).events ?? [];
+      const woken = all.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'wake');
+      return woken >= 0 && all.slice(woken).some((e) => e.workflowTaskCompletedEventAttributes) ? all : undefined;
+    }, 'the wake handled by the chat workflow', 20_000);
+    assert.ok(!events.some((e) => e.activityTaskCancelRequestedEventAttributes), 'the recheck did not cancel the waiting admission');
+    assert.equal(await nextOwnTry(stack, waiter), ownTryAt, "the chat's own next try is unchanged");
 
     releases[0]?.();
     const dispatchedAt = await waitFor(async () => {
