@@ -305,6 +305,12 @@ export const settingsShape = {
   AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(2).default(30),
   /** Turns one chat workflow run handles before it continues as new (bounds Temporal history). Default 50. */
   AGENT_CHAT_TURNS_PER_RUN: z.coerce.number().int().min(1).max(1000).default(50),
+  /**
+   * Longest wait, in seconds, between a chat's own tries for a slot while its turn waits (the tries
+   * start at half a second and grow). A freed slot does not wait for it: the host claims the
+   * oldest waiting turn and wakes its chat (docs/agent-hosts.md "The claim queue"). Default 3.
+   */
+  AGENT_CHAT_ADMISSION_RETRY_SECONDS: z.coerce.number().min(1).max(300).default(3),
   /** An idle chat workflow ends after this many seconds without turns (the next turn starts it again). Default 3600. */
   AGENT_CHAT_IDLE_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** A sandbox group workflow ends after this many seconds without an operator action (the next action starts it again). Default 300. */

@@ -14,7 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { ChatActivities, AdmittedTurn, TurnOutcome } from '../activities/control/chat-activities';
 import {
-  cancelTurnSignal, chatStatusQuery, OWNER_FACING_FAILURE_TYPES, submitTurnUpdate, unexplainedTurnFailure, wakeSignal, type ChatInput, type SubmittedTurn,
+  cancelTurnSignal, chatStatusQuery, OWNER_FACING_FAILURE_TYPES, submitTurnUpdate, unexplainedTurnFailure, wakeSignal, type ChatInput, type SubmittedTurn, type WakeInput,
 } from './definitions/chat';
 import type { HostActivities } from '../activities/host-activities';
 import { PERMANENT_SANDBOX_FAILURES } from './definitions/failures';
@@ -32,20 +32,31 @@ const control = proxyActivities<ChatActivities>({
 
 /** Marks histories whose admission a wake signal interrupts (older runs replay without it). */
 const ADMISSION_WAKES_PATCH = 'admission-wakes';
+/** Marks histories where a `recheck` wake (the reconciler's) no longer interrupts a waiting admission. */
+const RECHECK_WAKES_PATCH = 'admission-wakes-skip-recheck';
 
-/** Waits for a free slot: `NoFreeSlot` failures retry every few seconds without growing history. */
-const admission = proxyActivities<ChatActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 1.5, maximumInterval: '3 seconds' },
-});
+/**
+ * Waits for a free slot: `NoFreeSlot` failures retry without growing history, every few seconds
+ * at most (`admissionRetrySeconds`; a retry policy is not part of the recorded commands, so older
+ * histories replay whatever it is).
+ */
+function admissionActivities(config: ChatInput['config']): ChatActivities {
+  return proxyActivities<ChatActivities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 1.5, maximumInterval: `${config.admissionRetrySeconds ?? 3} seconds` },
+  });
+}
 
 export async function chatWorkflow(input: ChatInput): Promise<void> {
   let wake = false;
   let running: { seq: number; scope: CancellationScope } | undefined;
   const cancelRequests = new Set<number>();
   let turnsRun = 0;
-  // Counts wake signals: a host's claim that admitted this chat's turn wakes it (docs/agent-hosts.md "The claim queue").
+  // Counts wake signals: a host's claim that admitted this chat's turn wakes it (docs/agent-hosts.md
+  // "The claim queue"). `urgentWakes` leaves out the reconciler's rechecks, which must not cancel a
+  // waiting admission (that would add history and restart its back-off every reconciliation).
   let wakes = 0;
+  let urgentWakes = 0;
 
   setHandler(submitTurnUpdate, (turn) => {
     wake = true;
@@ -55,9 +66,10 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
       if (!Number.isInteger(turn.seq) || turn.seq < 1 || typeof turn.turnId !== 'string') throw new Error('invalid turn');
     },
   });
-  setHandler(wakeSignal, () => {
+  setHandler(wakeSignal, (why?: WakeInput) => {
     wake = true;
     wakes += 1;
+    if (why?.recheck !== true) urgentWakes += 1;
   });
   setHandler(cancelTurnSignal, ({ seq }) => {
     wake = true;
@@ -99,7 +111,7 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
       continue;
     }
     turnsRun += 1;
-    await runTurn(input, next.seq, () => wakes, (scope) => {
+    await runTurn(input, next.seq, { all: () => wakes, urgent: () => urgentWakes }, (scope) => {
       running = { seq: next.seq, scope };
       if (cancelRequests.delete(next.seq)) scope.cancel();
     });
@@ -107,8 +119,11 @@ export async function chatWorkflow(input: ChatInput): Promise<void> {
   }
 }
 
-async function runTurn(input: ChatInput, seq: number, wakes: () => number, onScope: (scope: CancellationScope) => void): Promise<void> {
-  const admitted = await admit(input.jobId, seq, wakes);
+/** Wake signals received: all of them, and those that interrupt a waiting admission (not `recheck`). */
+interface WakeCounts { all: () => number; urgent: () => number }
+
+async function runTurn(input: ChatInput, seq: number, wakes: WakeCounts, onScope: (scope: CancellationScope) => void): Promise<void> {
+  const admitted = await admit(admissionActivities(input.config), input.jobId, seq, wakes);
   if (admitted.kind !== 'admitted') return;
   upsertSearchAttributes([
     { key: searchAttributes.state, value: 'running' },
@@ -140,13 +155,14 @@ async function runTurn(input: ChatInput, seq: number, wakes: () => number, onSco
  * so a claimed turn is dispatched without waiting out the retry timer. An answer lost to the
  * cancellation is not lost: the next call takes the same admission (it is recorded for this run).
  */
-function admit(jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
+function admit(admission: ChatActivities, jobId: string, seq: number, wakes: WakeCounts): ReturnType<ChatActivities['admitTurn']> {
   // Not wrapped in another async function: older histories order their commands by this exact await.
   if (!patched(ADMISSION_WAKES_PATCH)) return admission.admitTurn({ jobId, seq });
-  return admitUntilAnswered(jobId, seq, wakes);
+  // Histories recorded before rechecks existed were interrupted by every wake.
+  return admitUntilAnswered(admission, jobId, seq, patched(RECHECK_WAKES_PATCH) ? wakes.urgent : wakes.all);
 }
 
-async function admitUntilAnswered(jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
+async function admitUntilAnswered(admission: ChatActivities, jobId: string, seq: number, wakes: () => number): ReturnType<ChatActivities['admitTurn']> {
   for (;;) {
     const seen = wakes();
     const scope = new CancellationScope();

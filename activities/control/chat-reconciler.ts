@@ -33,11 +33,15 @@ export async function reconcileQueuedTurns(deps: ReconcilerDeps): Promise<number
       .whereExists((a) => a.select(deps.db.raw('1')).from('agent_attempts as a').whereRaw('a.attempt_id = t.attempt_id')
         .where('a.state', 'running').whereNotNull('a.admission').whereNull('a.dispatched_run')
         .where('a.started_at', '<', deps.db.raw(`now() - make_interval(secs => ?)`, [deps.minQueuedSeconds]))))
-    .distinct<Array<{ job_id: string; owner_id: string; execution_profile: ExecutionProfile }>>('t.job_id', 'j.owner_id', 'j.execution_profile')
+    .distinct<Array<{ job_id: string; owner_id: string; execution_profile: ExecutionProfile; claimed: boolean }>>(
+      't.job_id', 'j.owner_id', 'j.execution_profile', deps.db.raw(`t.state = 'running' as claimed`))
     .limit(500);
   let woken = 0;
   for (const row of rows) {
-    if (await deps.delivery.wake({ jobId: row.job_id, ownerId: Number(row.owner_id), executionProfile: row.execution_profile })) woken += 1;
+    // A claimed turn nobody took: its chat must ask again now. A queued turn: the chat only rechecks,
+    // and an admission already waiting for a slot keeps waiting (the claim queue starts it).
+    const why = row.claimed ? {} : { recheck: true };
+    if (await deps.delivery.wake({ jobId: row.job_id, ownerId: Number(row.owner_id), executionProfile: row.execution_profile }, why)) woken += 1;
   }
   if (rows.length > 0) deps.log.info({ event: 'agent_chats_reconciled', found: rows.length, woken }, 'woke chats with queued turns');
   return woken;

@@ -10,12 +10,12 @@ import type { ExecutionProfile } from '../../lib/execution-profiles';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
 import type { chatWorkflow } from '../../workflows/chat';
-import { CHAT_WORKFLOW_TYPE, cancelTurnSignal, chatWorkflowId, submitTurnUpdate, wakeSignal, type ChatConfig } from '../../workflows/definitions/chat';
+import { CHAT_WORKFLOW_TYPE, cancelTurnSignal, chatWorkflowId, submitTurnUpdate, wakeSignal, type ChatConfig, type WakeInput } from '../../workflows/definitions/chat';
 import { searchAttributes } from '../../workflows/definitions/search-attributes';
 
 export type ChatSettings = Pick<Settings,
   'TEMPORAL_CONTROL_TASK_QUEUE' | 'AGENT_TURN_TIME_LIMIT_SECONDS' | 'AGENT_TURN_HEARTBEAT_TIMEOUT_SECONDS' | 'AGENT_GRANT_RENEW_SECONDS'
-  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS' | 'AGENT_TITLE_GENERATION_ENABLED' | 'TEMPORAL_CALL_TIMEOUT_SECONDS'>;
+  | 'AGENT_CHAT_TURNS_PER_RUN' | 'AGENT_CHAT_IDLE_SECONDS' | 'AGENT_CHAT_ADMISSION_RETRY_SECONDS' | 'AGENT_TITLE_GENERATION_ENABLED' | 'TEMPORAL_CALL_TIMEOUT_SECONDS'>;
 
 export function chatConfigFrom(settings: ChatSettings): ChatConfig {
   return {
@@ -24,6 +24,7 @@ export function chatConfigFrom(settings: ChatSettings): ChatConfig {
     grantRenewSeconds: settings.AGENT_GRANT_RENEW_SECONDS,
     idleSeconds: settings.AGENT_CHAT_IDLE_SECONDS,
     turnsPerRun: settings.AGENT_CHAT_TURNS_PER_RUN,
+    admissionRetrySeconds: settings.AGENT_CHAT_ADMISSION_RETRY_SECONDS,
     generateTitles: settings.AGENT_TITLE_GENERATION_ENABLED,
   };
 }
@@ -76,15 +77,18 @@ export class ChatDelivery {
     }
   }
 
-  /** Starts the chat workflow if needed and wakes it (reconciler, cancels). */
-  async wake(job: ChatRef): Promise<boolean> {
+  /**
+   * Starts the chat workflow if needed and wakes it (reconciler, cancels, a host's claim).
+   * `recheck`: the chat only looks at PostgreSQL again; an admission waiting for a slot is left waiting.
+   */
+  async wake(job: ChatRef, why: WakeInput = {}): Promise<boolean> {
     try {
-      await this.bounded(() => this.client.workflow.signalWithStart<typeof chatWorkflow, []>(CHAT_WORKFLOW_TYPE, {
+      await this.bounded(() => this.client.workflow.signalWithStart<typeof chatWorkflow, [WakeInput?]>(CHAT_WORKFLOW_TYPE, {
         workflowId: chatWorkflowId(job.jobId),
         taskQueue: this.settings.TEMPORAL_CONTROL_TASK_QUEUE,
         args: [{ jobId: job.jobId, ownerId: job.ownerId, config: chatConfigFrom(this.settings) }],
         signal: wakeSignal,
-        signalArgs: [],
+        signalArgs: why.recheck === true ? [why] : [],
         typedSearchAttributes: chatSearchAttributes(job),
         memo: { jobId: job.jobId, owner: job.ownerId },
       }));

@@ -28,6 +28,8 @@ export type Behaviour =
   | { kind: 'status'; status: number; message?: string; retryAfter?: number }
   /** Waits `delayMs` before sending anything, then behaves as `then`. */
   | { kind: 'slow_first_byte'; delayMs: number; then: Behaviour }
+  /** Sends nothing until `until` settles (the test releases it), then behaves as `then`. */
+  | { kind: 'held'; until: Promise<unknown>; then: Behaviour }
   /** Sends the SSE headers and one chunk, then nothing until the client gives up. */
   | { kind: 'stall_after_first_chunk' }
   /** Sends `afterChunks` SSE chunks, then destroys the socket (TCP reset). */
@@ -291,6 +293,12 @@ async function respond(behaviour: Behaviour, record: RecordedRequest, res: Serve
     }
     case 'slow_first_byte': {
       await sleep(behaviour.delayMs);
+      if (res.destroyed) return;
+      await respond(behaviour.then, record, res, n);
+      return;
+    }
+    case 'held': {
+      await behaviour.until.catch(() => undefined);
       if (res.destroyed) return;
       await respond(behaviour.then, record, res, n);
       return;

@@ -55,6 +55,9 @@ describe('settings schema', () => {
     });
     assert.throws(() => loadSettings({ AGENT_HOST_SLOTS: '1' }), /AGENT_HOST_SLOTS/);
     assert.throws(() => loadSettings({ AGENT_HOST_SLOTS: '129' }), /AGENT_HOST_SLOTS/);
+    assert.equal(loadSettings({}).AGENT_CHAT_ADMISSION_RETRY_SECONDS, 3, "a waiting chat's own admission tries at most 3 s apart by default");
+    assert.throws(() => loadSettings({ AGENT_CHAT_ADMISSION_RETRY_SECONDS: '0' }), /AGENT_CHAT_ADMISSION_RETRY_SECONDS/);
+    assert.throws(() => loadSettings({ AGENT_CHAT_ADMISSION_RETRY_SECONDS: '301' }), /AGENT_CHAT_ADMISSION_RETRY_SECONDS/);
     assert.throws(() => loadSettings({ OBJECT_STORE_BACKEND: 's3' }), /S3_ENDPOINT is required when OBJECT_STORE_BACKEND=s3/);
   });
 

@@ -25,6 +25,8 @@ export interface ChatConfig {
   idleSeconds: number;
   /** Turns one workflow run handles before it continues as new (bounds the history). */
   turnsPerRun: number;
+  /** Longest wait between the chat's own admission tries while its turn waits for a slot; absent in older inputs: 3 seconds. */
+  admissionRetrySeconds?: number;
   /** Generate a better title for chats titled from their prompt (docs/agent-api.md "Titles"); absent in older inputs: off. */
   generateTitles?: boolean;
 }
@@ -52,8 +54,17 @@ export interface ChatStatus {
 }
 
 export const submitTurnUpdate = defineUpdate<SubmitResult, [SubmittedTurn]>('submitTurn');
-/** Wakes the workflow to look at PostgreSQL again (new or cancelled turns, reconciler). */
-export const wakeSignal = defineSignal('wake');
+/**
+ * Why a chat is woken. `recheck`: only look at PostgreSQL again when idle (the reconciler's wake of a
+ * chat with an old queued turn); a wake without it (a host's claim admitted the turn, an owner
+ * cancelled one, older senders) also interrupts an admission waiting for a slot, which asks again at once.
+ */
+export interface WakeInput {
+  recheck?: boolean;
+}
+
+/** Wakes the workflow to look at PostgreSQL again (new or cancelled turns, a host's claim, reconciler). */
+export const wakeSignal = defineSignal<[WakeInput?]>('wake');
 /** Stops the running turn when its seq matches (the API has already recorded the request). */
 export const cancelTurnSignal = defineSignal<[{ seq: number }]>('cancelTurn');
 export const chatStatusQuery = defineQuery<ChatStatus>('status');
