@@ -276,6 +276,10 @@ export const settingsShape = {
   AGENT_SSH_PUBLIC_PORT: z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.coerce.number().int().min(1).max(65535).optional()),
   /** The SSH server's host key (Ed25519, OpenSSH form), generated at first start when missing. Default `.data/ssh/ssh_host_ed25519_key`. */
   AGENT_SSH_HOST_KEY_PATH: z.string().min(1).default('.data/ssh/ssh_host_ed25519_key'),
+  /** Seconds a connection to the SSH server may take to log in before it is closed. Default 30. */
+  AGENT_SSH_LOGIN_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(30),
+  /** Connections to the SSH server waiting to log in at once; a further one is closed on arrival. Default 16. */
+  AGENT_SSH_MAX_UNAUTHENTICATED: z.coerce.number().int().min(1).max(1024).default(16),
   /** Seconds between host heartbeats. Default 15 (a host is stale after 90 s). */
   AGENT_HOST_HEARTBEAT_SECONDS: z.coerce.number().positive().default(15),
   /**

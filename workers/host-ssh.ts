@@ -26,7 +26,10 @@ export async function startHostSsh(input: { settings: Settings; docker: Docker; 
   const hostKey = await loadOrCreateHostKey(keyPath);
   const parsed = utils.parseKey(hostKey);
   if (parsed instanceof Error) throw new Error(`AGENT_SSH_HOST_KEY_PATH ${keyPath} does not hold an SSH private key: ${parsed.message}`);
-  const server = createSshServer({ docker: input.docker, api: input.api, hostKey, log });
+  const server = createSshServer({
+    docker: input.docker, api: input.api, hostKey, log,
+    loginTimeoutMs: settings.AGENT_SSH_LOGIN_TIMEOUT_SECONDS * 1000, maxUnauthenticated: settings.AGENT_SSH_MAX_UNAUTHENTICATED,
+  });
   const port = await server.listen(settings.AGENT_SSH_PORT, settings.AGENT_SSH_BIND_ADDRESS);
   const address = { host: settings.AGENT_SSH_PUBLIC_HOST ?? input.hostId, port: settings.AGENT_SSH_PUBLIC_PORT ?? port };
   log.info({ event: 'agent_ssh_listening', bind: settings.AGENT_SSH_BIND_ADDRESS, port, public: address, host_key: sshFingerprint(parsed.getPublicSSH()) }, 'ssh server listening');

@@ -6,7 +6,8 @@
  * answer), and bridges each session channel to a `docker exec` as the chat's member
  * (sandbox-shell.ts). Only public-key authentication, and only `shell`, `exec`, `pty` and
  * `window-change`: port forwarding, agent and X11 forwarding, environment variables and every
- * subsystem (sftp included) are refused (ssh2 refuses what has no listener).
+ * subsystem (sftp included) are refused (ssh2 refuses what has no listener). A connection that
+ * does not log in within `loginTimeoutMs` is closed (login-guard.ts).
  */
 import type { AddressInfo } from 'node:net';
 import type Docker from 'dockerode';
@@ -16,6 +17,7 @@ import { SSH_JOB_ID_PATTERN } from '../../lib/contracts/host-ssh';
 import type { HostApiClient, SshSessionAnswer } from '../agent/host-api-client';
 import type { SandboxShell } from './sandbox-shell';
 import { serveSession } from './ssh-channel';
+import { createLoginGuard } from './login-guard';
 
 /** Failed authentication attempts before the connection is dropped. */
 const MAX_AUTH_ATTEMPTS = 6;
@@ -30,6 +32,10 @@ export interface SshServerOptions {
   /** The host's private key (OpenSSH form; host-key.ts). */
   hostKey: string;
   log: Logger;
+  /** How long a connection may stay unauthenticated (`AGENT_SSH_LOGIN_TIMEOUT_SECONDS`), milliseconds. */
+  loginTimeoutMs: number;
+  /** Connections waiting to log in at once (`AGENT_SSH_MAX_UNAUTHENTICATED`). */
+  maxUnauthenticated: number;
 }
 
 export interface SshServer {
@@ -47,15 +53,23 @@ export function createSshServer(options: SshServerOptions): SshServer {
   const server = new Server({ hostKeys: [options.hostKey], ident: 'agent-sandbox-ssh' }, (client, info) => {
     const end = handleConnection(options, client, info.ip);
     live.add(end);
+    client.on('ready', () => guard.loggedIn(info.ip, info.port));
     client.on('close', () => live.delete(end));
   });
+  // The guard owns the listener: ssh2 sees a connection only once its client has spoken.
+  const guard = createLoginGuard({
+    loginTimeoutMs: options.loginTimeoutMs, maxPending: options.maxUnauthenticated, log: options.log,
+    admit: (socket) => server.injectSocket(socket),
+  });
+  const listener = guard.server;
   return {
     listen: (port, host) => new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+      listener.once('error', reject);
+      listener.listen(port, host, () => resolve((listener.address() as AddressInfo).port));
     }),
     close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      guard.dropPending();
       for (const end of live) end();
       await closed;
     },

@@ -7,7 +7,8 @@
  *   `agent.database.pgadmin.setup`;
  * - `POST /admin/agent/database/pgadmin/open` opens a proxy session for this operator (a cookie
  *   scoped to the proxy path), audited `agent.database.pgadmin.open`;
- * - `/api/admin/agent/pgadmin/…` forwards every method, path, query and body to the tool and
+ * - `/api/admin/agent/pgadmin/…` forwards every method (OPTIONS and WebDAV's included: the route
+ *   serves them all, so the router never answers one itself), path, query and body to the tool and
  *   streams the answer back. Each request re-checks the operator's current `agent.admin`; 503 when
  *   the saved URL is not allowed (agent/database-tool/database-tool.ts).
  */
@@ -19,6 +20,7 @@ import { z } from 'zod';
 import { AppError } from '../../lib/errors';
 import { accessGuard, createRouter, type AccessGuard } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
+import { FORWARDABLE_METHODS } from '../../lib/http/methods';
 import { bearerToken, readJsonBody, validateBody } from '../../lib/http/json-body';
 import { recordAudit } from '../../agent/audit/audit-log';
 import { saveSettings, SETTING_DEFINITIONS } from '../../agent/settings/admin-settings';
@@ -133,18 +135,17 @@ export function adminDatabaseToolRouter(deps: ApiDeps): Router<AgentState> {
     }
     ctx.body = answer;
   };
-  for (const path of [TOOL_PROXY_PREFIX, `${TOOL_PROXY_PREFIX}/{*rest}`]) {
-    router.get(path, toolOperator, proxy);
-    router.post(path, toolOperator, proxy);
-    router.put(path, toolOperator, proxy);
-    router.patch(path, toolOperator, proxy);
-    router.delete(path, toolOperator, proxy);
-  }
+  // One route per path for every method (HEAD comes with GET), its guard first: an OPTIONS or a
+  // PROPFIND is the tool's to answer, after the same operator check as a GET.
+  const methods = FORWARDABLE_METHODS.filter((method) => method !== 'HEAD');
+  for (const path of [TOOL_PROXY_PREFIX, `${TOOL_PROXY_PREFIX}/{*rest}`]) router.register(path, methods, [toolOperator, proxy]);
   documentRoute(router, 'POST', '/admin/agent/database/pgadmin/setup', { body: setupSchema, summary: 'Configures the database tool (pgAdmin).' });
   documentRoute(router, 'POST', '/admin/agent/database/pgadmin/open', { noBody: true, statuses: [503], summary: 'Opens a database tool session (a cookie for its proxy).' });
   for (const path of [TOOL_PROXY_PREFIX, `${TOOL_PROXY_PREFIX}/{*rest}`]) {
-    for (const method of ['POST', 'PUT', 'PATCH']) documentRoute(router, method, path, { bodyText: 'Whatever the database tool takes: forwarded to it unchanged.', statuses: [502, 503], summary: 'The database tool, proxied.' });
-    for (const method of ['GET', 'DELETE']) documentRoute(router, method, path, { statuses: [502, 503], summary: 'The database tool, proxied.' });
+    for (const method of methods) {
+      const body = method === 'GET' ? {} : { bodyText: 'Whatever the database tool takes: forwarded to it unchanged.' };
+      documentRoute(router, method, path, { ...body, statuses: [502, 503], summary: 'The database tool, proxied.' });
+    }
   }
   return router;
 }

@@ -26,6 +26,7 @@ import { describeRequest } from '../../lib/client-address/request-origin';
 import type { ClientAddressResolver } from '../../lib/client-address/client-address';
 import type { RouteEntry } from '../../lib/http/route-access';
 import type { Logger } from '../../lib/logger';
+import { FORWARDABLE_METHODS } from '../../lib/http/methods';
 import { forwardedRequestHeaders, forwardedResponseHeaders } from './forwarded-headers';
 
 /** Longest wait for a TCP (or TLS) connection to the API: a stopped API answers in milliseconds, a black-holed one fails here. */
@@ -35,13 +36,25 @@ export const AGENT_API_HEADERS_TIMEOUT_MS = 300_000;
 /** Longest silence inside a response body; above the API's longest SSE keep-alive interval (300 s). */
 export const AGENT_API_BODY_IDLE_MS = 600_000;
 
-/** The methods forwarded; anything else (TRACE, CONNECT…) is 405 at the gateway. */
+/** The methods forwarded; anything else (TRACE, CONNECT…) is 405 at the gateway, except on the database tool's tree. */
 export const FORWARDED_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+const TOOL_PREFIX = '/api/admin/agent/pgadmin';
+
+/** Whether `path` is in the database tool's tree, whose API route forwards every method to the tool (docs/agent-admin.md). */
+function isDatabaseToolPath(path: string): boolean {
+  return path === TOOL_PREFIX || path.startsWith(`${TOOL_PREFIX}/`);
+}
+
+/** The methods forwarded on `path`: on the database tool's tree, every one a request can carry. */
+function forwardedMethodsOf(path: string): readonly string[] {
+  return isDatabaseToolPath(path) ? FORWARDABLE_METHODS : FORWARDED_METHODS;
+}
 
 /** Whether `path` (no query) is one of the control-plane API's owner or operator paths. */
 export function isAgentApiPath(path: string): boolean {
   return path.startsWith('/v1/agent') ? path.length === 9 || path.charCodeAt(9) === 47 /* '/' */
-    : path.startsWith('/admin/agent/') || path === '/api/admin/agent/pgadmin' || path.startsWith('/api/admin/agent/pgadmin/');
+    : path.startsWith('/admin/agent/') || isDatabaseToolPath(path);
 }
 
 /**
@@ -64,9 +77,8 @@ export function nonCanonicalPath(path: string): string | undefined {
 
 /** The gateway's route-table entries for the forwarded paths (access `forwarded`: the API's routes decide). */
 export function forwardedRoutes(): RouteEntry[] {
-  const methods = [...FORWARDED_METHODS];
-  return ['/v1/agent', '/v1/agent/{*rest}', '/admin/agent/{*rest}', '/api/admin/agent/pgadmin', '/api/admin/agent/pgadmin/{*rest}']
-    .map((path) => ({ methods, path, access: 'forwarded' }));
+  return ['/v1/agent', '/v1/agent/{*rest}', '/admin/agent/{*rest}', TOOL_PREFIX, `${TOOL_PREFIX}/{*rest}`]
+    .map((path) => ({ methods: [...forwardedMethodsOf(path)], path, access: 'forwarded' }));
 }
 
 /** What the proxy needs of the gateway. */
@@ -108,8 +120,9 @@ export class AgentApiProxy {
     const origin = describeRequest(this.deps.clientAddress, this.deps.log, req);
     const state = beginRequest(req, res, this.deps.log, path, origin.fields);
     const method = req.method ?? 'GET';
-    if (!FORWARDED_METHODS.includes(method)) {
-      sendError(new AppError('invalid_request', `Method ${method} is not allowed on ${path}`, { status: 405, headers: { Allow: FORWARDED_METHODS.join(', ') } }), res, state.log);
+    const methods = forwardedMethodsOf(path);
+    if (!methods.includes(method)) {
+      sendError(new AppError('invalid_request', `Method ${method} is not allowed on ${path}`, { status: 405, headers: { Allow: methods.join(', ') } }), res, state.log);
       return;
     }
     const refused = nonCanonicalPath(path);

@@ -8,6 +8,7 @@
 import type { Access, RouteEntry } from './route-access';
 import type { RouteDoc } from './route-docs';
 import { componentName, queryParameters, SchemaComponents, type JsonSchema } from './openapi-schemas';
+import { OPENAPI_METHODS } from './methods';
 
 export interface ApiInfo {
   title: string;
@@ -150,9 +151,13 @@ export function openApiDocument(info: ApiInfo, routes: readonly RouteEntry[]): R
   for (const route of routes) {
     const item = (paths[openApiPath(route.path).path] ??= {});
     for (const method of route.methods) {
-      const key = method.toLowerCase();
-      if (item[key] !== undefined) throw new Error(`two routes serve ${method} ${route.path}`);
-      item[key] = operation(route, method, components, ids);
+      // A method OpenAPI has no field for (PROPFIND, …) is described all the same, under the path
+      // item's extension `x-other-methods`, so the document still lists every method served.
+      const standard = OPENAPI_METHODS.has(method);
+      const holder = standard ? item : ((item['x-other-methods'] ??= {}) as Record<string, unknown>);
+      const key = standard ? method.toLowerCase() : method;
+      if (holder[key] !== undefined) throw new Error(`two routes serve ${method} ${route.path}`);
+      holder[key] = operation(route, method, components, ids);
     }
   }
   return {

@@ -59,7 +59,7 @@ describe('owner SSH into the retained sandbox (API + SSH server + Docker + OpenS
     assert.equal((await registerKey(owner, ownerPair.publicKey)).status, 201);
     assert.equal((await registerKey(stranger, strangerPair.publicKey)).status, 201);
     const hostApi = new HostApiClient({ apiUrl: api.url, hostId, credential });
-    server = createSshServer({ docker: docker(), api: hostApi, hostKey: await loadOrCreateHostKey(join(dir, 'host_key')), log: captureLogs('ssh').log });
+    server = createSshServer({ docker: docker(), api: hostApi, hostKey: await loadOrCreateHostKey(join(dir, 'host_key')), log: captureLogs('ssh').log, loginTimeoutMs: 30_000, maxUnauthenticated: 16 });
     port = await server.listen(0, '127.0.0.1');
   });
   after(async () => {

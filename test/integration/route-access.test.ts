@@ -14,6 +14,7 @@ import { freshDatabase, type TestDatabase } from '../support/db';
 import { rawRequest, type RawAnswer } from '../support/raw-request';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { isAgentApiPath } from '../../gateway/agent-api/agent-api-proxy';
+import { methodsToWalk } from '../support/walked-methods';
 
 function send(base: string, method: string, path: string, authorization?: string): Promise<RawAnswer> {
   return rawRequest(base, { method, path, authorization });
@@ -113,7 +114,7 @@ describe('authorization on every route (gateway and control-plane API, PostgreSQ
     for (const route of routes) {
       if (route.access === 'public' || route.access === 'forwarded') continue;
       const path = concrete(route.path);
-      for (const method of route.methods) {
+      for (const method of methodsToWalk(route)) {
         for (const [name, authorization] of credentials) {
           if (route.access === 'key' && name === 'user key') continue; // a valid credential there
           if ((route.access === 'account' || route.access === 'credentials') && name === 'user access token') continue;

@@ -15,6 +15,8 @@ describe('settings schema', () => {
     assert.equal(s.USER_AUTH_ENABLED, true);
     assert.equal(s.DISTRIBUTION_CONFIG_MODE, 'dark');
     assert.equal(s.AGENT_SANDBOX_IMAGE, 'agent-sandbox:base');
+    assert.equal(s.AGENT_SSH_LOGIN_TIMEOUT_SECONDS, 30, 'an SSH connection has 30 s to log in');
+    assert.equal(s.AGENT_SSH_MAX_UNAUTHENTICATED, 16);
     assert.equal(s.DATABASE_URL, undefined);
     assert.equal(databaseConfigured(s), false);
     assert.ok(Object.isFrozen(s));

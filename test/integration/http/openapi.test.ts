@@ -25,10 +25,16 @@ async function fetchDocument(base: string): Promise<{ status: number; type: stri
   return { status: res.status, type: res.headers.get('content-type'), doc: (await res.json()) as Document };
 }
 
-/** Every operation of the document as `METHOD /path` → access. */
+/** Every operation of the document as `METHOD /path` → access (methods OpenAPI has no field for are under `x-other-methods`). */
 function operationsOf(doc: Document): Map<string, string> {
   const out = new Map<string, string>();
-  for (const [path, item] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(item)) out.set(`${method.toUpperCase()} ${path}`, op['x-access']);
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (method !== 'x-other-methods') out.set(`${method.toUpperCase()} ${path}`, op['x-access']);
+    }
+    const others = (item as Record<string, unknown>)['x-other-methods'] as Record<string, Operation> | undefined;
+    for (const [method, op] of Object.entries(others ?? {})) out.set(`${method} ${path}`, op['x-access']);
+  }
   return out;
 }
 

@@ -1,9 +1,15 @@
 /**
  * One git repository shared by the members of a sandbox group (docs/sandboxes.md "Forks"): the
  * original member commits, a fork member commits on top, the original commits again, and each
- * member's turn capture works; what git wrote stays writable by the group.
+ * member's turn capture works; what git wrote stays writable by the group. Both ways a workspace
+ * starts: a temporary one (`git init`) and a clone of a repository (a bare repository on the host,
+ * cloned on the host side and copied in, as for a chat on a repository).
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DockerSandbox } from '../../../../activities/docker/docker-sandbox';
 import { ensureMember } from '../../../../activities/docker/sandbox-container';
 import { captureTurnDiff, snapshotWorkspace } from '../../../../activities/docker/workspace-capture';
@@ -26,7 +32,7 @@ describe('git shared by the members of a sandbox group (real sandbox)', function
   }
 
   async function commit(as: DockerSandbox, file: string): Promise<string> {
-    return (await sh(as, `printf '%s\\n' "${file}" > ${file} && git -c user.email=m@example.invalid -c user.name=M${as.uid} add ${file} && git -c user.email=m@example.invalid -c user.name=M${as.uid} commit -q -m ${file} && git rev-parse HEAD`)).trim();
+    return (await sh(as, `mkdir -p "$(dirname ${file})" && printf '%s\\n' "${file}" >> ${file} && git -c user.email=m@example.invalid -c user.name=M${as.uid} add ${file} && git -c user.email=m@example.invalid -c user.name=M${as.uid} commit -q -m ${file} && git rev-parse HEAD`)).trim();
   }
 
   async function captureAs(uid: number, change: () => Promise<unknown>): Promise<string> {
@@ -93,4 +99,51 @@ describe('git shared by the members of a sandbox group (real sandbox)', function
       await older.remove();
     }
   });
+
+  it('lets the original, a fork, then the original again commit on a cloned repository', async () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'shared-git-clone-'));
+    const cloned = await startMemberSandbox({ suite: 'workspace-shared-git-clone' });
+    try {
+      const bare = bareRepository(scratch);
+      const original = cloned.sandbox;
+      await initWorkspace(docker(), original.containerName, { uid: TEST_MEMBER_UID, repo: `file://${bare}` });
+      // Shared from the clone on, not only once a fork joins (the join would set it too).
+      assert.match((await sh(original, 'git config core.sharedRepository')).trim(), /^(group|1)$/);
+      const first = await commit(original, 'src/a.txt');
+      await ensureMember(docker(), original.containerName, FORK_UID);
+      const joined = new DockerSandbox(docker(), original.containerName, FORK_UID);
+      // The fork changes a file that came with the clone, in a directory that came with it, and adds one.
+      const second = await commit(joined, 'src/lib/cloned.txt');
+      await commit(joined, 'README.md');
+      const third = await commit(original, 'src/lib/cloned.txt');
+      assert.equal((await sh(joined, 'git log --format=%an | head -n 4')).trim().split('\n').join(' '), `M${TEST_MEMBER_UID} M${FORK_UID} M${FORK_UID} M${TEST_MEMBER_UID}`);
+      assert.equal((await sh(joined, `git rev-list --parents -n 1 ${second}`)).trim(), `${second} ${first}`);
+      assert.equal((await sh(joined, 'git rev-parse HEAD')).trim(), third);
+      assert.equal((await sh(joined, 'git status --porcelain')).trim(), '', 'both see one clean tree');
+      assert.equal((await sh(original, 'git log --format=%s origin/main | tail -n 1')).trim(), 'upstream', 'the clone\'s history is below');
+      assert.match((await sh(joined, 'git config core.sharedRepository')).trim(), /^(group|1)$/);
+      const closed = await sh(joined, "find .git ! -perm -g+w ! -regex '.git/objects/[0-9a-f][0-9a-f]/[0-9a-f]*' ! -regex '.git/objects/pack/.*' -print | head");
+      assert.equal(closed, '', 'everything under .git but the objects (never changed) is group-writable');
+    } finally {
+      await cloned.remove();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
 });
+
+/** A bare repository on the host with one commit holding a file in a nested directory and a README. */
+function bareRepository(scratch: string): string {
+  const work = join(scratch, 'work');
+  const bare = join(scratch, 'origin.git');
+  const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: scratch, GIT_AUTHOR_NAME: 'u', GIT_AUTHOR_EMAIL: 'u@example.invalid', GIT_COMMITTER_NAME: 'u', GIT_COMMITTER_EMAIL: 'u@example.invalid' };
+  const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env, encoding: 'utf8' });
+  git(scratch, 'init', '-q', '--bare', '-b', 'main', bare);
+  git(scratch, 'init', '-q', '-b', 'main', work);
+  mkdirSync(join(work, 'src', 'lib'), { recursive: true });
+  writeFileSync(join(work, 'src', 'lib', 'cloned.txt'), 'from upstream\n');
+  writeFileSync(join(work, 'README.md'), 'upstream\n');
+  git(work, 'add', '.');
+  git(work, 'commit', '-q', '-m', 'upstream');
+  git(work, 'push', '-q', bare, 'main');
+  return bare;
+}

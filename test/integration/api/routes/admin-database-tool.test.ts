@@ -2,7 +2,8 @@
  * The database tool proxy over the real API and PostgreSQL (docs/agent-admin.md "Database tool").
  * The tool itself is a real HTTP server on 127.0.0.1 that records what reaches it:
  * - setup and open are audited, and the password never shows anywhere;
- * - the proxy forwards method, path, query and body, without the operator's credentials;
+ * - the proxy forwards every method (OPTIONS and WebDAV's included), path, query, headers and body,
+ *   without the operator's credentials, and refuses an unauthenticated one of any method;
  * - each request re-checks the operator's current `agent.admin`;
  * - a saved URL that is not allowed answers 503 and reaches nothing.
  */
@@ -77,6 +78,13 @@ describe('admin: database tool proxy (PostgreSQL, a tool on loopback)', function
       assert.equal((await proxied('/', token ? { headers: { authorization: `Bearer ${token}` } } : {})).status, expected);
     }
     assert.equal((await proxied('/', { headers: { cookie: 'agent_dbtool=forged.signature' } })).status, 401);
+    // Methods the router would otherwise answer itself get the same check before anything is forwarded.
+    for (const method of ['OPTIONS', 'PROPFIND']) {
+      const anonymous = await proxied('/browser/', { method, headers: { 'access-control-request-method': 'POST' } });
+      assert.equal(anonymous.status, 401, method);
+      assert.equal(anonymous.headers.get('allow'), null, `${method}: the router did not answer it`);
+      assert.equal((await proxied('/browser/', { method, headers: { authorization: `Bearer ${ownerToken}` } })).status, 403, method);
+    }
     assert.equal(seen.length, 0, 'nothing reached the tool');
   });
 
@@ -129,6 +137,15 @@ describe('admin: database tool proxy (PostgreSQL, a tool on loopback)', function
       const res = await proxied('/sqleditor/query_tool/start/1', { method, headers: { cookie, 'content-type': 'application/json' }, body });
       assert.equal(res.status, 200);
       assert.deepEqual([seen.at(-1)?.method, seen.at(-1)?.url, seen.at(-1)?.body], [method, '/sqleditor/query_tool/start/1', body]);
+    }
+    // Every method is the tool's, OPTIONS and WebDAV's included, with its headers and body.
+    for (const method of ['OPTIONS', 'PROPFIND', 'MKCOL', 'PATCH']) {
+      const res = await proxied('/dav/folder?depth=1', { method, headers: { cookie, depth: '1', 'content-type': 'application/xml', 'x-tool-probe': method }, body: `<propfind method="${method}"/>` });
+      assert.equal(res.status, 200, method);
+      assert.equal(await res.text(), `<html>tool saw ${method} /dav/folder?depth=1</html>`);
+      const got = seen.at(-1)!;
+      assert.deepEqual([got.method, got.url, got.body], [method, '/dav/folder?depth=1', `<propfind method="${method}"/>`]);
+      assert.deepEqual([got.headers.depth, got.headers['content-type'], got.headers['x-tool-probe'], got.headers.cookie], ['1', 'application/xml', method, undefined]);
     }
     assert.equal((await proxied('/missing', { headers: { cookie } })).status, 404, 'the tool\'s own status passes through');
     assert.equal((await proxied('', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status, 200, 'the bare prefix, with a bearer credential');

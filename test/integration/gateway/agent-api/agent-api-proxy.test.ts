@@ -134,6 +134,9 @@ describe('the gateway serves the agent API on its origin (GATEWAY_AGENT_API_URL)
       ['DELETE', '/v1/agent/variables/x', {}, undefined],
       ['GET', '/v1/agent', {}, undefined],
       ['GET', '/api/admin/agent/pgadmin/browser/', {}, undefined],
+      // The database tool's tree takes every method: the API's route answers them, not the gateway.
+      ['OPTIONS', '/api/admin/agent/pgadmin/browser/', {}, undefined],
+      ['PROPFIND', '/api/admin/agent/pgadmin/dav/', { depth: '1' }, '<propfind/>'],
       ['HEAD', '/admin/agent/sandboxes', {}, undefined],
     ];
     for (const [method, path, headers, body] of cases) {
