@@ -102,8 +102,14 @@ async function up(dir: string): Promise<void> {
     await stopping.stop(1);
     return;
   }
+  // A host runner says it polls just before its first heartbeat lands: give the beats a moment.
+  let rows = await clusterStatus(dir, state, settings.AGENT_HOST_STALE_SECONDS);
+  for (let i = 0; i < 20 && rows.some((r) => !r.healthy); i += 1) {
+    await new Promise((r) => setTimeout(r, 500));
+    rows = await clusterStatus(dir, state, settings.AGENT_HOST_STALE_SECONDS);
+  }
   say(`cluster is up in ${process.uptime().toFixed(1)} s (members' logs and pids in ${dir}):`);
-  console.log(formatStatus(await clusterStatus(dir, state, settings.AGENT_HOST_STALE_SECONDS)));
+  console.log(formatStatus(rows));
   say(`gateway (HAProxy) http://127.0.0.1:${ports.balancer}   api http://127.0.0.1:${ports.api}   Temporal UI http://127.0.0.1:8233`);
   if (demo) say(demo.banner);
   say('Ctrl-C (or `npm run cluster -- stop`) stops every member; `npm run cluster -- status` shows their health.');

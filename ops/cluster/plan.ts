@@ -57,7 +57,8 @@ export function clusterPlan(input: ClusterPlanInput): MemberSpec[][] {
   const trusted = [input.trustedProxies, '127.0.0.1'].filter(Boolean).join(',');
   const api: MemberSpec = {
     name: 'api', kind: 'api', ...node(input.root, 'dist/api/main.js'), port: input.apiPort, ready: health(input.apiPort),
-    env: { API_HOST: '127.0.0.1', API_PORT: String(input.apiPort), TRUST_PROXY_HEADERS: '1', TRUSTED_PROXIES: trusted },
+    // The API checks a new chat's model with the gateway: through the balancer, as every client.
+    env: { API_HOST: '127.0.0.1', API_PORT: String(input.apiPort), TRUST_PROXY_HEADERS: '1', TRUSTED_PROXIES: trusted, AGENT_GATEWAY_URL: balancerUrl },
   };
   const gateways: MemberSpec[] = input.gatewayPorts.map((port, i) => ({
     name: `gateway-${i + 1}`, kind: 'gateway', ...node(input.root, 'dist/gateway/main.js'), port, ready: health(port),
