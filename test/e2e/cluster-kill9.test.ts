@@ -36,7 +36,8 @@ import { waitFor } from '../support/wait';
 
 const ROOT = join(__dirname, '../..');
 const CLUSTER = join(ROOT, 'ops/cluster/main.ts');
-const CONCURRENCY = 16;
+/** The per-user limit of one gateway (`USER_CONCURRENCY_LIMIT`, 8, per process): the survivor takes the whole load. */
+const CONCURRENCY = 8;
 const BEFORE_KILL = 600;
 const AFTER_KILL = 400;
 const STALE_SECONDS = 10;
