@@ -10,14 +10,10 @@
  * (`npm run stack:stop`). If any process exits on its own, the others are stopped and
  * `npm start` exits non-zero.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createDb } from '../../lib/db';
 import { migrateLatest } from '../../migrations/runner';
-import { enrollHost } from '../../agent/hosts/host-registry';
-import { secretMatches } from '../../lib/identity/constant-time';
 import { loadSettings } from '../../lib/settings';
 import { startDemoModelIfWanted } from './demo-model';
 import { runBuildSteps } from './build-steps';
@@ -27,7 +23,8 @@ import { WORKFLOW_BUNDLE } from './workflow-bundle-step';
 import { assertPortsFree } from './ports';
 import { ensureDevVersitygw } from './versitygw';
 import { DEV_DATABASE_URL } from './postgres';
-import { DATA, LOGS, ROOT } from './sh';
+import { LOGS, ROOT } from './sh';
+import { devSecrets, ensureHostEnrollment, healthUrl, normalizeHostId } from './stack-setup';
 
 const GRACE_MS = 12_000;
 
@@ -37,50 +34,6 @@ const COLOUR = READABLE && !process.env.NO_COLOR;
 
 function log(message: string): void {
   console.log(startLine(message, { readable: READABLE, colour: COLOUR }));
-}
-
-/** This machine's host id and its enrollment credential, enrolled once and kept under `.data/`. */
-async function ensureHostEnrollment(databaseUrl: string): Promise<{ hostId: string; credential: string }> {
-  const hostId = (process.env.AGENT_HOST_ID ?? hostname()).toLowerCase().replace(/[^a-z0-9._-]/g, '-').slice(0, 63);
-  const file = join(DATA, 'host', `${hostId}.credential`);
-  const db = createDb({ url: databaseUrl, applicationName: 'start' });
-  try {
-    // Reuse the kept credential only while it still matches the enrollment (a re-enrollment rotates it).
-    const row = await db('agent_hosts').where({ host_id: hostId }).whereNull('removed_at').first<{ credential_hash: string } | undefined>('credential_hash');
-    const kept = existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
-    if (row && kept && secretMatches(kept, row.credential_hash)) return { hostId, credential: kept };
-    const enrolled = await enrollHost(db, hostId);
-    mkdirSync(join(DATA, 'host'), { recursive: true, mode: 0o700 });
-    writeFileSync(file, enrolled.credential, { mode: 0o600 });
-    log(`enrolled this machine as execution host ${hostId}`);
-    return enrolled;
-  } finally {
-    await db.destroy();
-  }
-}
-
-/**
- * A dev-stack secret: the environment's value when set, else a random one kept in
- * `.data/secrets/<file>` (mode 0600) so it survives restarts of `npm start` (logins keep working,
- * the control worker and the gateway keep agreeing on the grant dispatch token, saved credential
- * settings stay readable).
- */
-function devSecret(envName: 'AUTH_JWT_SECRET' | 'GATEWAY_GRANT_DISPATCH_TOKEN' | 'AGENT_SETTINGS_ENCRYPTION_KEY' | 'AGENT_CONTROL_TOKEN_SECRET', file: string): string {
-  const fromEnv = process.env[envName];
-  if (fromEnv) return fromEnv;
-  const dir = join(DATA, 'secrets');
-  const path = join(dir, file);
-  if (!existsSync(path)) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(path, randomBytes(48).toString('base64url'), { mode: 0o600 });
-  }
-  return readFileSync(path, 'utf8').trim();
-}
-
-/** The `/health` URL of a server listening on `host:port` (a wildcard address is reached on loopback). */
-function healthUrl(host: string, port: number): string {
-  const reachable = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
-  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}/health`;
 }
 
 async function main(): Promise<void> {
@@ -99,7 +52,7 @@ async function main(): Promise<void> {
   } finally {
     await db.destroy();
   }
-  const host = await ensureHostEnrollment(databaseUrl);
+  const host = await ensureHostEnrollment(databaseUrl, normalizeHostId(process.env.AGENT_HOST_ID ?? hostname()), log);
   // No registry and no credential configured: a scripted demo model to talk to (docs/demo-model.md).
   const demo = await startDemoModelIfWanted(process.env, settings);
 
@@ -111,10 +64,7 @@ async function main(): Promise<void> {
     ...devS3,
     ...demo?.env,
     DATABASE_URL: databaseUrl,
-    AUTH_JWT_SECRET: devSecret('AUTH_JWT_SECRET', 'auth-jwt-secret'),
-    GATEWAY_GRANT_DISPATCH_TOKEN: devSecret('GATEWAY_GRANT_DISPATCH_TOKEN', 'grant-dispatch-token'),
-    AGENT_SETTINGS_ENCRYPTION_KEY: devSecret('AGENT_SETTINGS_ENCRYPTION_KEY', 'settings-encryption-key'),
-    AGENT_CONTROL_TOKEN_SECRET: devSecret('AGENT_CONTROL_TOKEN_SECRET', 'control-token-secret'),
+    ...devSecrets(),
     // A moved port moves the URLs the processes use to reach each other (unless set explicitly).
     AGENT_GATEWAY_URL: process.env.AGENT_GATEWAY_URL ?? `http://127.0.0.1:${settings.GATEWAY_PORT}`,
     AGENT_API_URL: process.env.AGENT_API_URL ?? `http://127.0.0.1:${settings.API_PORT}`,
