@@ -11,7 +11,7 @@ export const DEB_PACKAGES = ['postgresql', 'docker.io', 'debootstrap', 'util-lin
  * the console tests drive through playwright-core (no browser is ever downloaded by a tool), and a
  * font for its text; python3-venv for the pgAdmin 4 venv of the database-tool proxy's test (ops/dev/pgadmin.ts).
  */
-export const TEST_DEB_PACKAGES = ['chromium', 'fonts-dejavu-core', 'python3-venv'] as const;
+export const TEST_DEB_PACKAGES = ['chromium', 'fonts-dejavu-core', 'python3-venv', 'haproxy'] as const;
 
 function installed(pkg: string): boolean {
   const result = run('dpkg-query', ['-W', '-f=${Status}', pkg]);
