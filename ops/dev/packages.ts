@@ -9,7 +9,8 @@ export const DEB_PACKAGES = ['postgresql', 'docker.io', 'debootstrap', 'util-lin
 /**
  * What only the tests need (`npm test` runs the bootstrap with `--tests`): Debian's Chromium, which
  * the console tests drive through playwright-core (no browser is ever downloaded by a tool), and a
- * font for its text; python3-venv for the pgAdmin 4 venv of the database-tool proxy's test (ops/dev/pgadmin.ts).
+ * font for its text; python3-venv for the pgAdmin 4 venv of the database-tool proxy's test (ops/dev/pgadmin.ts);
+ * HAProxy for the cluster shape's tests (`npm run cluster` installs it itself when missing).
  */
 export const TEST_DEB_PACKAGES = ['chromium', 'fonts-dejavu-core', 'python3-venv', 'haproxy'] as const;
 
