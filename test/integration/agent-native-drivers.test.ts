@@ -9,9 +9,9 @@
  * with the CLI's reason and leaves the sandbox usable for the next turn.
  */
 import assert from 'node:assert/strict';
-import { startAgentStack, ownerCall, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
+import { startAgentStack, ownerCall, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
 import { codexShellCall } from '../support/codex-cli';
-import { execIn } from '../support/docker';
+import { chatContainer, fileInChat } from '../support/docker';
 import type { Behaviour, RecordedRequest } from '../support/fake-upstream';
 import { waitFor } from '../support/wait';
 
@@ -91,13 +91,9 @@ async function settled(stack: AgentStack, jobId: string, count: number): Promise
 }
 
 async function workspaceFile(jobId: string, path: string): Promise<string> {
-  const [container] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
-  assert.ok(container, 'the chat has a running container');
-  const info = await docker().getContainer(container.Id).inspect();
+  const info = await (await chatContainer(jobId)).inspect();
   assert.equal(info.HostConfig.NetworkMode, 'none', 'the sandbox has no network');
-  const read = await execIn(docker().getContainer(container.Id), ['cat', path]);
-  assert.equal(read.exitCode, 0, `cat ${path}: ${read.output}`);
-  return read.output;
+  return fileInChat(jobId, path);
 }
 
 describe('native drivers in the sandbox (Codex CLI, Claude Code) through the model relay', function () {

@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { memberPaths } from '../../activities/docker/sandbox-container';
 import { FIRST_MEMBER_UID } from '../../agent/jobs/turn-admission';
-import { startAgentStack, ownerCall, docker, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
-import { execIn } from '../support/docker';
+import { startAgentStack, ownerCall, AGENT_MODEL, type AgentStack } from '../support/agent-stack';
+import { fileInChat } from '../support/docker';
 import type { Behaviour, RecordedRequest } from '../support/fake-upstream';
 import { waitFor } from '../support/wait';
 
@@ -51,12 +51,8 @@ function requestWith(requests: RecordedRequest[], marker: string): RecordedReque
   return found;
 }
 
-async function sessionFile(jobId: string, uid: number, file: string): Promise<string> {
-  const [container] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
-  assert.ok(container, 'the chat has a running container');
-  const read = await execIn(docker().getContainer(container.Id), ['cat', `${memberPaths(uid).sessionDir}/${file}`]);
-  assert.equal(read.exitCode, 0, `cat ${file}: ${read.output}`);
-  return read.output;
+function sessionFile(jobId: string, uid: number, file: string): Promise<string> {
+  return fileInChat(jobId, `${memberPaths(uid).sessionDir}/${file}`);
 }
 
 describe('forks of native CLI chats at an earlier turn (Codex CLI, Claude Code)', function () {

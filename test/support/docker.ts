@@ -81,6 +81,20 @@ export async function execIn(container: Docker.Container, cmd: string[]): Promis
   return { exitCode: info.ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
 }
 
+/** The running container of a chat (its `agent.chat` label); fails the test when there is none. */
+export async function chatContainer(jobId: string): Promise<Docker.Container> {
+  const [container] = await docker().listContainers({ filters: { label: [`agent.chat=${jobId}`] } });
+  if (!container) throw new Error(`chat ${jobId} has no running container`);
+  return docker().getContainer(container.Id);
+}
+
+/** A file's text in a chat's running container (`cat` as root); fails the test when it cannot be read. */
+export async function fileInChat(jobId: string, path: string): Promise<string> {
+  const read = await execIn(await chatContainer(jobId), ['cat', path]);
+  if (read.exitCode !== 0) throw new Error(`cat ${path}: ${read.output}`);
+  return read.output;
+}
+
 /**
  * Removes every container carrying `labels` (default: this run's), then releases every disk of
  * {@link TEST_DISK_ROOT} whose container is gone (also those of containers a test removed itself).
