@@ -37,6 +37,35 @@ function knexLog(log: Logger): Knex.Config['log'] {
   };
 }
 
+/** Socket errors that mean the server is not there (or went away), not that a statement failed. */
+const UNREACHABLE_SOCKET_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * SQLSTATEs of a server that is away rather than a statement it refused: class 08 (connection
+ * exception), `57P01` admin shutdown, `57P02` crash shutdown, `57P03` cannot connect now (starting
+ * up or recovering after a crash).
+ */
+function unavailableSqlState(code: string): boolean {
+  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
+}
+
+/**
+ * Whether `err` (or an error it wraps) says PostgreSQL cannot be reached now: a refused or broken
+ * connection, the server shutting down or still recovering, or no pooled connection within the
+ * acquire timeout. A statement the server answered with an error (a constraint, bad SQL) is not.
+ * The HTTP layer answers these with 503 instead of 500 (docs/errors-and-health.md, "Outages").
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+    const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
+    if (name === 'KnexTimeoutError') return true;
+    if (typeof code === 'string' && (UNREACHABLE_SOCKET_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && unavailableSqlState(code)))) return true;
+    // node-postgres reports a connection that ended under a query by message only (knex prefixes the SQL and " - ").
+    if (typeof message === 'string' && /(^| - )Connection terminated( unexpectedly| due to connection timeout)?$/.test(message)) return true;
+  }
+  return false;
+}
+
 /** True when `select 1` answers within `timeoutMs`. Never throws. */
 export async function pingDb(db: Db, timeoutMs = 1000): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;

@@ -6,6 +6,7 @@ import {
 } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type Worker } from '@temporalio/worker';
+import { AppError } from './errors';
 import type { Logger } from './logger';
 import type { Settings } from './settings';
 
@@ -35,6 +36,21 @@ export async function temporalReachable(connection: Connection, timeoutMs: numbe
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Fails fast with 503 `service_unavailable` when the frontend does not answer a cheap call
+ * (`GetSystemInfo`) within `seconds`. For calls whose own deadline is long (an update that waits
+ * for a workflow's activity, a workflow run to its end): without the probe an unreachable server
+ * would hold the caller's request for that whole deadline. `consequence` completes the message,
+ * e.g. "the host action was not carried out and nothing changed". Call it before writing anything.
+ */
+export async function requireTemporal(client: Client, seconds: number, consequence: string): Promise<void> {
+  try {
+    await client.connection.withDeadline(Date.now() + seconds * 1000, () => client.workflowService.getSystemInfo({}));
+  } catch (err) {
+    throw new AppError('service_unavailable', `Temporal is unreachable (no answer within ${seconds} s): ${consequence}. Try again when Temporal answers`, { cause: err });
   }
 }
 

@@ -18,6 +18,7 @@ import { AppError } from '../../lib/errors';
 import type { Db } from '../../lib/db';
 import type { Logger } from '../../lib/logger';
 import type { Settings } from '../../lib/settings';
+import { requireTemporal } from '../../lib/temporal';
 import type { hostWorkflow } from '../../workflows/host';
 import {
   cancelRemovalUpdate, changeSlotsUpdate, HOST_WORKFLOW_TYPE, hostHeartbeatSignal, HostActionFailure, hostWorkflowId, requestRemovalUpdate,
@@ -69,26 +70,10 @@ async function enrolled(db: Db, hostId: string): Promise<boolean> {
   return (await db('agent_hosts').where({ host_id: hostId }).whereNull('removed_at').first('host_id')) !== undefined;
 }
 
-/**
- * Fails fast (503) when the Temporal frontend does not answer a cheap call within
- * `TEMPORAL_CALL_TIMEOUT_SECONDS`: the action's own deadline is long (it waits for the workflow's
- * transaction), and an unreachable server would otherwise hold the operator's request that long.
- * Nothing has been written yet when this refuses.
- */
-async function requireTemporal(deps: HostDeliveryDeps): Promise<void> {
-  const seconds = deps.settings.TEMPORAL_CALL_TIMEOUT_SECONDS;
-  try {
-    await deps.temporal.connection.withDeadline(Date.now() + seconds * 1000, () => deps.temporal.workflowService.getSystemInfo({}));
-  } catch (err) {
-    throw new AppError('service_unavailable',
-      `Temporal is unreachable (no answer within ${seconds} s): the host action was not carried out and nothing changed. Try again when Temporal answers`, { cause: err });
-  }
-}
-
 /** Runs `call` on host `hostId` through its workflow (after checking that Temporal answers at all). */
 export async function sendHostAction<C extends HostActionCall>(deps: HostDeliveryDeps, hostId: string, call: C): Promise<AnswerOf<C>> {
   if (!(await enrolled(deps.db, hostId))) throw new AppError('not_found', `Host not found: ${hostId}`);
-  await requireTemporal(deps);
+  await requireTemporal(deps.temporal, deps.settings.TEMPORAL_CALL_TIMEOUT_SECONDS, 'the host action was not carried out and nothing changed');
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof hostWorkflow>(HOST_WORKFLOW_TYPE, {
     ...startOptions(deps.settings, hostId), workflowIdConflictPolicy: 'USE_EXISTING',
   });

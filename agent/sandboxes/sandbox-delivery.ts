@@ -10,6 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { AppError } from '../../lib/errors';
 import type { Db } from '../../lib/db';
 import type { Settings } from '../../lib/settings';
+import { requireTemporal } from '../../lib/temporal';
 import type { sandboxGroupWorkflow } from '../../workflows/sandbox-group';
 import {
   SANDBOX_ACTION_UPDATES, SANDBOX_GROUP_WORKFLOW_TYPE, SandboxActionFailure, sandboxGroupWorkflowId,
@@ -29,12 +30,20 @@ const CONFLICT_RETRIES = 5;
 
 const GROUP_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/;
 
-/** Runs `request` on group `groupId`: 404 unknown group, 409 refused (with the reason), 503 when it cannot be decided now. */
+/**
+ * Runs `request` on group `groupId`: 404 unknown group, 409 refused (with the reason), 503 when it
+ * cannot be decided now. With `probeTemporalSeconds` (an operator waiting on HTTP), an unreachable
+ * Temporal answers 503 within that many seconds instead of holding the request for the action's
+ * long deadline; activities leave it out (their own retries cover an outage).
+ */
 export async function sendSandboxAction(
-  deps: { db: Db; temporal: Client; settings: SandboxDeliverySettings }, groupId: string, request: SandboxActionRequest,
+  deps: { db: Db; temporal: Client; settings: SandboxDeliverySettings; probeTemporalSeconds?: number }, groupId: string, request: SandboxActionRequest,
 ): Promise<SandboxActionAccepted> {
   const group = GROUP_ID.test(groupId) ? await sandboxGroupOf(deps.db, groupId) : undefined;
   if (!group) throw new AppError('not_found', `Sandbox group not found: ${groupId}`);
+  if (deps.probeTemporalSeconds !== undefined) {
+    await requireTemporal(deps.temporal, deps.probeTemporalSeconds, 'the sandbox action was not carried out and nothing changed');
+  }
   // A with-start operation is used once: each try builds its own.
   const start = () => new WithStartWorkflowOperation<typeof sandboxGroupWorkflow>(SANDBOX_GROUP_WORKFLOW_TYPE, {
     workflowId: sandboxGroupWorkflowId(groupId),

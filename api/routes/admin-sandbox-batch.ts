@@ -18,6 +18,7 @@ import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
 import type { Logger } from '../../lib/logger';
 import { sendSandboxAction } from '../../agent/sandboxes/sandbox-delivery';
+import { requireTemporal } from '../../lib/temporal';
 import type { SandboxAction, SandboxActionAccepted, SandboxActionRequest, SandboxState } from '../../workflows/definitions/sandbox-group';
 import { requireOperator, type AgentState, type OperatorPrincipal } from '../auth/principals';
 import { callerAddress } from '../auth/audit-actor';
@@ -103,6 +104,8 @@ export function adminSandboxBatchRouter(deps: ApiDeps): Router<AgentState> {
   router.post('/admin/agent/sandboxes/batch', operator, async (ctx) => {
     const body = validateBody(schema, await readJsonBody(ctx.req, BODY_LIMIT));
     refuseDuplicates(body.items);
+    // One probe for the whole batch: with Temporal away every item would wait out its own deadline.
+    await requireTemporal(deps.temporal, deps.settings.TEMPORAL_CALL_TIMEOUT_SECONDS, 'no action of the batch was carried out and nothing changed');
     const results = await runSandboxBatch(
       { deliver: (groupId, request) => sendSandboxAction(delivery, groupId, request), log: ctx.state.log },
       body.action, body.items, { operator: ctx.state.operator, remoteAddress: callerAddress(ctx) ?? undefined },

@@ -90,7 +90,7 @@ export function adminSandboxesRouter(deps: ApiDeps): Router<AgentState> {
       const body = validateBody(schema, await readJsonBody(ctx.req, BODY_LIMIT));
       const request = sandboxActionRequest(action, body, { operator: ctx.state.operator, remoteAddress: callerAddress(ctx) ?? undefined });
       const groupId = ctx.params.groupId ?? '';
-      const accepted = await sendSandboxAction({ db: deps.db, temporal: deps.temporal, settings: deps.settings }, groupId, request);
+      const accepted = await sendSandboxAction({ db: deps.db, temporal: deps.temporal, settings: deps.settings, probeTemporalSeconds: deps.settings.TEMPORAL_CALL_TIMEOUT_SECONDS }, groupId, request);
       ctx.state.log.info({ event: 'agent_sandbox_action_accepted', group_id: groupId, action, state: accepted.state, operator: ctx.state.operator }, 'sandbox action accepted');
       const answer = acceptedAnswer(accepted);
       ctx.status = answer.status;

@@ -13,6 +13,7 @@ import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { createRouter } from '../../lib/http/route-access';
 import { documentRoute } from '../../lib/http/route-docs';
+import { requireTemporal } from '../../lib/temporal';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { ApiDeps } from '../deps';
 import { AppError } from '../../lib/errors';
@@ -41,6 +42,8 @@ export function workspaceArchiveRouter(deps: ApiDeps): Router<AgentState> {
     const store = deps.objectStore;
     if (!store) throw new AppError('service_unavailable', 'Workspace downloads need an object store, and none is configured');
     const target = await sandboxOf(deps, job.group_id, job.host_id);
+    // The archive workflow runs to its end before this answers: with Temporal away it would wait that long.
+    await requireTemporal(deps.temporal, deps.settings.TEMPORAL_CALL_TIMEOUT_SECONDS, 'no archive was started');
     const requestId = randomUUID();
     const input: WorkspaceArchiveInput = {
       jobId: job.job_id,

@@ -11,6 +11,7 @@ import { writeJson } from './json-response';
 import { AppError, errorTypeOf, isAppError, type ErrorCode } from '../errors';
 import type { RequestState } from './request-context';
 import { cleanText } from '../text';
+import { isDatabaseUnavailable } from '../db';
 
 export interface ErrorBody {
   error: { message: string; type: string; code: ErrorCode; param: string | null };
@@ -31,6 +32,10 @@ export function toAppError(err: unknown): AppError {
   }
   if (status >= 400 && status < 500 && e?.expose === true && typeof e.message === 'string') {
     return new AppError(status === 404 ? 'not_found' : 'invalid_request', e.message, { status, cause: err });
+  }
+  if (isDatabaseUnavailable(err)) {
+    // An outage, not a fault of this request: the caller can retry, and the cause is in the log.
+    return new AppError('service_unavailable', 'The database is not answering right now; the request was not completed. Try again shortly', { cause: err });
   }
   return new AppError('internal', 'Internal server error', { cause: err, expose: false });
 }

@@ -2,7 +2,8 @@
  * An operator's host action while Temporal is unreachable: a second API instance whose Temporal
  * address is a closed loopback port (the shared Temporal server is never touched). Every action
  * that goes through the host workflow answers 503 naming Temporal, within the probe's deadline
- * rather than the action's long one, and nothing changes in PostgreSQL.
+ * rather than the action's long one, and nothing changes in PostgreSQL. Sandbox actions (single and
+ * batch) likewise: a 503 naming Temporal instead of waiting out the action's 90 s deadline.
  */
 import assert from 'node:assert/strict';
 import { enrollHost } from '../../agent/hosts/host-registry';
@@ -12,7 +13,7 @@ import { startTestApi, type TestApi } from '../support/api';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { unusedLoopbackPort } from '../support/ports';
 
-describe('admin: runner-host actions while Temporal is unreachable', function () {
+describe('admin: runner-host and sandbox actions while Temporal is unreachable', function () {
   // The probe gives up after TEMPORAL_CALL_TIMEOUT_SECONDS (1 here); the action's own deadline is 60 s.
   this.timeout(30_000);
   let t: TestDatabase;
@@ -74,5 +75,19 @@ describe('admin: runner-host actions while Temporal is unreachable', function ()
     assert.deepEqual(row, { state: 'releasing', revision: 2 });
     const host = await t.db('agent_hosts').where({ host_id: HOST }).first<{ removal_requested_at: Date | null }>('removal_requested_at');
     assert.equal(host?.removal_requested_at, null, 'the host was not asked to drain');
+  });
+
+  it('answers 503 naming Temporal for a sandbox action and a sandbox batch (after the 404 of an unknown group), and changes nothing', async () => {
+    await t.db('agent_sandboxes').insert({ group_id: 'grp_down', host_id: HOST, container_name: 'agent-grp-down', generation: 1, state: 'stopped' });
+    const body = { container_id: 'a'.repeat(64), generation: 1 };
+    assert.equal((await call('POST', '/admin/agent/sandboxes/grp_unknown/delete', body)).status, 404);
+    const single = await call('POST', '/admin/agent/sandboxes/grp_down/delete', body);
+    assert.equal(single.status, 503);
+    assert.match(single.message, /^Temporal is unreachable \(no answer within 1 s\): the sandbox action was not carried out and nothing changed/);
+    const batch = await call('POST', '/admin/agent/sandboxes/batch', { action: 'delete', items: [{ group_id: 'grp_down', ...body }] });
+    assert.equal(batch.status, 503);
+    assert.match(batch.message, /^Temporal is unreachable \(no answer within 1 s\): no action of the batch was carried out and nothing changed/);
+    const row = await t.db('agent_sandboxes').where({ group_id: 'grp_down' }).first<Record<string, unknown>>('state', 'pending_action');
+    assert.deepEqual(row, { state: 'stopped', pending_action: null });
   });
 });

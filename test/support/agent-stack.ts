@@ -85,6 +85,8 @@ export interface AgentStackOptions {
    * (`GATEWAY_AGENT_API_URL`), as `npm start` runs it; the API then listens on a port chosen first.
    */
   oneOrigin?: boolean;
+  /** The Temporal environment instead of the run's shared one (e.g. a private server a test kills). */
+  temporal?: TestWorkflowEnvironment;
 }
 
 /** Grants `agent.use` to the account behind `session` through the admin API, and makes a key. */
@@ -111,7 +113,7 @@ export async function startAgentStack(options: AgentStackOptions = {}): Promise<
       options.pricing ? `, pricing: { prompt: "${options.pricing.prompt}", completion: "${options.pricing.completion}" }` : ''}${options.modelFields ? `, ${options.modelFields}` : ''} }\n`,
     env: { USER_AUTH_ENABLED: 'true', ADMIN_TOKEN, AUTH_JWT_SECRET: TEST_JWT_SECRET, GATEWAY_GRANT_DISPATCH_TOKEN: DISPATCH_TOKEN, SIGNUP_ENABLED: 'true', SIGNUP_REQUIRE_EMAIL_VERIFICATION: 'false', ...forwarding, ...options.gatewayEnv },
   });
-  const env = await temporalEnv();
+  const env = options.temporal ?? await temporalEnv();
   const controlQueue = uniqueTaskQueue('control');
   const hostId = `th-${testRunId}-${Math.random().toString(36).slice(2, 8)}`.toLowerCase().replace(/[^a-z0-9._-]/g, '-');
   const apiEnv = {
