@@ -14,6 +14,7 @@ import { insertResidency, type Residency } from '../../../support/agent-grants';
 import { createOwner, type TestOwner } from '../../../support/agent-records';
 import { newId } from '../../../../agent/jobs/job-store';
 import { startEverythingHttp, startHostileMcpServer, stdioTemplates, type RunningMcpServer } from '../../../support/mcp-servers';
+import { methodsToWalk } from '../../../support/walked-methods';
 
 const KEY = 'mcp-relay-settings-encryption-key-of-32-bytes';
 const CANARY = 'relay-canary-secret-of-the-api-process';
@@ -182,7 +183,7 @@ describe('the tool relay and its attempt-fenced credentials (PostgreSQL, real MC
     const failures: string[] = [];
     for (const route of api.routes.filter((r) => r.access !== 'relay' && r.access !== 'public')) {
       const path = route.path.replace(/:(\w+)(\([^)]*\))?/g, (_m, name: string) => ids[name] ?? 'x1');
-      for (const method of route.methods) {
+      for (const method of methodsToWalk(route)) {
         for (const token of [c.mcp, c.amr]) {
           const answer = await request(method, path, token, method === 'GET' || method === 'DELETE' ? undefined : { events: [{ seq: 0, event_type: 'message', payload: { text: 'forged' } }] });
           if (![401, 403].includes(answer.status)) failures.push(`${method} ${path}: ${answer.status}`);
