@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { AgentStack } from './agent-stack';
 import { DISPATCH_TOKEN } from './agent-stack';
+import { TEST_DISK_ROOT } from './docker';
 import { waitFor } from './wait';
 
 const ROOT = join(__dirname, '../..');
@@ -71,6 +72,9 @@ export function startHostProcess(stack: AgentStack, objectStoreRoot: string, ext
     ...commonEnv(stack),
     AGENT_HOST_ID: stack.hostId, AGENT_HOST_CREDENTIAL: stack.hostCredential, AGENT_API_URL: stack.api.url,
     AGENT_HOST_SLOTS: String(stack.settings.AGENT_HOST_SLOTS), AGENT_HOST_HEARTBEAT_SECONDS: '1',
-    OBJECT_STORE_FS_ROOT: objectStoreRoot, DOCKER_SOCKET_PATH: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock', ...extraEnv,
+    OBJECT_STORE_FS_ROOT: objectStoreRoot, DOCKER_SOCKET_PATH: process.env.DOCKER_SOCKET_PATH ?? '/var/run/docker.sock',
+    // The run's own disk directory, which the test run sweeps: the default (.data/sandbox-disks in
+    // the checkout) would keep the disks of removed containers mounted after the run.
+    AGENT_SANDBOX_DISK_DIR: TEST_DISK_ROOT, ...extraEnv,
   }, 'host runner polling');
 }
