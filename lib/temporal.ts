@@ -30,7 +30,7 @@ export async function connectWorker(settings: Pick<Settings, 'TEMPORAL_ADDRESS'>
 }
 
 /** True when the frontend answers `GetSystemInfo` within `timeoutMs`. */
-export async function temporalReachable(connection: Connection, timeoutMs: number): Promise<boolean> {
+export async function temporalReachable(connection: Pick<Connection, 'withDeadline' | 'workflowService'>, timeoutMs: number): Promise<boolean> {
   try {
     await connection.withDeadline(Date.now() + timeoutMs, () => connection.workflowService.getSystemInfo({}));
     return true;
@@ -47,11 +47,8 @@ export async function temporalReachable(connection: Connection, timeoutMs: numbe
  * e.g. "the host action was not carried out and nothing changed". Call it before writing anything.
  */
 export async function requireTemporal(client: Client, seconds: number, consequence: string): Promise<void> {
-  try {
-    await client.connection.withDeadline(Date.now() + seconds * 1000, () => client.workflowService.getSystemInfo({}));
-  } catch (err) {
-    throw new AppError('service_unavailable', `Temporal is unreachable (no answer within ${seconds} s): ${consequence}. Try again when Temporal answers`, { cause: err });
-  }
+  if (await temporalReachable(client.connection, seconds * 1000)) return;
+  throw new AppError('service_unavailable', `Temporal is unreachable (no answer within ${seconds} s): ${consequence}. Try again when Temporal answers`);
 }
 
 const pinoLevels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
